@@ -1,0 +1,207 @@
+#include "common/registry.h"
+
+#include <cstdlib>
+#include <cstdio>
+#include <type_traits>
+
+namespace hpcai500 {
+
+extern const char kRegistryText[];  // generated from common/registry.ini
+
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
+                        s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+bool ParseDouble(std::string_view s, double* out) {
+  std::string copy(s);
+  char* end = nullptr;
+  *out = std::strtod(copy.c_str(), &end);
+  return !copy.empty() && end == copy.c_str() + copy.size();
+}
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  std::string copy(s);
+  char* end = nullptr;
+  *out = std::strtoll(copy.c_str(), &end, 10);
+  return !copy.empty() && end == copy.c_str() + copy.size();
+}
+
+bool ParseBool(std::string_view s, bool* out) {
+  if (s == "true") {
+    *out = true;
+    return true;
+  }
+  if (s == "false") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+// Sets one key of a workload section; returns an error message or "".
+std::string SetWorkloadKey(WorkloadInfo& w, std::string_view key,
+                           std::string_view value) {
+  if (key == "title") {
+    w.title = value;
+  } else if (key == "metric") {
+    w.metric = value;
+  } else if (key == "exponent") {
+    if (!ParseDouble(value, &w.exponent)) return "exponent is not a number";
+  } else {
+    return "unknown workload key '" + std::string(key) + "'";
+  }
+  return "";
+}
+
+std::string SetConfigKey(ConfigInfo& c, std::string_view key,
+                         std::string_view value) {
+  auto number = [&](double* out) -> std::string {
+    return ParseDouble(value, out) ? "" : std::string(key) + " is not a number";
+  };
+  auto integer = [&](auto* out) -> std::string {
+    int64_t v = 0;
+    if (!ParseInt(value, &v)) return std::string(key) + " is not an integer";
+    *out = static_cast<std::remove_pointer_t<decltype(out)>>(v);
+    return "";
+  };
+  auto boolean = [&](bool* out) -> std::string {
+    return ParseBool(value, out) ? ""
+                                 : std::string(key) + " is not true or false";
+  };
+  if (key == "model") c.model = value;
+  else if (key == "dataset") c.dataset = value;
+  else if (key == "data_dir") c.data_dir = value;
+  else if (key == "optimizer") c.optimizer = value;
+  else if (key == "target") return number(&c.target);
+  else if (key == "lr") return number(&c.lr);
+  else if (key == "momentum") return number(&c.momentum);
+  else if (key == "weight_decay") return number(&c.weight_decay);
+  else if (key == "label_smoothing") return number(&c.label_smoothing);
+  else if (key == "epochs") return integer(&c.epochs);
+  else if (key == "batch_size") return integer(&c.batch_size);
+  else if (key == "warmup_epochs") return integer(&c.warmup_epochs);
+  else if (key == "train_samples") return integer(&c.train_samples);
+  else if (key == "eval_samples") return integer(&c.eval_samples);
+  else if (key == "real_data") return boolean(&c.real_data);
+  else if (key == "implemented") return boolean(&c.implemented);
+  else return "unknown config key '" + std::string(key) + "'";
+  return "";
+}
+
+}  // namespace
+
+std::optional<Registry> Registry::Parse(std::string_view text,
+                                        std::string* error) {
+  Registry reg;
+  enum class Section { kNone, kWorkload, kConfig } section = Section::kNone;
+  int lineno = 0;
+  auto fail = [&](const std::string& why) {
+    *error = "registry line " + std::to_string(lineno) + ": " + why;
+    return std::nullopt;
+  };
+  while (!text.empty()) {
+    ++lineno;
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    line = Trim(line);
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      if (line.back() != ']') return fail("unterminated section header");
+      std::string_view header = Trim(line.substr(1, line.size() - 2));
+      if (header.rfind("workload ", 0) == 0) {
+        WorkloadInfo w;
+        w.name = Trim(header.substr(9));
+        if (reg.FindWorkload(w.name)) return fail("duplicate workload");
+        reg.workloads_.push_back(w);
+        section = Section::kWorkload;
+      } else if (header.rfind("config ", 0) == 0) {
+        std::string_view full = Trim(header.substr(7));
+        size_t slash = full.find('/');
+        if (slash == std::string_view::npos) {
+          return fail("config header must be [config WORKLOAD/NAME]");
+        }
+        ConfigInfo c;
+        c.workload = full.substr(0, slash);
+        c.name = full.substr(slash + 1);
+        if (!reg.FindWorkload(c.workload)) {
+          return fail("config of undeclared workload '" + c.workload + "'");
+        }
+        if (reg.FindConfig(c.workload, c.name)) return fail("duplicate config");
+        reg.configs_.push_back(c);
+        section = Section::kConfig;
+      } else {
+        return fail("unknown section '" + std::string(header) + "'");
+      }
+      continue;
+    }
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) return fail("expected key = value");
+    std::string_view key = Trim(line.substr(0, eq));
+    std::string_view value = Trim(line.substr(eq + 1));
+    std::string why;
+    switch (section) {
+      case Section::kNone:
+        return fail("key outside a section");
+      case Section::kWorkload:
+        why = SetWorkloadKey(reg.workloads_.back(), key, value);
+        break;
+      case Section::kConfig:
+        why = SetConfigKey(reg.configs_.back(), key, value);
+        break;
+    }
+    if (!why.empty()) return fail(why);
+  }
+  for (const ConfigInfo& c : reg.configs_) {
+    if (c.target <= 0 || c.epochs <= 0 || c.batch_size <= 0) {
+      *error = "config " + c.workload + "/" + c.name +
+               ": target, epochs and batch_size must be positive";
+      return std::nullopt;
+    }
+  }
+  return reg;
+}
+
+std::string_view Registry::BuiltinText() { return kRegistryText; }
+
+const Registry& Registry::Builtin() {
+  static const Registry* const kBuiltin = [] {
+    std::string error;
+    std::optional<Registry> reg = Parse(kRegistryText, &error);
+    if (!reg) {
+      std::fprintf(stderr, "built-in registry: %s\n", error.c_str());
+      std::abort();
+    }
+    return new Registry(std::move(*reg));
+  }();
+  return *kBuiltin;
+}
+
+const WorkloadInfo* Registry::FindWorkload(std::string_view name) const {
+  for (const WorkloadInfo& w : workloads_) {
+    if (w.name == name) return &w;
+  }
+  return nullptr;
+}
+
+const ConfigInfo* Registry::FindConfig(std::string_view workload,
+                                       std::string_view config) const {
+  for (const ConfigInfo& c : configs_) {
+    if (c.workload == workload && c.name == config) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace hpcai500

@@ -1,0 +1,76 @@
+// The workload registry: workloads, configs, models, targets, n and epoch
+// budgets, parsed from common/registry.ini (compiled in). It depends on the
+// C++ standard library only, so the worker links it without abseil.
+//
+// Thread-safe: a Registry is immutable after Parse(); Builtin() is initialised
+// once.
+#ifndef HPCAI500_COMMON_REGISTRY_H_
+#define HPCAI500_COMMON_REGISTRY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpcai500 {
+
+struct WorkloadInfo {
+  std::string name;    // image_classification
+  std::string title;   // Image Classification
+  std::string metric;  // top1 | map50
+  double exponent = 5;  // n in VFLOPS = FLOPS x (quality / target)^n
+};
+
+struct ConfigInfo {
+  std::string workload;
+  std::string name;
+  std::string model;
+  std::string dataset;
+  std::string data_dir;
+  double target = 0;
+  int epochs = 0;
+  int batch_size = 0;
+  std::string optimizer;
+  double lr = 0;  // per 256 images of global batch
+  double momentum = 0;
+  double weight_decay = 0;
+  int warmup_epochs = 0;
+  double label_smoothing = 0;
+  int64_t train_samples = 0;  // 0: all
+  int64_t eval_samples = 0;   // 0: all
+  bool real_data = true;
+  bool implemented = true;
+};
+
+class Registry {
+ public:
+  // Parses registry text. Returns nullopt and sets *error (naming the line)
+  // on a syntax error, an unknown key, a bad number or a config whose
+  // workload is not declared.
+  static std::optional<Registry> Parse(std::string_view text,
+                                       std::string* error);
+
+  // The registry compiled into this binary. Aborts if it does not parse
+  // (a build-time invariant: tests parse it).
+  static const Registry& Builtin();
+
+  // The text Builtin() was parsed from.
+  static std::string_view BuiltinText();
+
+  // Return nullptr when absent. Pointers live as long as the Registry.
+  const WorkloadInfo* FindWorkload(std::string_view name) const;
+  const ConfigInfo* FindConfig(std::string_view workload,
+                               std::string_view config) const;
+
+  const std::vector<WorkloadInfo>& workloads() const { return workloads_; }
+  const std::vector<ConfigInfo>& configs() const { return configs_; }
+
+ private:
+  std::vector<WorkloadInfo> workloads_;
+  std::vector<ConfigInfo> configs_;
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_COMMON_REGISTRY_H_

@@ -1,0 +1,34 @@
+// Run specs: parsing the YAML a user submits, checking it against the
+// registry and the level's rules, and filling in defaults.
+//
+// Thread-safe: free functions over immutable inputs.
+#ifndef HPCAI500_COMMON_SPEC_H_
+#define HPCAI500_COMMON_SPEC_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "common/registry.h"
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500 {
+
+// Parses and validates a run spec. Returns the spec with defaults filled in
+// (epochs from the config, repetitions 1, ranked computed), or
+// InvalidArgument whose message names the field and the reason, e.g.
+// "field 'batch_size': must be between 1 and 65536, got 0". Unknown keys,
+// wrong types and out-of-range values are refused, never ignored.
+absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
+                                         const Registry& registry);
+
+// Checks an already-built spec (the same rules as ParseRunSpec, without
+// defaults). Used for specs that did not come from YAML.
+absl::Status ValidateRunSpec(const v1::RunSpec& spec, const Registry& registry);
+
+// The spec as YAML, in the key order users write (for `show` and storage).
+std::string RunSpecToYaml(const v1::RunSpec& spec);
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_COMMON_SPEC_H_

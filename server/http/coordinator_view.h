@@ -1,0 +1,36 @@
+// The read-only view of the coordinator that the HTTP front end (JSON API,
+// leaderboard page, /metrics) is served from. The coordinator implements it;
+// tests pass a fake.
+//
+// Thread-safe: implementations must allow concurrent calls.
+#ifndef HPCAI500_SERVER_HTTP_COORDINATOR_VIEW_H_
+#define HPCAI500_SERVER_HTTP_COORDINATOR_VIEW_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500 {
+
+class CoordinatorView {
+ public:
+  virtual ~CoordinatorView() = default;
+
+  // NotFound when there is no such run.
+  virtual absl::StatusOr<v1::Run> GetRun(int64_t run_id) = 0;
+  // The newest `limit` runs, newest first.
+  virtual absl::StatusOr<v1::ListRunsResponse> ListRuns(int limit) = 0;
+  // InvalidArgument for an unknown workload or config.
+  virtual absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
+      const v1::LeaderboardRequest& request) = 0;
+  virtual absl::StatusOr<v1::ListNodesResponse> ListNodes() = 0;
+  // Prometheus text exposition format (version 0.0.4) of the coordinator's
+  // gauges and counters.
+  virtual std::string MetricsText() = 0;
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_SERVER_HTTP_COORDINATOR_VIEW_H_
