@@ -28,8 +28,8 @@ struct EventLine {
   std::string key;         // run_start, epoch_stop, eval_accuracy, ...
   std::string event_type;  // POINT_IN_TIME | INTERVAL_START | INTERVAL_END
   int64_t time_ms = 0;
-  int64_t seq = 0;  // metadata.seq: 1, 2, ... per (attempt, rank)
-  int rank = 0;     // metadata.rank
+  int64_t seq = 0;          // metadata.seq: 1, 2, ... per (attempt, rank)
+  int rank = 0;             // metadata.rank
   nlohmann::json value;     // null when absent
   nlohmann::json metadata;  // always an object
   // metadata.epoch_num when present, else -1.

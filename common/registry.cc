@@ -1,7 +1,7 @@
 #include "common/registry.h"
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 namespace hpcai500 {
@@ -14,8 +14,8 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
     s.remove_prefix(1);
   }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
-                        s.back() == '\r')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
     s.remove_suffix(1);
   }
   return s;
@@ -77,23 +77,40 @@ std::string SetConfigKey(ConfigInfo& c, std::string_view key,
     return ParseBool(value, out) ? ""
                                  : std::string(key) + " is not true or false";
   };
-  if (key == "model") c.model = value;
-  else if (key == "dataset") c.dataset = value;
-  else if (key == "data_dir") c.data_dir = value;
-  else if (key == "optimizer") c.optimizer = value;
-  else if (key == "target") return number(&c.target);
-  else if (key == "lr") return number(&c.lr);
-  else if (key == "momentum") return number(&c.momentum);
-  else if (key == "weight_decay") return number(&c.weight_decay);
-  else if (key == "label_smoothing") return number(&c.label_smoothing);
-  else if (key == "epochs") return integer(&c.epochs);
-  else if (key == "batch_size") return integer(&c.batch_size);
-  else if (key == "warmup_epochs") return integer(&c.warmup_epochs);
-  else if (key == "train_samples") return integer(&c.train_samples);
-  else if (key == "eval_samples") return integer(&c.eval_samples);
-  else if (key == "real_data") return boolean(&c.real_data);
-  else if (key == "implemented") return boolean(&c.implemented);
-  else return "unknown config key '" + std::string(key) + "'";
+  if (key == "model")
+    c.model = value;
+  else if (key == "dataset")
+    c.dataset = value;
+  else if (key == "data_dir")
+    c.data_dir = value;
+  else if (key == "optimizer")
+    c.optimizer = value;
+  else if (key == "target")
+    return number(&c.target);
+  else if (key == "lr")
+    return number(&c.lr);
+  else if (key == "momentum")
+    return number(&c.momentum);
+  else if (key == "weight_decay")
+    return number(&c.weight_decay);
+  else if (key == "label_smoothing")
+    return number(&c.label_smoothing);
+  else if (key == "epochs")
+    return integer(&c.epochs);
+  else if (key == "batch_size")
+    return integer(&c.batch_size);
+  else if (key == "warmup_epochs")
+    return integer(&c.warmup_epochs);
+  else if (key == "train_samples")
+    return integer(&c.train_samples);
+  else if (key == "eval_samples")
+    return integer(&c.eval_samples);
+  else if (key == "real_data")
+    return boolean(&c.real_data);
+  else if (key == "implemented")
+    return boolean(&c.implemented);
+  else
+    return "unknown config key '" + std::string(key) + "'";
   return "";
 }
 

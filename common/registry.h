@@ -16,9 +16,9 @@
 namespace hpcai500 {
 
 struct WorkloadInfo {
-  std::string name;    // image_classification
-  std::string title;   // Image Classification
-  std::string metric;  // top1 | map50
+  std::string name;     // image_classification
+  std::string title;    // Image Classification
+  std::string metric;   // top1 | map50
   double exponent = 5;  // n in VFLOPS = FLOPS x (quality / target)^n
 };
 

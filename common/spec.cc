@@ -1,0 +1,274 @@
+#include "common/spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace hpcai500 {
+namespace {
+
+constexpr int kMaxNodes = 4096;
+constexpr int kMaxRanksPerNode = 64;
+constexpr int kMaxBatch = 65536;
+constexpr int kMaxRepetitions = 100;
+constexpr int64_t kMaxSeed = (int64_t{1} << 31) - 1;
+constexpr size_t kMaxSpecBytes = 64 * 1024;
+
+absl::Status FieldError(absl::string_view field, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("field '", field, "': ", why));
+}
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+}
+
+absl::Status CheckName(absl::string_view field, const std::string& value,
+                       size_t max_len, bool allow_spaces) {
+  if (value.empty()) return FieldError(field, "must not be empty");
+  if (value.size() > max_len) {
+    return FieldError(field,
+                      absl::StrCat("longer than ", max_len, " characters"));
+  }
+  for (char c : value) {
+    if (!IsNameChar(c) && !(allow_spaces && c == ' ')) {
+      return FieldError(field, absl::StrCat("character '", std::string(1, c),
+                                            "' is not allowed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOneOf(absl::string_view field, const std::string& value,
+                        const std::vector<std::string>& allowed) {
+  for (const std::string& a : allowed) {
+    if (value == a) return absl::OkStatus();
+  }
+  return FieldError(
+      field, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "),
+                          "; got '", value, "'"));
+}
+
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo,
+                        int64_t hi) {
+  if (value < lo || value > hi) {
+    return FieldError(field, absl::StrCat("must be between ", lo, " and ", hi,
+                                          ", got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ScalarString(const YAML::Node& node,
+                                         absl::string_view field) {
+  if (!node.IsScalar()) return FieldError(field, "must be a string");
+  return node.Scalar();
+}
+
+absl::StatusOr<int64_t> ScalarInt(const YAML::Node& node,
+                                  absl::string_view field) {
+  if (!node.IsScalar()) return FieldError(field, "must be an integer");
+  const std::string& text = node.Scalar();
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE) {
+    return FieldError(field,
+                      absl::StrCat("must be an integer, got '", text, "'"));
+  }
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+absl::Status ValidateRunSpec(const v1::RunSpec& spec,
+                             const Registry& registry) {
+  RETURN_IF_ERROR(CheckName("name", spec.name(), 64, /*allow_spaces=*/false));
+  if (registry.FindWorkload(spec.workload()) == nullptr) {
+    std::vector<std::string> known;
+    for (const WorkloadInfo& w : registry.workloads()) known.push_back(w.name);
+    return FieldError("workload",
+                      absl::StrCat("unknown workload '", spec.workload(),
+                                   "'; known: ", absl::StrJoin(known, ", ")));
+  }
+  const ConfigInfo* config =
+      registry.FindConfig(spec.workload(), spec.config());
+  if (config == nullptr) {
+    std::vector<std::string> known;
+    for (const ConfigInfo& c : registry.configs()) {
+      if (c.workload == spec.workload()) known.push_back(c.name);
+    }
+    return FieldError(
+        "config",
+        absl::StrCat("unknown config '", spec.config(), "' of ",
+                     spec.workload(), "; known: ", absl::StrJoin(known, ", ")));
+  }
+  if (!config->implemented) {
+    return FieldError("config", absl::StrCat("config '", spec.config(),
+                                             "' is not implemented by this "
+                                             "build's worker yet"));
+  }
+  RETURN_IF_ERROR(
+      CheckOneOf("level", spec.level(), {"hardware", "system", "free"}));
+  RETURN_IF_ERROR(CheckRange("nodes", spec.nodes(), 1, kMaxNodes));
+  RETURN_IF_ERROR(
+      CheckRange("ranks_per_node", spec.ranks_per_node(), 1, kMaxRanksPerNode));
+  RETURN_IF_ERROR(CheckOneOf("device", spec.device(), {"cpu", "cuda"}));
+  RETURN_IF_ERROR(CheckRange("batch_size", spec.batch_size(), 1, kMaxBatch));
+  RETURN_IF_ERROR(
+      CheckOneOf("precision", spec.precision(), {"fp32", "bf16", "fp16"}));
+  if (spec.precision() == "fp16" && spec.device() != "cuda") {
+    return FieldError("precision", "fp16 needs device cuda");
+  }
+  RETURN_IF_ERROR(CheckRange("seed", spec.seed(), 0, kMaxSeed));
+  RETURN_IF_ERROR(
+      CheckName("system", spec.system(), 128, /*allow_spaces=*/true));
+  if (spec.epochs() > config->epochs) {
+    return FieldError(
+        "epochs", absl::StrCat("exceeds the epoch budget of ", spec.config(),
+                               " (", config->epochs, "), got ", spec.epochs()));
+  }
+  RETURN_IF_ERROR(CheckRange("epochs", spec.epochs(), 1, config->epochs));
+  RETURN_IF_ERROR(
+      CheckRange("repetitions", spec.repetitions(), 1, kMaxRepetitions));
+  // The hardware level keeps the reference recipe: only the hardware and
+  // the reference's two precision variants (fp32 at its batch, mixed
+  // precision at twice that) may differ.
+  if (spec.level() == "hardware") {
+    const int reference = spec.precision() == "fp32" ? config->batch_size
+                                                     : 2 * config->batch_size;
+    if (spec.batch_size() != reference) {
+      return FieldError(
+          "batch_size",
+          absl::StrCat("level hardware keeps the reference batch of ",
+                       reference, " per rank for ", spec.precision(), ", got ",
+                       spec.batch_size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
+                                         const Registry& registry) {
+  if (yaml.size() > kMaxSpecBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec of ", yaml.size(), " bytes exceeds the limit of ",
+                     kMaxSpecBytes));
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec is not valid YAML: line ", e.mark.line + 1,
+                     ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError("spec must be a YAML mapping of fields");
+  }
+  v1::RunSpec spec;
+  spec.set_repetitions(1);
+  using Setter = std::function<absl::Status(const YAML::Node&)>;
+  auto str = [](absl::string_view field,
+                void (v1::RunSpec::*set)(const std::string&),
+                v1::RunSpec* s) -> Setter {
+    return [=](const YAML::Node& n) -> absl::Status {
+      ASSIGN_OR_RETURN(std::string v, ScalarString(n, field));
+      (s->*set)(v);
+      return absl::OkStatus();
+    };
+  };
+  auto integer = [](absl::string_view field, auto set,
+                    v1::RunSpec* s) -> Setter {
+    return [=](const YAML::Node& n) -> absl::Status {
+      ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, field));
+      if (v < INT32_MIN || v > INT32_MAX) {
+        return FieldError(field, absl::StrCat("out of range: ", v));
+      }
+      (s->*set)(static_cast<int32_t>(v));
+      return absl::OkStatus();
+    };
+  };
+  const std::map<std::string, Setter> setters = {
+      {"name", str("name", &v1::RunSpec::set_name, &spec)},
+      {"workload", str("workload", &v1::RunSpec::set_workload, &spec)},
+      {"config", str("config", &v1::RunSpec::set_config, &spec)},
+      {"level", str("level", &v1::RunSpec::set_level, &spec)},
+      {"device", str("device", &v1::RunSpec::set_device, &spec)},
+      {"precision", str("precision", &v1::RunSpec::set_precision, &spec)},
+      {"system", str("system", &v1::RunSpec::set_system, &spec)},
+      {"nodes", integer("nodes", &v1::RunSpec::set_nodes, &spec)},
+      {"ranks_per_node",
+       integer("ranks_per_node", &v1::RunSpec::set_ranks_per_node, &spec)},
+      {"batch_size",
+       integer("batch_size", &v1::RunSpec::set_batch_size, &spec)},
+      {"epochs", integer("epochs", &v1::RunSpec::set_epochs, &spec)},
+      {"repetitions",
+       integer("repetitions", &v1::RunSpec::set_repetitions, &spec)},
+      {"seed",
+       [&spec](const YAML::Node& n) -> absl::Status {
+         ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "seed"));
+         spec.set_seed(v);
+         return absl::OkStatus();
+       }},
+  };
+  const std::vector<std::string> required = {
+      "name",   "workload",   "config",    "level", "nodes", "ranks_per_node",
+      "device", "batch_size", "precision", "seed",  "system"};
+  std::set<std::string> seen;
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar()) {
+      return absl::InvalidArgumentError("spec keys must be plain names");
+    }
+    const std::string key = entry.first.Scalar();
+    auto setter = setters.find(key);
+    if (setter == setters.end()) {
+      return FieldError(key, "unknown key");
+    }
+    if (!seen.insert(key).second) return FieldError(key, "given twice");
+    RETURN_IF_ERROR(setter->second(entry.second));
+  }
+  for (const std::string& key : required) {
+    if (seen.count(key) == 0) return FieldError(key, "is required");
+  }
+  // Defaults that depend on the registry; validate the workload and config
+  // first so that the lookup below is safe.
+  const ConfigInfo* config =
+      registry.FindConfig(spec.workload(), spec.config());
+  if (seen.count("epochs") == 0 && config != nullptr) {
+    spec.set_epochs(config->epochs);
+  }
+  RETURN_IF_ERROR(ValidateRunSpec(spec, registry));
+  spec.set_ranked(spec.epochs() == config->epochs && config->real_data);
+  return spec;
+}
+
+std::string RunSpecToYaml(const v1::RunSpec& spec) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.name();
+  out << YAML::Key << "workload" << YAML::Value << spec.workload();
+  out << YAML::Key << "config" << YAML::Value << spec.config();
+  out << YAML::Key << "level" << YAML::Value << spec.level();
+  out << YAML::Key << "nodes" << YAML::Value << spec.nodes();
+  out << YAML::Key << "ranks_per_node" << YAML::Value << spec.ranks_per_node();
+  out << YAML::Key << "device" << YAML::Value << spec.device();
+  out << YAML::Key << "batch_size" << YAML::Value << spec.batch_size();
+  out << YAML::Key << "precision" << YAML::Value << spec.precision();
+  out << YAML::Key << "seed" << YAML::Value << spec.seed();
+  out << YAML::Key << "system" << YAML::Value << spec.system();
+  out << YAML::Key << "epochs" << YAML::Value << spec.epochs();
+  out << YAML::Key << "repetitions" << YAML::Value << spec.repetitions();
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace hpcai500

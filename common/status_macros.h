@@ -9,16 +9,17 @@
 #define HPCAI500_CONCAT_(a, b) HPCAI500_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when it is not OK.
-#define RETURN_IF_ERROR(expr)                           \
-  do {                                                  \
-    ::absl::Status hpcai500_status_ = (expr);           \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::absl::Status hpcai500_status_ = (expr);            \
     if (!hpcai500_status_.ok()) return hpcai500_status_; \
   } while (0)
 
 // `ASSIGN_OR_RETURN(auto x, Foo());` declares x from an OK StatusOr, or
 // returns its status.
-#define ASSIGN_OR_RETURN(lhs, expr) \
-  ASSIGN_OR_RETURN_IMPL_(HPCAI500_CONCAT_(hpcai500_statusor_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr)                                           \
+  ASSIGN_OR_RETURN_IMPL_(HPCAI500_CONCAT_(hpcai500_statusor_, __LINE__), lhs, \
+                         expr)
 #define ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
   auto statusor = (expr);                           \
   if (!statusor.ok()) return statusor.status();     \

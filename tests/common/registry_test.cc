@@ -40,9 +40,9 @@ TEST(Registry, RefusesConfigOfUndeclaredWorkload) {
 
 TEST(Registry, RefusesBadNumbers) {
   std::string error;
-  EXPECT_FALSE(Registry::Parse("[workload w]\n[config w/c]\ntarget = high\n",
-                               &error)
-                   .has_value());
+  EXPECT_FALSE(
+      Registry::Parse("[workload w]\n[config w/c]\ntarget = high\n", &error)
+          .has_value());
   EXPECT_NE(error.find("target is not a number"), std::string::npos) << error;
 }
 

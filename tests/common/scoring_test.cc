@@ -1,0 +1,100 @@
+#include "common/scoring.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/common/test_files.h"
+
+namespace hpcai500 {
+namespace {
+
+std::vector<EventLine> LoadEvents(const std::vector<std::string>& files) {
+  std::vector<EventLine> events;
+  for (const std::string& file : files) {
+    for (const std::string& line : testing::FixtureLines(file)) {
+      absl::StatusOr<EventLine> event = ParseEventLine(line);
+      EXPECT_TRUE(event.ok()) << event.status();
+      if (event.ok()) events.push_back(*event);
+    }
+  }
+  return events;
+}
+
+const ConfigInfo& SmokeConfig() {
+  return *Registry::Builtin().FindConfig("image_classification",
+                                         "fashion_mnist_smoke");
+}
+const WorkloadInfo& Ic() {
+  return *Registry::Builtin().FindWorkload("image_classification");
+}
+
+TEST(ValidFlops, FollowsThePublishedFormulaWithoutCap) {
+  EXPECT_DOUBLE_EQ(ValidFlops(1e12, 0.763, 0.763, 5), 1e12);
+  EXPECT_NEAR(ValidFlops(1e12, 0.70, 0.763, 5),
+              1e12 * std::pow(0.70 / 0.763, 5), 1);
+  EXPECT_GT(ValidFlops(1e12, 0.80, 0.763, 5), 1e12);  // no cap above target
+  EXPECT_EQ(ValidFlops(1e12, 0, 0.763, 5), 0);
+}
+
+TEST(ScoreRun, ScoresTwoRankFixtureFromEveryInput) {
+  std::vector<EventLine> events =
+      LoadEvents({"events/fmnist_rank0.mllog", "events/fmnist_rank1.mllog"});
+  absl::StatusOr<v1::Score> score = ScoreRun(events, SmokeConfig(), Ic());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_DOUBLE_EQ(score->quality(), 0.77);
+  EXPECT_DOUBLE_EQ(score->target(), SmokeConfig().target);
+  EXPECT_EQ(score->exponent(), 5);
+  EXPECT_EQ(score->samples(), 12000);  // 2 ranks x 2 epochs x 3000
+  // run_start..run_stop = 24.000 s, minus two 2-second evaluations.
+  EXPECT_DOUBLE_EQ(score->train_seconds(), 20.0);
+  EXPECT_DOUBLE_EQ(score->eval_seconds(), 4.0);
+  EXPECT_DOUBLE_EQ(score->flops(), 3.0 * 12e6 * 12000 / 20.0);
+  EXPECT_DOUBLE_EQ(score->valid_flops(),
+                   score->flops() * std::pow(0.77 / SmokeConfig().target, 5));
+  EXPECT_EQ(score->reached_target(), 0.77 >= SmokeConfig().target);
+  EXPECT_FALSE(score->convention().empty());
+}
+
+TEST(ScoreRun, RefusesARunWithoutAccuracy) {
+  std::vector<EventLine> events = LoadEvents({"events/aborted_rank0.mllog"});
+  absl::StatusOr<v1::Score> score = ScoreRun(events, SmokeConfig(), Ic());
+  ASSERT_FALSE(score.ok());
+  EXPECT_NE(score.status().message().find("eval_accuracy"), std::string::npos);
+}
+
+TEST(ScoreRun, RefusesARunWithoutRunStop) {
+  std::vector<EventLine> events = LoadEvents({"events/fmnist_rank0.mllog"});
+  events.pop_back();  // drop run_stop
+  absl::StatusOr<v1::Score> score = ScoreRun(events, SmokeConfig(), Ic());
+  ASSERT_FALSE(score.ok());
+  EXPECT_NE(score.status().message().find("run_stop"), std::string::npos);
+}
+
+TEST(SummarizeEpochs, SumsSamplesTakesSlowestRankAndRankZeroAccuracy) {
+  std::vector<v1::EpochSummary> epochs = SummarizeEpochs(
+      LoadEvents({"events/fmnist_rank0.mllog", "events/fmnist_rank1.mllog"}));
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[0].epoch(), 1);
+  EXPECT_EQ(epochs[0].samples(), 6000);
+  EXPECT_DOUBLE_EQ(epochs[0].seconds(), 12.0);
+  EXPECT_DOUBLE_EQ(epochs[0].throughput(), 500.0);
+  EXPECT_DOUBLE_EQ(epochs[0].train_loss(), 0.91);
+  EXPECT_DOUBLE_EQ(epochs[0].accuracy(), 0.69);
+  EXPECT_DOUBLE_EQ(epochs[1].accuracy(), 0.77);
+}
+
+TEST(AggregateRepetitions, DropsBestAndWorstFromThreeOn) {
+  Aggregate three = AggregateRepetitions({1.0, 10.0, 4.0});
+  EXPECT_DOUBLE_EQ(three.mean, 4.0);
+  EXPECT_DOUBLE_EQ(three.min, 1.0);
+  EXPECT_DOUBLE_EQ(three.max, 10.0);
+  Aggregate two = AggregateRepetitions({2.0, 4.0});
+  EXPECT_DOUBLE_EQ(two.mean, 3.0);
+  Aggregate five = AggregateRepetitions({5, 1, 3, 100, 4});
+  EXPECT_DOUBLE_EQ(five.mean, 4.0);
+  EXPECT_DOUBLE_EQ(AggregateRepetitions({}).mean, 0.0);
+}
+
+}  // namespace
+}  // namespace hpcai500

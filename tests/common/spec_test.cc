@@ -1,0 +1,156 @@
+#include "common/spec.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_replace.h"
+
+namespace hpcai500 {
+namespace {
+
+constexpr char kGood[] = R"(name: fmnist-smoke
+workload: image_classification
+config: fashion_mnist_smoke
+level: system
+nodes: 1
+ranks_per_node: 2
+device: cpu
+batch_size: 64
+precision: fp32
+seed: 1
+system: local-cpu
+)";
+
+absl::StatusOr<v1::RunSpec> Parse(const std::string& yaml) {
+  return ParseRunSpec(yaml, Registry::Builtin());
+}
+
+// Parses kGood with `from` replaced by `to` and returns the error message.
+std::string RefusalOf(const std::string& from, const std::string& to) {
+  std::string yaml = absl::StrReplaceAll(kGood, {{from, to}});
+  EXPECT_NE(yaml, kGood) << "replacement of '" << from << "' did nothing";
+  absl::StatusOr<v1::RunSpec> spec = Parse(yaml);
+  if (spec.ok()) return "accepted";
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(spec.status().message());
+}
+
+TEST(RunSpec, AcceptsAGoodSpecAndFillsDefaults) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "fmnist-smoke");
+  EXPECT_EQ(spec->ranks_per_node(), 2);
+  EXPECT_EQ(spec->epochs(),
+            Registry::Builtin()
+                .FindConfig("image_classification", "fashion_mnist_smoke")
+                ->epochs);
+  EXPECT_EQ(spec->repetitions(), 1);
+  EXPECT_TRUE(spec->ranked());
+}
+
+TEST(RunSpec, FewerEpochsMakeItUnranked) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(std::string(kGood) + "epochs: 1\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->epochs(), 1);
+  EXPECT_FALSE(spec->ranked());
+}
+
+TEST(RunSpec, RoundTripsThroughYaml) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
+  ASSERT_TRUE(spec.ok());
+  absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->SerializeAsString(), spec->SerializeAsString());
+}
+
+struct Refusal {
+  std::string from;
+  std::string to;
+  std::string expected;  // a substring of the message
+};
+
+class RunSpecRefusal : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(RunSpecRefusal, NamesTheFieldAndTheReason) {
+  const Refusal& r = GetParam();
+  std::string message = RefusalOf(r.from, r.to);
+  EXPECT_NE(message.find(r.expected), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EachField, RunSpecRefusal,
+    ::testing::Values(
+        Refusal{"seed: 1\n", "seed: 1\ncolour: blue\n",
+                "field 'colour': unknown key"},
+        Refusal{"name: fmnist-smoke\n", "", "field 'name': is required"},
+        Refusal{"name: fmnist-smoke", "name: a/b",
+                "field 'name': character '/'"},
+        Refusal{"workload: image_classification", "workload: chess",
+                "field 'workload': unknown workload 'chess'"},
+        Refusal{"config: fashion_mnist_smoke", "config: mnist",
+                "field 'config': unknown config 'mnist'"},
+        Refusal{"config: fashion_mnist_smoke", "config: imagenet",
+                "field 'config': config 'imagenet' is not implemented"},
+        Refusal{"level: system", "level: anything",
+                "field 'level': must be one of hardware, system, free"},
+        Refusal{"nodes: 1", "nodes: 0", "field 'nodes': must be between 1"},
+        Refusal{"nodes: 1", "nodes: two",
+                "field 'nodes': must be an integer, got 'two'"},
+        Refusal{"ranks_per_node: 2", "ranks_per_node: 1000",
+                "field 'ranks_per_node': must be between 1 and 64"},
+        Refusal{"device: cpu", "device: tpu", "field 'device': must be one of"},
+        Refusal{"batch_size: 64", "batch_size: -3",
+                "field 'batch_size': must be between 1"},
+        Refusal{"precision: fp32", "precision: fp8",
+                "field 'precision': must be one of"},
+        Refusal{"precision: fp32", "precision: fp16",
+                "field 'precision': fp16 needs device cuda"},
+        Refusal{"seed: 1", "seed: -1", "field 'seed': must be between 0"},
+        Refusal{"system: local-cpu", "system: [a, b]",
+                "field 'system': must be a string"},
+        Refusal{"seed: 1\n", "seed: 1\nepochs: 1000\n",
+                "field 'epochs': exceeds the epoch budget"},
+        Refusal{"seed: 1\n", "seed: 1\nseed: 2\n", "seed"},
+        Refusal{"name: fmnist-smoke\n", "name: [unclosed\n",
+                "spec is not valid YAML: line"}));
+
+TEST(RunSpec, HardwareLevelKeepsTheReferenceBatch) {
+  const int reference =
+      Registry::Builtin()
+          .FindConfig("image_classification", "fashion_mnist_smoke")
+          ->batch_size;
+  std::string yaml = absl::StrReplaceAll(
+      kGood,
+      {{"level: system", "level: hardware"},
+       {"batch_size: 64", "batch_size: " + std::to_string(reference + 1)}});
+  absl::StatusOr<v1::RunSpec> spec = Parse(yaml);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find(
+                "field 'batch_size': level hardware keeps the reference batch "
+                "of " +
+                std::to_string(reference)),
+            std::string::npos)
+      << spec.status();
+  // The mixed-precision variant of the reference doubles the batch.
+  yaml = absl::StrReplaceAll(yaml,
+                             {{"batch_size: " + std::to_string(reference + 1),
+                               "batch_size: " + std::to_string(2 * reference)},
+                              {"precision: fp32", "precision: bf16"}});
+  EXPECT_TRUE(Parse(yaml).ok()) << Parse(yaml).status();
+}
+
+TEST(RunSpec, RefusesANonMapping) {
+  absl::StatusOr<v1::RunSpec> spec = Parse("- just\n- a list\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("mapping"), std::string::npos);
+}
+
+TEST(RunSpec, RefusesAnOversizedSpec) {
+  absl::StatusOr<v1::RunSpec> spec =
+      Parse(std::string(kGood) + "# " + std::string(70000, 'x') + "\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("exceeds the limit"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpcai500
