@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The run command: installs what is missing, builds, starts hpcai500d (SQLite
+# file ./hpcai500.db) and one local agent, runs the Fashion-MNIST smoke
+# benchmark on two CPU ranks, prints the leaderboard, and keeps serving the
+# leaderboard page until Ctrl-C. `--once` stops everything after the demo.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${HPCAI500_BUILD_DIR:-$ROOT/build}"
+STATE="${HPCAI500_STATE_DIR:-$ROOT/.hpcai500}"
+GRPC="${HPCAI500_GRPC:-127.0.0.1:7500}"
+HTTP="${HPCAI500_HTTP:-127.0.0.1:7580}"
+ONCE=0
+[[ "${1:-}" == "--once" ]] && ONCE=1
+
+"$ROOT/scripts/build.sh"
+mkdir -p "$STATE"
+BIN="$BUILD/bin"
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+"$BIN/hpcai500d" --grpc "$GRPC" --http "$HTTP" --db "$STATE/hpcai500.db" \
+  --web-dir "$ROOT/web" 2>>"$STATE/hpcai500d.log" &
+pids+=($!)
+"$BIN/hpcai500-agent" --coordinator "$GRPC" --name local --slots 2 \
+  --workdir "$STATE/agent-local" 2>>"$STATE/agent-local.log" &
+pids+=($!)
+
+export HPCAI500_COORDINATOR="$GRPC"
+for _ in $(seq 50); do
+  "$BIN/hpcai500" nodes 2>/dev/null | grep -q local && break
+  sleep 0.2
+done
+"$BIN/hpcai500" nodes
+
+set +e
+"$BIN/hpcai500" submit "$ROOT/examples/fmnist-smoke.yaml" --wait
+status=$?
+set -e
+"$BIN/hpcai500" leaderboard
+echo "logs: $STATE/hpcai500d.log, $STATE/agent-local.log"
+if ((ONCE)); then
+  exit "$status"
+fi
+echo "leaderboard: http://$HTTP/   (Ctrl-C stops the coordinator and agent)"
+wait

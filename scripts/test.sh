@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test.
+# Unit tests run in parallel; integration tests (real processes, training)
+# run one at a time so their timings stay honest on a small machine.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${HPCAI500_BUILD_DIR:-$ROOT/build}"
+"$ROOT/scripts/build.sh"
+cd "$BUILD"
+ctest --output-on-failure -L unit -j "$(nproc)"
+ctest --output-on-failure -LE unit
