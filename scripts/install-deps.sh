@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libtorch-dev zlib1g-dev
+  libtorch-dev libgloo-dev zlib1g-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev

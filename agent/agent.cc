@@ -1,0 +1,213 @@
+#include "agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "agent/files.h"
+#include "agent/internal/log.h"
+#include "proto/hpcai500.grpc.pb.h"
+
+#ifndef HPCAI500_VERSION
+#define HPCAI500_VERSION "dev"
+#endif
+
+namespace hpcai500::agent {
+
+using agent_internal::LogInfo;
+using agent_internal::LogWarning;
+
+namespace {
+
+constexpr int64_t kDefaultHeartbeatMs = 5000;
+constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
+constexpr absl::Duration kFirstBackoff = absl::Milliseconds(500);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(10);
+
+// Messages from the coordinator, handed from the reading thread to the loop.
+// Thread-safe.
+class Inbox {
+ public:
+  void Push(v1::CoordinatorMessage message) {
+    absl::MutexLock lock(&mu_);
+    messages_.push_back(std::move(message));
+  }
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  // Waits up to timeout for a message or the close, then takes all messages.
+  std::deque<v1::CoordinatorMessage> Take(absl::Duration timeout,
+                                          bool* closed) {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(this, &Inbox::Ready), timeout);
+    *closed = closed_;
+    return std::exchange(messages_, {});
+  }
+
+ private:
+  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return closed_ || !messages_.empty();
+  }
+
+  absl::Mutex mu_;
+  std::deque<v1::CoordinatorMessage> messages_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+std::vector<std::string> CurrentEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+    env.push_back(*e);
+  return env;
+}
+
+SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
+  SupervisorOptions out;
+  out.address = options.address;
+  out.node.workdir = options.workdir;
+  out.node.worker_path = options.worker_path;
+  out.node.cpus = options.cpus;
+  out.node.base_env = CurrentEnvironment();
+  out.kill_grace_ms = options.kill_grace_ms;
+  return out;
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock)
+    : options_(std::move(options)),
+      clock_(clock),
+      supervisor_(MakeSupervisorOptions(options_), processes, clock) {}
+
+absl::Status Agent::Run(const std::atomic<bool>* stop) {
+  agent_internal::SetLogNode(options_.name);
+  if (absl::Status made = MakeDirectories(options_.workdir); !made.ok()) {
+    return made;
+  }
+  int taken = supervisor_.Reattach();
+  LogInfo(absl::StrCat("starting: coordinator ", options_.coordinator,
+                       ", workdir ", options_.workdir, ", slots ",
+                       options_.slots, ", address ", options_.address,
+                       taken > 0 ? absl::StrCat(", took up ", taken,
+                                                " worker rank(s) from before")
+                                 : ""));
+  absl::Duration backoff = kFirstBackoff;
+  while (!stop->load()) {
+    std::string why;
+    if (RunSession(stop, &why)) backoff = kFirstBackoff;
+    if (stop->load()) break;
+    LogWarning(absl::StrCat("stream to coordinator ", options_.coordinator,
+                            " ended (", why, "); retrying in ",
+                            absl::FormatDuration(backoff)));
+    // Workers are still reaped and killed while disconnected; what they
+    // produce is sent by Resend() after reconnecting.
+    absl::Time until = absl::Now() + backoff;
+    while (!stop->load() && absl::Now() < until) {
+      supervisor_.Poll();
+      absl::SleepFor(kPollInterval);
+    }
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+  LogInfo("stopping; workers keep running and are taken up on restart");
+  return absl::OkStatus();
+}
+
+bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
+  auto channel = grpc::CreateChannel(options_.coordinator,
+                                     grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::AgentService::Stub> stub =
+      v1::AgentService::NewStub(channel);
+  grpc::ClientContext context;
+  if (!options_.auth_token.empty()) {
+    context.AddMetadata("authorization",
+                        absl::StrCat("Bearer ", options_.auth_token));
+  }
+  std::unique_ptr<
+      grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>>
+      stream = stub->Connect(&context);
+  Inbox inbox;
+  std::thread reader([&] {
+    v1::CoordinatorMessage message;
+    while (stream->Read(&message)) inbox.Push(std::move(message));
+    inbox.Close();
+  });
+
+  bool ok = true;
+  auto send = [&](const v1::AgentMessage& message) {
+    if (ok && !stream->Write(message)) ok = false;
+  };
+  auto send_all = [&](const std::vector<v1::AgentMessage>& messages) {
+    for (const v1::AgentMessage& m : messages) send(m);
+  };
+
+  v1::AgentMessage hello;
+  v1::Register* reg = hello.mutable_register_();
+  reg->set_name(options_.name);
+  reg->set_address(options_.address);
+  reg->set_slots(options_.slots);
+  reg->set_cpus(options_.cpus);
+  reg->set_gpus(options_.gpus);
+  reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+  reg->set_hostname(options_.hostname);
+  reg->set_version(HPCAI500_VERSION);
+  for (v1::RunningAttempt& running : supervisor_.Running()) {
+    *reg->add_running() = std::move(running);
+  }
+  send(hello);
+  send_all(supervisor_.Resend());
+
+  bool registered = false;
+  int64_t heartbeat_ms = kDefaultHeartbeatMs;
+  int64_t next_heartbeat = clock_->NowMs() + heartbeat_ms;
+  while (ok && !stop->load()) {
+    bool closed = false;
+    for (const v1::CoordinatorMessage& message :
+         inbox.Take(kPollInterval, &closed)) {
+      switch (message.msg_case()) {
+        case v1::CoordinatorMessage::kRegistered:
+          registered = true;
+          if (message.registered().heartbeat_interval_ms() > 0) {
+            heartbeat_ms = std::clamp<int64_t>(
+                message.registered().heartbeat_interval_ms(), 100, 60000);
+          }
+          LogInfo(absl::StrCat("registered with coordinator ",
+                               options_.coordinator, " as ",
+                               message.registered().node()));
+          break;
+        case v1::CoordinatorMessage::kAssignment:
+          send_all(supervisor_.HandleAssignment(message.assignment()));
+          break;
+        case v1::CoordinatorMessage::kCancel:
+          supervisor_.HandleCancel(message.cancel());
+          break;
+        case v1::CoordinatorMessage::kAcks:
+          supervisor_.HandleAcks(message.acks());
+          break;
+        default:
+          LogWarning("unknown message from the coordinator ignored");
+      }
+    }
+    if (closed) break;
+    send_all(supervisor_.Poll());
+    if (clock_->NowMs() >= next_heartbeat) {
+      v1::AgentMessage beat;
+      beat.mutable_heartbeat()->set_time_ms(clock_->NowMs());
+      send(beat);
+      next_heartbeat = clock_->NowMs() + heartbeat_ms;
+    }
+  }
+  context.TryCancel();
+  reader.join();
+  grpc::Status status = stream->Finish();
+  *why = status.ok() ? "closed by the coordinator" : status.error_message();
+  return registered;
+}
+
+}  // namespace hpcai500::agent

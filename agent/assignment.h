@@ -1,0 +1,68 @@
+// Checking an Assignment from the coordinator and turning it into the exact
+// processes to start. Nothing in an assignment is trusted: names must match
+// [a-z0-9_]+, numbers must be in range, ranks within the world size, and no
+// field may carry path characters. The worker's argv is built here from the
+// checked fields; no command string ever comes from the remote side.
+//
+// Thread-safe: free functions.
+#ifndef HPCAI500_AGENT_ASSIGNMENT_H_
+#define HPCAI500_AGENT_ASSIGNMENT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/process.h"
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500::agent {
+
+// What the node contributes to every launch.
+struct NodeContext {
+  std::string workdir;      // absolute
+  std::string worker_path;  // the hpcai500-worker executable
+  int cpus = 1;
+  std::vector<std::string> base_env;  // "K=V", inherited by every worker
+};
+
+// One rank to start.
+struct RankPlan {
+  int rank = 0;
+  int local_rank = 0;
+  LaunchSpec launch;
+  std::string events_path;
+  std::string pid_path;
+  std::string acked_path;
+  std::string exit_path;
+  std::string done_path;
+};
+
+struct AttemptPlan {
+  std::string dir;  // WORKDIR/runs/<run_id>/attempt-<n>
+  std::vector<RankPlan> ranks;
+};
+
+// Checks the attempt key. InvalidArgument naming the field.
+absl::Status ValidateAttemptKey(const v1::AttemptKey& key);
+
+// Checks a PHASE_START assignment completely. InvalidArgument naming the
+// field and the reason, e.g. "assignment: ranks[1]: 7 is outside world size 2".
+absl::Status ValidateStartAssignment(const v1::Assignment& assignment);
+
+// WORKDIR/runs/<run_id>/attempt-<n> (key must be valid).
+std::string AttemptDir(const std::string& workdir, const v1::AttemptKey& key);
+
+// The state files of one rank inside an attempt folder.
+RankPlan RankPaths(const std::string& attempt_dir, int rank);
+
+// Validates the assignment and builds one launch per local rank: argv,
+// environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT, CUDA_VISIBLE_DEVICES for cuda) and output files. Creates
+// nothing on disk.
+absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& assignment,
+                                        const NodeContext& node);
+
+}  // namespace hpcai500::agent
+
+#endif  // HPCAI500_AGENT_ASSIGNMENT_H_

@@ -1,0 +1,85 @@
+// EventTailer follows one worker rank's event file and keeps the events it
+// read until the coordinator acknowledges them. Only complete lines (ending
+// in '\n') are taken; a half-written line waits for its newline. The
+// acknowledged seq is persisted beside the file, so a restarted agent
+// re-reads the file from the start, skips what was acknowledged and resends
+// the rest.
+//
+// Not thread-safe: one owner (the Supervisor) drives it.
+#ifndef HPCAI500_AGENT_EVENT_TAILER_H_
+#define HPCAI500_AGENT_EVENT_TAILER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500::agent {
+
+class EventTailer {
+ public:
+  // Reading pauses while this many events wait for an acknowledgement, so an
+  // unreachable coordinator does not grow the agent's memory.
+  static constexpr size_t kMaxUnacked = 4096;
+
+  // events_path: the worker's event file (may not exist yet). acked_path:
+  // where the acknowledged seq is kept.
+  EventTailer(std::string events_path, std::string acked_path,
+              v1::AttemptKey key, int rank);
+
+  // Reads the persisted acknowledged seq (0 when absent). Call once before
+  // ReadNew.
+  absl::Status LoadAcked();
+
+  // Reads the complete lines appended since the last call and returns their
+  // events, each also kept until acknowledged. Malformed lines, lines of
+  // another rank and already acknowledged seqs are skipped (the first two
+  // logged).
+  std::vector<v1::Event> ReadNew();
+
+  // True when the last ReadNew reached the end of the file's complete lines
+  // (it did not stop for lack of room).
+  bool caught_up() const { return caught_up_; }
+
+  // Forgets every kept event with seq <= seq and persists seq. Stale or
+  // repeated acks are ignored.
+  void Ack(int64_t seq);
+
+  // The events read but not yet acknowledged, in seq order.
+  std::vector<v1::Event> Unacked() const;
+  bool all_acked() const { return unacked_.empty(); }
+  int64_t acked_seq() const { return acked_seq_; }
+
+  // The status of the run_stop line ("success", "aborted") once one was read.
+  const std::optional<std::string>& run_stop_status() const {
+    return run_stop_status_;
+  }
+
+ private:
+  void TakeLine(std::string_view line);
+
+  // Constant after construction.
+  const std::string events_path_;
+  const std::string acked_path_;
+  const v1::AttemptKey key_;
+  const int rank_;
+
+  uint64_t offset_ = 0;      // bytes of the file already read
+  std::string partial_;      // read bytes after the last '\n'
+  bool discarding_ = false;  // inside an over-long line, until its '\n'
+  bool caught_up_ = true;
+  int64_t acked_seq_ = 0;
+  int64_t last_seq_ = 0;  // highest seq taken
+  std::deque<v1::Event> unacked_;
+  std::vector<v1::Event> fresh_;  // filled by TakeLine during ReadNew
+  std::optional<std::string> run_stop_status_;
+};
+
+}  // namespace hpcai500::agent
+
+#endif  // HPCAI500_AGENT_EVENT_TAILER_H_

@@ -1,0 +1,54 @@
+// hpcai500-agent: the per-node agent. Parses flags and runs the Agent until
+// SIGINT or SIGTERM; the workers it started keep running after it stops.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "agent/clock.h"
+#include "agent/options.h"
+#include "agent/process.h"
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+void RequestStop(int) { stop_requested.store(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& arg : args) {
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(hpcai500::agent::kAgentUsage, stdout);
+      return 0;
+    }
+  }
+  auto options = hpcai500::agent::ParseAgentArgs(args);
+  if (!options.ok()) {
+    std::fprintf(stderr, "hpcai500-agent: %s\n%s",
+                 std::string(options.status().message()).c_str(),
+                 hpcai500::agent::kAgentUsage);
+    return 2;
+  }
+  struct sigaction action = {};
+  action.sa_handler = RequestStop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  hpcai500::agent::PosixProcessLauncher processes;
+  hpcai500::agent::RealClock clock;
+  hpcai500::agent::Agent agent(*std::move(options), &processes, &clock);
+  absl::Status status = agent.Run(&stop_requested);
+  if (!status.ok()) {
+    std::fprintf(stderr, "hpcai500-agent: %s\n",
+                 std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

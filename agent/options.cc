@@ -1,0 +1,167 @@
+#include "agent/options.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "agent/files.h"
+
+namespace hpcai500::agent {
+namespace {
+
+absl::Status Bad(absl::string_view flag, absl::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat(flag, ": ", reason));
+}
+
+bool IsNodeName(absl::string_view s) {
+  return !s.empty() && s.size() <= 64 &&
+         std::all_of(s.begin(), s.end(),
+                     [](char c) {
+                       return (c >= 'a' && c <= 'z') ||
+                              (c >= 'A' && c <= 'Z') ||
+                              (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                              c == '.';
+                     }) &&
+         s != "." && s != "..";
+}
+
+bool IsLabelText(absl::string_view s) {
+  return !s.empty() && s.size() <= 128 &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return c > ' ' && c < 127 && c != ',' && c != '=';
+         });
+}
+
+}  // namespace
+
+int CountGpus() {
+  int count = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+        name.find_first_not_of("0123456789", 6) == std::string::npos) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+int CountCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    return std::max(1, CPU_COUNT(&set));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string DefaultWorkerPath() {
+  std::error_code ec;
+  std::filesystem::path self =
+      std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "hpcai500-worker";
+  return (self.parent_path() / "hpcai500-worker").string();
+}
+
+absl::StatusOr<AgentOptions> ParseAgentArgs(
+    const std::vector<std::string>& args) {
+  AgentOptions options;
+  std::string slots_text, workdir, labels_text, token_file, grace_text;
+  std::map<std::string, std::string*> flags = {
+      {"--coordinator", &options.coordinator},
+      {"--name", &options.name},
+      {"--slots", &slots_text},
+      {"--workdir", &workdir},
+      {"--address", &options.address},
+      {"--worker", &options.worker_path},
+      {"--labels", &labels_text},
+      {"--auth-token-file", &token_file},
+      {"--kill-grace-seconds", &grace_text}};
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = flag.find('=');
+        flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    auto it = flags.find(flag);
+    if (it == flags.end()) return Bad(args[i], "unknown argument");
+    if (!has_value) {
+      if (i + 1 >= args.size()) return Bad(flag, "needs a value");
+      value = args[++i];
+    }
+    *it->second = value;
+  }
+  if (options.coordinator.empty()) return Bad("--coordinator", "is required");
+  if (options.coordinator.find(':') == std::string::npos) {
+    return Bad("--coordinator", "must be HOST:PORT");
+  }
+  if (!IsNodeName(options.name)) {
+    return Bad("--name",
+               "is required and must match [A-Za-z0-9._-]+ (at most "
+               "64 characters)");
+  }
+  options.gpus = CountGpus();
+  options.cpus = CountCpus();
+  if (slots_text.empty()) {
+    options.slots = std::max(1, options.gpus);
+  } else if (!absl::SimpleAtoi(slots_text, &options.slots) ||
+             options.slots < 1 || options.slots > 4096) {
+    return Bad("--slots", absl::StrCat("must be between 1 and 4096, got '",
+                                       slots_text, "'"));
+  }
+  if (!grace_text.empty()) {
+    int seconds = 0;
+    if (!absl::SimpleAtoi(grace_text, &seconds) || seconds < 0 ||
+        seconds > 3600) {
+      return Bad("--kill-grace-seconds", "must be between 0 and 3600");
+    }
+    options.kill_grace_ms = int64_t{seconds} * 1000;
+  }
+  if (options.address.empty()) return Bad("--address", "must not be empty");
+  if (workdir.empty())
+    workdir = absl::StrCat("./hpcai500-agent-", options.name);
+  std::error_code ec;
+  options.workdir =
+      std::filesystem::absolute(workdir, ec).lexically_normal().string();
+  if (ec) return Bad("--workdir", ec.message());
+  if (!options.workdir.empty() && options.workdir.back() == '/' &&
+      options.workdir.size() > 1) {
+    options.workdir.pop_back();
+  }
+  if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
+  options.worker_path = std::filesystem::absolute(options.worker_path, ec)
+                            .lexically_normal()
+                            .string();
+  for (absl::string_view pair :
+       absl::StrSplit(labels_text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || !IsLabelText(kv[0]) || !IsLabelText(kv[1])) {
+      return Bad("--labels",
+                 absl::StrCat("expected k=v,k=v, got '", pair, "'"));
+    }
+    options.labels[kv[0]] = kv[1];
+  }
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadFileToString(token_file);
+    if (!token.ok()) return Bad("--auth-token-file", token.status().message());
+    options.auth_token = std::string(absl::StripAsciiWhitespace(*token));
+    if (options.auth_token.empty()) return Bad("--auth-token-file", "is empty");
+  }
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) == 0) options.hostname = host;
+  return options;
+}
+
+}  // namespace hpcai500::agent

@@ -1,0 +1,54 @@
+// The agent's command line and the node inventory defaults behind it.
+//
+// Thread-safe: free functions.
+#ifndef HPCAI500_AGENT_OPTIONS_H_
+#define HPCAI500_AGENT_OPTIONS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace hpcai500::agent {
+
+struct AgentOptions {
+  std::string coordinator;  // HOST:PORT
+  std::string name;         // node name
+  int slots = 0;            // ranks this node hosts
+  std::string workdir;      // absolute
+  std::string address = "127.0.0.1";
+  std::string worker_path;
+  std::map<std::string, std::string> labels;
+  std::string auth_token;  // sent as "authorization: Bearer <token>"
+  int cpus = 1;
+  int gpus = 0;
+  std::string hostname;
+  int64_t kill_grace_ms = 10000;
+};
+
+inline constexpr char kAgentUsage[] =
+    "usage: hpcai500-agent --coordinator HOST:PORT --name NAME [--slots N]\n"
+    "         [--workdir DIR] [--address ADDR] [--worker PATH]\n"
+    "         [--labels k=v,k=v] [--auth-token-file FILE]\n"
+    "         [--kill-grace-seconds S]\n";
+
+// Parses the arguments after argv[0] and fills in defaults: slots = GPUs or
+// 1, workdir ./hpcai500-agent-NAME (made absolute), worker = hpcai500-worker
+// beside this executable. InvalidArgument names the flag and the problem.
+absl::StatusOr<AgentOptions> ParseAgentArgs(
+    const std::vector<std::string>& args);
+
+// The number of /dev/nvidia<N> devices.
+int CountGpus();
+
+// CPUs this process may run on.
+int CountCpus();
+
+// hpcai500-worker in the directory of /proc/self/exe.
+std::string DefaultWorkerPath();
+
+}  // namespace hpcai500::agent
+
+#endif  // HPCAI500_AGENT_OPTIONS_H_

@@ -1,0 +1,417 @@
+#include "agent/supervisor.h"
+
+#include <signal.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "agent/files.h"
+#include "agent/internal/log.h"
+
+namespace hpcai500::agent {
+
+using agent_internal::LogError;
+using agent_internal::LogInfo;
+using agent_internal::LogWarning;
+using agent_internal::Where;
+
+namespace {
+
+v1::AgentMessage WorkerExitedError(const v1::AttemptKey& key, int rank,
+                                   absl::string_view error) {
+  v1::AgentMessage message;
+  v1::WorkerExited* exited = message.mutable_worker_exited();
+  *exited->mutable_key() = key;
+  exited->set_rank(rank);
+  exited->set_exit_code(-1);
+  exited->set_error(std::string(error));
+  return message;
+}
+
+std::string DescribeExit(const ExitRecord& exit) {
+  std::string text = exit.status.signal != 0
+                         ? absl::StrCat("killed by signal ", exit.status.signal)
+                         : absl::StrCat("exit code ", exit.status.exit_code);
+  if (!exit.error.empty()) absl::StrAppend(&text, " (", exit.error, ")");
+  return text;
+}
+
+// "123" -> 123; anything but plain digits -> nullopt.
+std::optional<int64_t> ParseNumber(absl::string_view text) {
+  int64_t value = 0;
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != absl::string_view::npos ||
+      !absl::SimpleAtoi(text, &value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events) {
+  std::vector<v1::AgentMessage> batches;
+  size_t bytes = 0;
+  for (v1::Event& event : events) {
+    if (batches.empty() ||
+        batches.back().events().events_size() >=
+            static_cast<int>(kMaxBatchEvents) ||
+        bytes + event.line().size() > kMaxBatchBytes) {
+      batches.emplace_back().mutable_events();
+      bytes = 0;
+    }
+    bytes += event.line().size();
+    *batches.back().mutable_events()->add_events() = std::move(event);
+  }
+  return batches;
+}
+
+Supervisor::Supervisor(SupervisorOptions options, ProcessLauncher* processes,
+                       Clock* clock)
+    : options_(std::move(options)), processes_(processes), clock_(clock) {}
+
+Supervisor::~Supervisor() = default;
+
+int Supervisor::Reattach() {
+  namespace fs = std::filesystem;
+  const fs::path runs = fs::path(options_.node.workdir) / "runs";
+  std::error_code ec;
+  if (!fs::is_directory(runs, ec)) return 0;
+  int taken = 0;
+  for (const fs::directory_entry& run_dir : fs::directory_iterator(runs, ec)) {
+    std::optional<int64_t> run_id =
+        ParseNumber(run_dir.path().filename().string());
+    if (!run_id || !run_dir.is_directory(ec)) continue;
+    for (const fs::directory_entry& attempt_dir :
+         fs::directory_iterator(run_dir.path(), ec)) {
+      std::string name_text = attempt_dir.path().filename().string();
+      absl::string_view name = name_text;
+      if (!absl::ConsumePrefix(&name, "attempt-")) continue;
+      std::optional<int64_t> number = ParseNumber(name);
+      if (!number || *number > 1000000) continue;
+      v1::AttemptKey key;
+      key.set_run_id(*run_id);
+      key.set_attempt(static_cast<int>(*number));
+      Attempt attempt;
+      attempt.key = key;
+      attempt.dir = AttemptDir(options_.node.workdir, key);
+      for (const fs::directory_entry& file :
+           fs::directory_iterator(attempt_dir.path(), ec)) {
+        std::string file_text = file.path().filename().string();
+        absl::string_view file_name = file_text;
+        if (!absl::ConsumePrefix(&file_name, "rank-") ||
+            !absl::ConsumeSuffix(&file_name, ".pid")) {
+          continue;
+        }
+        std::optional<int64_t> rank_number = ParseNumber(file_name);
+        if (!rank_number || *rank_number > 65535) continue;
+        const int rank_id = static_cast<int>(*rank_number);
+        Rank rank;
+        rank.paths = RankPaths(attempt.dir, rank_id);
+        if (FileExists(rank.paths.done_path)) continue;
+        rank.tailer = std::make_unique<EventTailer>(
+            rank.paths.events_path, rank.paths.acked_path, key, rank_id);
+        if (absl::Status loaded = rank.tailer->LoadAcked(); !loaded.ok()) {
+          LogWarning(absl::StrCat(Where(key, rank_id), ": ", loaded.message(),
+                                  "; resending every event"));
+        }
+        absl::StatusOr<ExitRecord> exit = ReadExitFile(rank.paths.exit_path);
+        absl::StatusOr<PidRecord> pid = ReadPidFile(rank.paths.pid_path);
+        if (pid.ok()) rank.process = *pid;
+        if (exit.ok()) {
+          // Reported before the restart; reported again after reconnecting,
+          // as the coordinator may not have received it.
+          rank.exit = *exit;
+          rank.report = ReportExit(attempt, rank);
+        } else if (pid.ok() && IsSameProcessRunning(*pid, *processes_)) {
+          rank.running = true;
+          LogInfo(absl::StrCat(Where(key, rank_id),
+                               ": reattached to worker pid ", pid->pid));
+        } else {
+          LogWarning(absl::StrCat(Where(key, rank_id),
+                                  ": worker ended while the agent was down"));
+        }
+        attempt.ranks.push_back(std::move(rank));
+        ++taken;
+      }
+      if (!attempt.ranks.empty()) {
+        attempts_.emplace(KeyOf(key), std::move(attempt));
+      }
+    }
+  }
+  return taken;
+}
+
+std::vector<v1::AgentMessage> Supervisor::HandleAssignment(
+    const v1::Assignment& a) {
+  if (a.phase() == v1::Assignment::PHASE_RESERVE) {
+    v1::AgentMessage reply;
+    v1::PortReserved* reserved = reply.mutable_port_reserved();
+    *reserved->mutable_key() = a.key();
+    reserved->set_host(options_.address);
+    if (absl::Status valid = ValidateAttemptKey(a.key()); !valid.ok()) {
+      reserved->set_error(std::string(valid.message()));
+      LogError(absl::StrCat("refused port reservation: ", valid.message()));
+      return {reply};
+    }
+    auto existing = reservations_.find(KeyOf(a.key()));
+    if (existing != reservations_.end()) {
+      reserved->set_port(existing->second.port());
+      return {reply};
+    }
+    absl::StatusOr<PortReservation> port =
+        PortReservation::Reserve(options_.address);
+    if (!port.ok()) {
+      reserved->set_error(std::string(port.status().message()));
+      LogError(absl::StrCat(Where(a.key()), ": ", port.status().message()));
+      return {reply};
+    }
+    reserved->set_port(port->port());
+    LogInfo(absl::StrCat(Where(a.key()), ": reserved rendezvous port ",
+                         port->port(), " on ", options_.address));
+    reservations_.emplace(KeyOf(a.key()), *std::move(port));
+    return {reply};
+  }
+  if (a.phase() == v1::Assignment::PHASE_START) return Start(a);
+  LogError(
+      absl::StrCat(Where(a.key()), ": assignment without a phase refused"));
+  return {WorkerExitedError(a.key(), a.ranks_size() > 0 ? a.ranks(0) : 0,
+                            "assignment: phase: must be PHASE_RESERVE or "
+                            "PHASE_START")};
+}
+
+std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
+  std::vector<v1::AgentMessage> replies;
+  auto refuse_all = [&](absl::string_view error) {
+    if (a.ranks().empty())
+      replies.push_back(WorkerExitedError(a.key(), 0, error));
+    for (int rank : a.ranks()) {
+      replies.push_back(WorkerExitedError(a.key(), rank, error));
+    }
+    return replies;
+  };
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(a, options_.node);
+  if (!plan.ok()) {
+    LogError(
+        absl::StrCat(Where(a.key()), ": refused: ", plan.status().message()));
+    return refuse_all(plan.status().message());
+  }
+  if (attempts_.count(KeyOf(a.key())) > 0) {
+    LogWarning(absl::StrCat(Where(a.key()),
+                            ": already running; repeated start ignored"));
+    return {};
+  }
+  if (absl::Status made = MakeDirectories(plan->dir); !made.ok()) {
+    LogError(absl::StrCat(Where(a.key()), ": ", made.message()));
+    return refuse_all(made.message());
+  }
+  // Rank 0's worker binds the reserved port: free it just before.
+  reservations_.erase(KeyOf(a.key()));
+
+  Attempt attempt;
+  attempt.key = a.key();
+  attempt.dir = plan->dir;
+  for (size_t i = 0; i < plan->ranks.size(); ++i) {
+    RankPlan& rank_plan = plan->ranks[i];
+    absl::StatusOr<pid_t> pid = processes_->Launch(rank_plan.launch);
+    if (!pid.ok()) {
+      LogError(absl::StrCat(Where(a.key(), rank_plan.rank),
+                            ": cannot start worker: ", pid.status().message()));
+      for (size_t j = i; j < plan->ranks.size(); ++j) {
+        replies.push_back(WorkerExitedError(
+            a.key(), plan->ranks[j].rank,
+            j == i ? std::string(pid.status().message())
+                   : absl::StrCat("not started: rank ", rank_plan.rank,
+                                  " could not start")));
+      }
+      break;
+    }
+    Rank rank;
+    rank.process.pid = *pid;
+    rank.process.start_time = processes_->StartTime(*pid).value_or(0);
+    rank.is_child = true;
+    rank.running = true;
+    rank.tailer = std::make_unique<EventTailer>(
+        rank_plan.events_path, rank_plan.acked_path, a.key(), rank_plan.rank);
+    if (absl::Status written = WritePidFile(rank_plan.pid_path, rank.process);
+        !written.ok()) {
+      LogWarning(absl::StrCat(Where(a.key(), rank_plan.rank), ": ",
+                              written.message(),
+                              " (no reattach after an agent restart)"));
+    }
+    LogInfo(absl::StrCat(
+        Where(a.key(), rank_plan.rank), ": started worker pid ", *pid,
+        " local_rank=", rank_plan.local_rank, " world_size=", a.world_size()));
+    rank.paths = std::move(rank_plan);
+    attempt.ranks.push_back(std::move(rank));
+  }
+  const bool partial = attempt.ranks.size() < plan->ranks.size();
+  if (!attempt.ranks.empty()) {
+    attempts_.emplace(KeyOf(a.key()), std::move(attempt));
+    if (partial) {
+      v1::Cancel cancel;
+      *cancel.mutable_key() = a.key();
+      cancel.set_reason("a rank of this node could not start");
+      HandleCancel(cancel);
+    }
+  }
+  return replies;
+}
+
+void Supervisor::HandleCancel(const v1::Cancel& cancel) {
+  const Key key = KeyOf(cancel.key());
+  reservations_.erase(key);
+  auto it = attempts_.find(key);
+  if (it == attempts_.end()) {
+    LogInfo(absl::StrCat(Where(cancel.key()),
+                         ": cancel for an attempt not running here"));
+    return;
+  }
+  Attempt& attempt = it->second;
+  if (attempt.cancelling) return;
+  attempt.cancelling = true;
+  attempt.kill_deadline_ms = clock_->NowMs() + options_.kill_grace_ms;
+  LogInfo(absl::StrCat(Where(cancel.key()), ": cancelling (", cancel.reason(),
+                       "): SIGTERM to its workers"));
+  for (Rank& rank : attempt.ranks) {
+    if (rank.running) processes_->SignalGroup(rank.process.pid, SIGTERM);
+  }
+}
+
+void Supervisor::HandleAcks(const v1::Acks& acks) {
+  for (const v1::Ack& ack : acks.acks()) {
+    auto it = attempts_.find(KeyOf(ack.key()));
+    if (it == attempts_.end()) continue;
+    for (Rank& rank : it->second.ranks) {
+      if (rank.paths.rank == ack.rank()) rank.tailer->Ack(ack.seq());
+    }
+  }
+}
+
+void Supervisor::CheckExit(Attempt& attempt, Rank& rank) {
+  if (!rank.running) return;
+  if (rank.is_child) {
+    std::optional<ExitStatus> status = processes_->TryWait(rank.process.pid);
+    if (!status) return;
+    rank.exit = ExitRecord{*status, ""};
+    // Whatever the worker left in its group goes with it.
+    processes_->SignalGroup(rank.process.pid, SIGKILL);
+  } else if (IsSameProcessRunning(rank.process, *processes_)) {
+    return;
+  }
+  rank.running = false;
+  (void)attempt;
+}
+
+v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
+  if (!rank.exit) {
+    // Not our child: the outcome comes from its events.
+    const std::optional<std::string>& stop = rank.tailer->run_stop_status();
+    if (!stop) {
+      rank.exit = ExitRecord{{-1, 0}, "worker lost while the agent was down"};
+    } else {
+      rank.exit = ExitRecord{{*stop == "success" ? 0 : 1, 0}, ""};
+    }
+  }
+  v1::WorkerExited report;
+  *report.mutable_key() = attempt.key;
+  report.set_rank(rank.paths.rank);
+  report.set_exit_code(rank.exit->status.exit_code);
+  report.set_signal(rank.exit->status.signal);
+  report.set_error(rank.exit->error);
+  report.set_stderr_tail(
+      ReadFileTail(rank.paths.launch.stderr_path, kStderrTailBytes));
+  return report;
+}
+
+std::vector<v1::AgentMessage> Supervisor::Poll() {
+  std::vector<v1::Event> events;
+  std::vector<v1::AgentMessage> exits;
+  const int64_t now = clock_->NowMs();
+  for (auto it = attempts_.begin(); it != attempts_.end();) {
+    Attempt& attempt = it->second;
+    bool all_done = true;
+    for (Rank& rank : attempt.ranks) {
+      CheckExit(attempt, rank);
+      if (attempt.cancelling && rank.running && !rank.killed &&
+          now >= attempt.kill_deadline_ms) {
+        LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank),
+                                ": worker pid ", rank.process.pid,
+                                " outlived the grace period: SIGKILL"));
+        processes_->SignalGroup(rank.process.pid, SIGKILL);
+        rank.killed = true;
+      }
+      std::vector<v1::Event> fresh = rank.tailer->ReadNew();
+      std::move(fresh.begin(), fresh.end(), std::back_inserter(events));
+      if (!rank.running && !rank.report && rank.tailer->caught_up()) {
+        rank.report = ReportExit(attempt, rank);
+        if (absl::Status written =
+                WriteExitFile(rank.paths.exit_path, *rank.exit);
+            !written.ok()) {
+          LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank), ": ",
+                                  written.message()));
+        }
+        LogInfo(absl::StrCat(Where(attempt.key, rank.paths.rank),
+                             ": worker pid ", rank.process.pid,
+                             " ended: ", DescribeExit(*rank.exit)));
+        exits.emplace_back();
+        *exits.back().mutable_worker_exited() = *rank.report;
+      }
+      if (rank.report && !rank.done && rank.tailer->all_acked()) {
+        rank.done = true;
+        if (absl::Status written =
+                WriteFileAtomically(rank.paths.done_path, "");
+            !written.ok()) {
+          LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank), ": ",
+                                  written.message()));
+        }
+      }
+      all_done = all_done && rank.done;
+    }
+    if (all_done) {
+      it = attempts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::vector<v1::AgentMessage> out = BatchEvents(std::move(events));
+  std::move(exits.begin(), exits.end(), std::back_inserter(out));
+  return out;
+}
+
+std::vector<v1::AgentMessage> Supervisor::Resend() const {
+  std::vector<v1::Event> events;
+  std::vector<v1::AgentMessage> exits;
+  for (const auto& [key, attempt] : attempts_) {
+    for (const Rank& rank : attempt.ranks) {
+      std::vector<v1::Event> unacked = rank.tailer->Unacked();
+      std::move(unacked.begin(), unacked.end(), std::back_inserter(events));
+      if (rank.report) {
+        exits.emplace_back();
+        *exits.back().mutable_worker_exited() = *rank.report;
+      }
+    }
+  }
+  std::vector<v1::AgentMessage> out = BatchEvents(std::move(events));
+  std::move(exits.begin(), exits.end(), std::back_inserter(out));
+  return out;
+}
+
+std::vector<v1::RunningAttempt> Supervisor::Running() const {
+  std::vector<v1::RunningAttempt> running;
+  for (const auto& [key, attempt] : attempts_) {
+    v1::RunningAttempt entry;
+    *entry.mutable_key() = attempt.key;
+    for (const Rank& rank : attempt.ranks) {
+      if (!rank.report) entry.add_ranks(rank.paths.rank);
+    }
+    if (entry.ranks_size() > 0) running.push_back(std::move(entry));
+  }
+  return running;
+}
+
+}  // namespace hpcai500::agent

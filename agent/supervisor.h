@@ -1,0 +1,134 @@
+// Supervisor is the agent's logic without the network: it turns assignments
+// into worker processes, tails their event files, reaps or polls them, kills
+// them on cancel, and produces the messages for the coordinator. It keeps an
+// attempt until every rank's exit was reported and every event acknowledged,
+// and it finds the attempts of an earlier agent in the workdir again.
+//
+// Workdir layout, per attempt: WORKDIR/runs/<run_id>/attempt-<n>/rank-R.*
+// with .events (written by the worker), .stdout, .stderr, .pid ("PID
+// START_TIME"), .acked (acknowledged seq), .exit (the reported exit) and
+// .done (everything delivered).
+//
+// Not thread-safe: one thread (the Agent's loop) drives it.
+#ifndef HPCAI500_AGENT_SUPERVISOR_H_
+#define HPCAI500_AGENT_SUPERVISOR_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/assignment.h"
+#include "agent/clock.h"
+#include "agent/event_tailer.h"
+#include "agent/pid_file.h"
+#include "agent/port_reservation.h"
+#include "agent/process.h"
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500::agent {
+
+// Limits of one Events message.
+inline constexpr size_t kMaxBatchEvents = 256;
+inline constexpr size_t kMaxBatchBytes = 1 << 20;
+
+// The last bytes of a worker's stderr sent with WorkerExited.
+inline constexpr size_t kStderrTailBytes = 4096;
+
+// Splits events, in order, into Events messages of at most kMaxBatchEvents
+// events and about kMaxBatchBytes of lines each.
+std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events);
+
+struct SupervisorOptions {
+  std::string address;  // this node's address: where rendezvous ports live
+  NodeContext node;     // workdir, worker binary, cpus, base environment
+  int64_t kill_grace_ms = 10000;  // SIGTERM..SIGKILL on cancel
+};
+
+class Supervisor {
+ public:
+  // processes and clock are borrowed and must outlive the Supervisor.
+  Supervisor(SupervisorOptions options, ProcessLauncher* processes,
+             Clock* clock);
+  ~Supervisor();
+
+  // Scans the workdir for attempts of an earlier agent: a rank whose pid file
+  // names a live process with the recorded start time is followed again; a
+  // rank whose worker ended meanwhile is reported once its events are read.
+  // Returns how many ranks were taken up.
+  int Reattach();
+
+  // PHASE_RESERVE: reserves a port and answers PortReserved (or its error).
+  // PHASE_START: validates, starts one worker per local rank and answers
+  // nothing; a bad assignment or a failed start is answered with
+  // WorkerExited.error per rank instead.
+  std::vector<v1::AgentMessage> HandleAssignment(const v1::Assignment& a);
+
+  // SIGTERM to every worker group of the attempt, SIGKILL after the grace
+  // period (in Poll). An unknown attempt only frees its reserved port.
+  void HandleCancel(const v1::Cancel& cancel);
+
+  // Forgets acknowledged events (and persists each rank's acked seq).
+  void HandleAcks(const v1::Acks& acks);
+
+  // Reaps or polls workers, escalates cancels, reads new event lines.
+  // Returns the new events, then a WorkerExited for each rank that ended and
+  // whose events were all read.
+  std::vector<v1::AgentMessage> Poll();
+
+  // After a (re)connection: every unacknowledged event, then the
+  // WorkerExited of each rank that ended but whose attempt is still kept.
+  std::vector<v1::AgentMessage> Resend() const;
+
+  // The attempts with ranks whose exit is not yet reported (for Register).
+  std::vector<v1::RunningAttempt> Running() const;
+
+  // Attempts still kept (running or not yet fully delivered).
+  size_t attempt_count() const { return attempts_.size(); }
+
+ private:
+  using Key = std::pair<int64_t, int>;
+
+  struct Rank {
+    RankPlan paths;  // rank, local rank, files
+    PidRecord process;
+    bool is_child = false;  // started by this agent (waitpid) or reattached
+    bool running = false;
+    bool killed = false;             // SIGKILL sent after the grace period
+    std::optional<ExitRecord> exit;  // unset for a reattached worker until
+                                     // derived from its events
+    std::optional<v1::WorkerExited> report;  // set once reported
+    bool done = false;  // reported and every event acknowledged
+    std::unique_ptr<EventTailer> tailer;
+  };
+
+  struct Attempt {
+    v1::AttemptKey key;
+    std::string dir;
+    std::vector<Rank> ranks;
+    bool cancelling = false;
+    int64_t kill_deadline_ms = 0;
+  };
+
+  static Key KeyOf(const v1::AttemptKey& key) {
+    return {key.run_id(), key.attempt()};
+  }
+  std::vector<v1::AgentMessage> Start(const v1::Assignment& a);
+  void CheckExit(Attempt& attempt, Rank& rank);
+  v1::WorkerExited ReportExit(Attempt& attempt, Rank& rank);
+
+  // Constant after construction.
+  const SupervisorOptions options_;
+  ProcessLauncher* const processes_;
+  Clock* const clock_;
+
+  std::map<Key, Attempt> attempts_;
+  std::map<Key, PortReservation> reservations_;
+};
+
+}  // namespace hpcai500::agent
+
+#endif  // HPCAI500_AGENT_SUPERVISOR_H_

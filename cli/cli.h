@@ -1,0 +1,70 @@
+// The `hpcai500` command line: parses arguments, reads the spec and token
+// files, connects, and runs one of the Commands. Everything it touches
+// outside itself comes through CliEnvironment so tests can replace it.
+//
+// Thread-safe: free functions; RunCli uses only what `env` lends it.
+#ifndef HPCAI500_CLI_CLI_H_
+#define HPCAI500_CLI_CLI_H_
+
+#include <functional>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/hpcai500.grpc.pb.h"
+
+namespace hpcai500 {
+
+inline constexpr char kDefaultCoordinator[] = "127.0.0.1:7500";
+inline constexpr char kCoordinatorEnvVar[] = "HPCAI500_COORDINATOR";
+
+// The command line after parsing, before any file is read.
+struct CliArgs {
+  std::string coordinator;  // flag, else environment, else the default
+  std::string token_file;   // empty: no token
+  std::string command;      // empty with `help`
+  std::vector<std::string> positional;
+  bool help = false;
+  bool wait = false;     // submit
+  bool json = false;     // show, leaderboard
+  std::string workload;  // leaderboard
+  std::string config;    // leaderboard
+};
+
+// Parses `args` (without the program name). Global flags may appear before
+// or after the command; `--flag value` and `--flag=value` both work.
+// InvalidArgument naming the problem for an unknown command or flag, a flag
+// the command does not take, a missing value or a wrong argument count.
+absl::StatusOr<CliArgs> ParseCliArgs(
+    const std::vector<std::string>& args,
+    const std::optional<std::string>& coordinator_env);
+
+// The usage text printed for --help and after a usage error.
+std::string UsageText();
+
+// What RunCli borrows from the process; every pointer must be set.
+struct CliEnvironment {
+  std::optional<std::string> coordinator_env;  // $HPCAI500_COORDINATOR
+  std::istream* in = nullptr;                  // for `submit -`
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+  // Opens a stub to "HOST:PORT"; called at most once, after parsing.
+  std::function<std::unique_ptr<v1::ClientService::StubInterface>(
+      const std::string& address)>
+      connect;
+  absl::TimeZone time_zone = absl::LocalTimeZone();
+};
+
+// Runs `hpcai500 ARGS...` and returns its exit code (see commands.h):
+// kExitUsage after printing the usage to err for a bad command line,
+// kExitNoInput when the spec or token file cannot be read.
+int RunCli(const std::vector<std::string>& args, const CliEnvironment& env);
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_CLI_CLI_H_

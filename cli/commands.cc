@@ -1,0 +1,316 @@
+#include "cli/commands.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace hpcai500 {
+namespace {
+
+// The message as indented JSON with proto field names; false on failure.
+bool PrintJson(const google::protobuf::Message& message, std::ostream& out,
+               std::ostream& err) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  auto status =
+      google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    err << "hpcai500: cannot print " << message.GetTypeName()
+        << " as JSON: " << status.ToString() << "\n";
+    return false;
+  }
+  out << json;
+  if (json.empty() || json.back() != '\n') out << "\n";
+  return true;
+}
+
+std::string RankText(const v1::LeaderboardRow& row) {
+  return row.ranked() && row.rank() > 0 ? absl::StrCat(row.rank()) : "-";
+}
+
+std::string SpecLayout(const v1::RunSpec& spec) {
+  return absl::StrFormat("%d node%s x %d rank%s, %s, batch %d/rank, %s",
+                         spec.nodes(), spec.nodes() == 1 ? "" : "s",
+                         spec.ranks_per_node(),
+                         spec.ranks_per_node() == 1 ? "" : "s", spec.device(),
+                         spec.batch_size(), spec.precision());
+}
+
+// Quality against target, FLOPS and Valid FLOPS, one indented line each.
+std::string ScoreSummary(const v1::Score& score) {
+  return absl::StrCat(
+      "  quality      ", FormatQualityVsTarget(score.quality(), score.target()),
+      " (", score.reached_target() ? "reached" : "below target", ")\n",
+      "  FLOPS        ", FormatFlops(score.flops()), "\n", "  Valid FLOPS  ",
+      FormatFlops(score.valid_flops()), " (n = ", score.exponent(), ")\n");
+}
+
+}  // namespace
+
+int ExitCodeForRun(const v1::Run& run) {
+  if (run.state() != v1::RUN_STATE_SUCCEEDED || !run.has_score()) {
+    return kExitFailed;
+  }
+  return run.score().reached_target() ? kExitOk : kExitBelowTarget;
+}
+
+Commands::Commands(v1::ClientService::StubInterface* stub,
+                   CommandOptions options, std::ostream& out, std::ostream& err)
+    : stub_(stub), options_(std::move(options)), out_(out), err_(err) {}
+
+void Commands::Prepare(grpc::ClientContext* context, bool streaming) const {
+  if (!options_.token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.token);
+  }
+  if (!streaming) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(options_.rpc_timeout));
+  }
+}
+
+template <typename Request, typename Response>
+grpc::Status Commands::Unary(
+    grpc::Status (v1::ClientService::StubInterface::*rpc)(grpc::ClientContext*,
+                                                          const Request&,
+                                                          Response*),
+    const Request& request, Response* response) const {
+  grpc::ClientContext context;
+  Prepare(&context, /*streaming=*/false);
+  return (stub_->*rpc)(&context, request, response);
+}
+
+int Commands::ReportRpcError(const char* what,
+                             const grpc::Status& status) const {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    err_ << "hpcai500: " << what << ": cannot reach the coordinator at "
+         << options_.coordinator << ": " << status.error_message() << "\n";
+  } else {
+    err_ << "hpcai500: " << what << ": coordinator " << options_.coordinator
+         << " answered: " << status.error_message() << "\n";
+  }
+  return kExitFailed;
+}
+
+int Commands::Submit(const std::string& spec_source,
+                     const std::string& spec_yaml, bool wait) {
+  v1::SubmitRequest request;
+  request.set_spec_yaml(spec_yaml);
+  v1::SubmitResponse response;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::Submit, request, &response);
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    err_ << "hpcai500: spec " << spec_source
+         << " refused: " << status.error_message() << "\n";
+    return kExitRefused;
+  }
+  if (!status.ok()) return ReportRpcError("submit", status);
+  for (int64_t run_id : response.run_ids()) out_ << run_id << "\n";
+  out_.flush();
+  if (!wait) return kExitOk;
+  int worst = kExitOk;
+  for (int64_t run_id : response.run_ids()) {
+    worst = std::max(worst, Watch(run_id));
+  }
+  return worst;
+}
+
+int Commands::Watch(int64_t run_id) {
+  grpc::ClientContext context;
+  Prepare(&context, /*streaming=*/true);
+  v1::WatchRunRequest request;
+  request.set_run_id(run_id);
+  std::unique_ptr<grpc::ClientReaderInterface<v1::RunUpdate>> reader =
+      stub_->WatchRun(&context, request);
+  v1::RunUpdate update;
+  v1::Run last;
+  bool seen_any = false;
+  bool final = false;
+  while (reader->Read(&update)) {
+    if (update.has_run()) {
+      if (!seen_any || update.run().state() != last.state()) {
+        out_ << "run " << run_id << ": " << RunStateName(update.run().state())
+             << "\n";
+      }
+      last = update.run();
+      seen_any = true;
+    }
+    for (const std::string& line : update.log()) out_ << line << "\n";
+    out_.flush();
+    if (update.final()) final = true;
+  }
+  grpc::Status status = reader->Finish();
+  if (final && seen_any) {
+    PrintResult(last);
+    return ExitCodeForRun(last);
+  }
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat("watch run ", run_id).c_str(), status);
+  }
+  err_ << "hpcai500: watch run " << run_id << ": coordinator "
+       << options_.coordinator << " closed the stream before the run ended\n";
+  return kExitFailed;
+}
+
+void Commands::PrintResult(const v1::Run& run) const {
+  out_ << "run " << run.id() << " " << RunStateName(run.state());
+  if (!run.error().empty()) out_ << ": " << run.error();
+  out_ << "\n";
+  if (!run.has_score()) return;
+  out_ << ScoreSummary(run.score());
+  out_.flush();
+}
+
+int Commands::List() {
+  v1::ListRunsResponse response;
+  grpc::Status status = Unary(&v1::ClientService::StubInterface::ListRuns,
+                              v1::ListRunsRequest(), &response);
+  if (!status.ok()) return ReportRpcError("list", status);
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Run& run : response.runs()) {
+    rows.push_back({absl::StrCat(run.id()), run.spec().name(),
+                    run.spec().workload() + "/" + run.spec().config(),
+                    RunStateName(run.state()),
+                    FormatTimeMs(run.created_ms(), options_.time_zone)});
+  }
+  out_ << FormatTable({"id", "name", "workload/config", "state", "created"},
+                      rows, /*right_aligned=*/{0});
+  return kExitOk;
+}
+
+int Commands::Show(int64_t run_id, bool json) {
+  v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  v1::Run run;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::GetRun, request, &run);
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat("show run ", run_id).c_str(), status);
+  }
+  if (json) return PrintJson(run, out_, err_) ? kExitOk : kExitFailed;
+
+  const v1::RunSpec& spec = run.spec();
+  const absl::TimeZone zone = options_.time_zone;
+  out_ << "run " << run.id() << " (submission " << run.submission_id()
+       << ", repetition " << run.repetition()
+       << "): " << RunStateName(run.state()) << "\n"
+       << "  name         " << spec.name() << "\n"
+       << "  workload     " << spec.workload() << "/" << spec.config() << "\n"
+       << "  level        " << spec.level() << ", "
+       << (spec.ranked() ? "ranked" : "unranked") << "\n"
+       << "  system       " << spec.system() << "\n"
+       << "  layout       " << SpecLayout(spec) << "\n"
+       << "  seed         " << spec.seed() << "\n"
+       << "  epochs       " << spec.epochs() << "\n"
+       << "  created      " << FormatTimeMs(run.created_ms(), zone) << "\n"
+       << "  started      " << FormatTimeMs(run.started_ms(), zone) << "\n"
+       << "  finished     " << FormatTimeMs(run.finished_ms(), zone) << "\n";
+  if (!run.error().empty()) out_ << "  error        " << run.error() << "\n";
+  if (run.epochs_size() > 0) {
+    std::vector<std::vector<std::string>> rows;
+    for (const v1::EpochSummary& epoch : run.epochs()) {
+      rows.push_back(
+          {absl::StrCat(epoch.epoch()), absl::StrCat(epoch.samples()),
+           absl::StrFormat("%.2f", epoch.seconds()),
+           absl::StrFormat("%.1f", epoch.throughput()),
+           absl::StrFormat("%.4f", epoch.train_loss()),
+           epoch.accuracy() < 0 ? std::string("-")
+                                : absl::StrFormat("%.4f", epoch.accuracy())});
+    }
+    out_ << "\n"
+         << FormatTable(
+                {"epoch", "samples", "seconds", "samples/s", "loss", "quality"},
+                rows, /*right_aligned=*/{0, 1, 2, 3, 4, 5});
+  }
+  if (run.has_score()) {
+    const v1::Score& score = run.score();
+    out_ << "\nscore\n"
+         << ScoreSummary(score) << "  samples      " << score.samples() << "\n"
+         << "  forward      "
+         << absl::StrFormat("%.4g", score.forward_flops_per_sample())
+         << " FLOPs/sample\n"
+         << "  train time   " << absl::StrFormat("%.2f", score.train_seconds())
+         << " s (evaluation " << absl::StrFormat("%.2f", score.eval_seconds())
+         << " s)\n"
+         << "  convention   " << score.convention() << "\n";
+  }
+  return kExitOk;
+}
+
+int Commands::Cancel(int64_t run_id) {
+  v1::CancelRunRequest request;
+  request.set_run_id(run_id);
+  v1::CancelRunResponse response;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::CancelRun, request, &response);
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat("cancel run ", run_id).c_str(), status);
+  }
+  out_ << "run " << run_id << ": " << RunStateName(response.state()) << "\n";
+  return kExitOk;
+}
+
+int Commands::Nodes() {
+  v1::ListNodesResponse response;
+  grpc::Status status = Unary(&v1::ClientService::StubInterface::ListNodes,
+                              v1::ListNodesRequest(), &response);
+  if (!status.ok()) return ReportRpcError("nodes", status);
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Node& node : response.nodes()) {
+    // Labels sorted so the output is stable (the map is unordered).
+    std::vector<std::string> labels;
+    for (const auto& [key, value] : node.labels()) {
+      labels.push_back(absl::StrCat(key, "=", value));
+    }
+    std::sort(labels.begin(), labels.end());
+    rows.push_back({node.name(), node.address(),
+                    absl::StrCat(node.used_slots(), "/", node.slots()),
+                    absl::StrCat(node.cpus()), absl::StrCat(node.gpus()),
+                    node.connected() ? "connected" : "gone",
+                    FormatTimeMs(node.last_seen_ms(), options_.time_zone),
+                    labels.empty() ? "-" : absl::StrJoin(labels, ",")});
+  }
+  out_ << FormatTable({"name", "address", "slots", "cpus", "gpus", "state",
+                       "last seen", "labels"},
+                      rows, /*right_aligned=*/{2, 3, 4});
+  return kExitOk;
+}
+
+int Commands::Leaderboard(const std::string& workload,
+                          const std::string& config, bool json) {
+  v1::LeaderboardRequest request;
+  request.set_workload(workload);
+  request.set_config(config);
+  v1::LeaderboardResponse response;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::Leaderboard, request, &response);
+  if (!status.ok()) return ReportRpcError("leaderboard", status);
+  if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
+  if (response.rows_size() == 0) {
+    out_ << "no results yet\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::LeaderboardRow& row : response.rows()) {
+    rows.push_back({RankText(row), row.system(), row.name(), row.config(),
+                    FormatFlops(row.valid_flops()),
+                    FormatQualityVsTarget(row.quality(), row.target()),
+                    absl::StrCat(row.runs()),
+                    row.ranked() ? "ranked" : "unranked"});
+  }
+  out_ << FormatTable({"rank", "system", "name", "config", "Valid FLOPS",
+                       "quality / target", "runs", "status"},
+                      rows, /*right_aligned=*/{0, 4, 5, 6});
+  return kExitOk;
+}
+
+}  // namespace hpcai500

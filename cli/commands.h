@@ -1,0 +1,83 @@
+// The CLI's subcommands over a ClientService stub: each sends its requests,
+// prints to the given streams and returns the process exit code. Argument
+// parsing lives in cli.h; tests drive these with an in-process server.
+//
+// Not thread-safe: one command at a time.
+#ifndef HPCAI500_CLI_COMMANDS_H_
+#define HPCAI500_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "absl/time/time.h"
+#include "grpcpp/client_context.h"
+#include "proto/hpcai500.grpc.pb.h"
+
+namespace hpcai500 {
+
+// Exit codes of `hpcai500`. For submit --wait and watch, kExitOk means the
+// run finished and reached its target quality.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBelowTarget = 1;
+inline constexpr int kExitFailed = 2;    // failed, cancelled, or an error
+inline constexpr int kExitRefused = 3;   // the spec was refused
+inline constexpr int kExitUsage = 64;    // bad command line (sysexits)
+inline constexpr int kExitNoInput = 66;  // a file could not be read
+
+// The exit code a finished run stands for: 0 succeeded and reached its
+// target, 1 succeeded below it, 2 otherwise (failed, cancelled, unscored).
+int ExitCodeForRun(const v1::Run& run);
+
+struct CommandOptions {
+  std::string coordinator;  // "HOST:PORT", named in error messages
+  std::string token;        // sent as "authorization: Bearer TOKEN" if set
+  absl::TimeZone time_zone = absl::LocalTimeZone();
+  absl::Duration rpc_timeout = absl::Seconds(30);  // not for watch
+};
+
+class Commands {
+ public:
+  // `stub`, `out` and `err` are borrowed for the life of the object.
+  Commands(v1::ClientService::StubInterface* stub, CommandOptions options,
+           std::ostream& out, std::ostream& err);
+
+  // Submits `spec_yaml` (read from `spec_source`, named in messages) and
+  // prints each new run id on its own line. With `wait`, then watches each
+  // run in turn and returns the worst of their exit codes. Returns 3 and
+  // prints the server's message when the spec is refused.
+  int Submit(const std::string& spec_source, const std::string& spec_yaml,
+             bool wait);
+  // Prints the run's live log lines until it ends, then its result.
+  int Watch(int64_t run_id);
+  int List();
+  // A human summary, or the Run as JSON with `json`.
+  int Show(int64_t run_id, bool json);
+  int Cancel(int64_t run_id);
+  int Nodes();
+  // The ranked table, or the LeaderboardResponse as JSON with `json`.
+  int Leaderboard(const std::string& workload, const std::string& config,
+                  bool json);
+
+ private:
+  // A context carrying the token and, unless `streaming`, the deadline.
+  void Prepare(grpc::ClientContext* context, bool streaming) const;
+  // Calls a unary RPC of the stub with a prepared context.
+  template <typename Request, typename Response>
+  grpc::Status Unary(grpc::Status (v1::ClientService::StubInterface::*rpc)(
+                         grpc::ClientContext*, const Request&, Response*),
+                     const Request& request, Response* response) const;
+  // Prints one line naming the coordinator; returns kExitFailed.
+  int ReportRpcError(const char* what, const grpc::Status& status) const;
+  void PrintResult(const v1::Run& run) const;
+
+  // Constant after construction.
+  v1::ClientService::StubInterface* const stub_;
+  const CommandOptions options_;
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_CLI_COMMANDS_H_

@@ -1,0 +1,99 @@
+// The gRPC face of the coordinator: ClientServiceImpl and AgentServiceImpl
+// only convert between proto and the Coordinator's calls; the logic lives in
+// Coordinator. They use gRPC's synchronous API: every long-lived stream (one
+// per agent, one per watcher) holds a server thread, which is fine at the
+// scale of one cluster's agents and a few watchers.
+//
+// An agent's stream has two threads: a reader (started by the handler) that
+// passes each AgentMessage to the coordinator, and the handler thread itself,
+// the stream's owner, which writes the messages the coordinator queued for
+// that node. No lock is held across a Read or a Write.
+//
+// Thread-safe.
+#ifndef HPCAI500_SERVER_GRPC_SERVICES_H_
+#define HPCAI500_SERVER_GRPC_SERVICES_H_
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/hpcai500.grpc.pb.h"
+#include "server/coordinator.h"
+
+namespace hpcai500 {
+
+// The largest message a client or an agent may send (a batch of events).
+inline constexpr int kMaxReceiveMessageBytes = 8 * 1024 * 1024;
+
+// The one mapping from absl::Status to grpc::Status (same code, same text).
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+class ClientServiceImpl final : public v1::ClientService::Service {
+ public:
+  // `coordinator` is borrowed and must outlive the service.
+  explicit ClientServiceImpl(Coordinator* coordinator)
+      : coordinator_(coordinator) {}
+
+  grpc::Status Submit(grpc::ServerContext* context,
+                      const v1::SubmitRequest* request,
+                      v1::SubmitResponse* response) override;
+  grpc::Status GetRun(grpc::ServerContext* context,
+                      const v1::GetRunRequest* request,
+                      v1::Run* response) override;
+  grpc::Status ListRuns(grpc::ServerContext* context,
+                        const v1::ListRunsRequest* request,
+                        v1::ListRunsResponse* response) override;
+  grpc::Status WatchRun(grpc::ServerContext* context,
+                        const v1::WatchRunRequest* request,
+                        grpc::ServerWriter<v1::RunUpdate>* writer) override;
+  grpc::Status CancelRun(grpc::ServerContext* context,
+                         const v1::CancelRunRequest* request,
+                         v1::CancelRunResponse* response) override;
+  grpc::Status Leaderboard(grpc::ServerContext* context,
+                           const v1::LeaderboardRequest* request,
+                           v1::LeaderboardResponse* response) override;
+  grpc::Status ListNodes(grpc::ServerContext* context,
+                         const v1::ListNodesRequest* request,
+                         v1::ListNodesResponse* response) override;
+
+ private:
+  Coordinator* const coordinator_;
+};
+
+class AgentServiceImpl final : public v1::AgentService::Service {
+ public:
+  // `coordinator` is borrowed and must outlive the service.
+  explicit AgentServiceImpl(Coordinator* coordinator)
+      : coordinator_(coordinator) {}
+
+  grpc::Status Connect(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>*
+          stream) override;
+
+ private:
+  Coordinator* const coordinator_;
+};
+
+// The authentication hook of the interceptor chain. With an empty token every
+// call is allowed; otherwise a call must carry metadata
+// `authorization: Bearer <token>`, or it is cancelled before its handler does
+// any work and ends UNAUTHENTICATED. (Roles come later.)
+class AuthInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit AuthInterceptorFactory(std::string token)
+      : token_(std::move(token)) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override;
+
+ private:
+  const std::string token_;
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_SERVER_GRPC_SERVICES_H_

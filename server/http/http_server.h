@@ -1,0 +1,72 @@
+// HttpServer serves HttpRouter over HTTP/1.1 (Boost.Beast) from a small
+// thread pool: the JSON API, /metrics and the leaderboard page.
+//
+// Thread-safe: Start, port and Stop may be called from any thread, but Start
+// at most once.
+#ifndef HPCAI500_SERVER_HTTP_HTTP_SERVER_H_
+#define HPCAI500_SERVER_HTTP_HTTP_SERVER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "server/http/coordinator_view.h"
+#include "server/http/router.h"
+
+namespace hpcai500 {
+
+class HttpServer {
+ public:
+  // Limits on what one request may send.
+  static constexpr size_t kMaxHeaderBytes = 64 * 1024;
+  static constexpr size_t kMaxBodyBytes = 64 * 1024;
+
+  // `view` is borrowed and must outlive the server. Files of the page are
+  // served from `web_dir`. `threads` (>= 1) handle requests.
+  HttpServer(CoordinatorView* view, std::string web_dir, int threads = 2);
+  ~HttpServer();  // Stops.
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Listens on "HOST:PORT" ("[::1]:PORT" for IPv6; port 0 picks a free one)
+  // and starts serving. InvalidArgument for a malformed address,
+  // Unavailable when it cannot listen there, FailedPrecondition when
+  // already started; each message names the address.
+  absl::Status Start(const std::string& host_port);
+
+  // The port listened on; 0 before Start succeeded.
+  int port() const { return port_.load(); }
+
+  // Stops accepting, drops open connections and joins the threads.
+  // Idempotent.
+  void Stop();
+
+ private:
+  void Accept();
+
+  // Constant after construction.
+  const HttpRouter router_;
+  const int thread_count_;
+
+  // Outlives every socket; io_context is itself thread-safe.
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;  // Used on io_'s threads only
+                                             // once Start returned.
+  std::atomic<int> port_{0};
+
+  absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_SERVER_HTTP_HTTP_SERVER_H_

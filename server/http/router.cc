@@ -1,0 +1,385 @@
+#include "server/http/router.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+
+namespace hpcai500 {
+namespace {
+
+namespace http = boost::beast::http;
+namespace fs = std::filesystem;
+
+constexpr absl::string_view kApiPrefix = "/api/v1/";
+constexpr char kJsonType[] = "application/json";
+constexpr char kMetricsType[] = "text/plain; version=0.0.4; charset=utf-8";
+constexpr int kDefaultRunsLimit = 100;
+constexpr int kMaxRunsLimit = 1000;
+// The page's files are small; anything bigger is not ours to serve.
+constexpr std::uintmax_t kMaxStaticFileBytes = 8 << 20;
+
+HttpResponse MakeResponse(http::status status, unsigned version,
+                          absl::string_view content_type, std::string body) {
+  HttpResponse response(status, version);
+  response.set(http::field::server, "hpcai500");
+  response.set(
+      http::field::content_type,
+      boost::beast::string_view(content_type.data(), content_type.size()));
+  response.set("X-Content-Type-Options", "nosniff");
+  response.body() = std::move(body);
+  return response;
+}
+
+HttpResponse JsonError(http::status status, unsigned version,
+                       absl::string_view message) {
+  nlohmann::json body = {{"error", std::string(message)}};
+  HttpResponse response = MakeResponse(
+      status, version, kJsonType,
+      body.dump(/*indent=*/-1, /*indent_char=*/' ', /*ensure_ascii=*/false,
+                nlohmann::json::error_handler_t::replace));
+  response.set(http::field::cache_control, "no-store");
+  return response;
+}
+
+HttpResponse JsonErrorFor(const absl::Status& status, unsigned version) {
+  return JsonError(HttpStatusFor(status), version, status.message());
+}
+
+HttpResponse TextError(http::status status, unsigned version,
+                       absl::string_view message) {
+  return MakeResponse(status, version, "text/plain; charset=utf-8",
+                      absl::StrCat(message, "\n"));
+}
+
+// The message as JSON with proto field names and every primitive field.
+HttpResponse JsonOf(const google::protobuf::Message& message,
+                    unsigned version) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  auto status =
+      google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!status.ok()) {
+    return JsonError(http::status::internal_server_error, version,
+                     absl::StrCat("cannot encode ", message.GetTypeName(),
+                                  " as JSON: ", status.ToString()));
+  }
+  HttpResponse response =
+      MakeResponse(http::status::ok, version, kJsonType, std::move(json));
+  response.set(http::field::cache_control, "no-store");
+  return response;
+}
+
+template <typename T>
+HttpResponse JsonOf(const absl::StatusOr<T>& result, unsigned version) {
+  if (!result.ok()) return JsonErrorFor(result.status(), version);
+  return JsonOf(*result, version);
+}
+
+using QueryParams = std::map<std::string, std::string>;
+
+// Parses "a=1&b=x" and refuses parameters outside `allowed` and repeated
+// ones, so that a misspelt filter is an error rather than ignored.
+absl::StatusOr<QueryParams> ParseQuery(
+    absl::string_view query, std::initializer_list<absl::string_view> allowed) {
+  QueryParams params;
+  for (absl::string_view pair : absl::StrSplit(query, '&', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    auto key = PercentDecode(kv.first, /*plus_is_space=*/true);
+    if (!key.ok()) return key.status();
+    auto value = PercentDecode(kv.second, /*plus_is_space=*/true);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "query parameter '", *key, "': ", value.status().message()));
+    }
+    if (std::find(allowed.begin(), allowed.end(), *key) == allowed.end()) {
+      std::string names;
+      for (absl::string_view name : allowed) {
+        absl::StrAppend(&names, names.empty() ? "" : ", ", name);
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown query parameter '", *key, "'",
+          names.empty() ? " (this route takes none)"
+                        : absl::StrCat(" (expected: ", names, ")")));
+    }
+    if (!params.emplace(*key, *value).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("query parameter '", *key, "' given twice"));
+    }
+  }
+  return params;
+}
+
+absl::StatusOr<int> ParseLimit(const QueryParams& params) {
+  auto it = params.find("limit");
+  if (it == params.end()) return kDefaultRunsLimit;
+  int limit = 0;
+  if (!absl::SimpleAtoi(it->second, &limit) || limit < 1 ||
+      limit > kMaxRunsLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("query parameter 'limit': must be an integer between 1 "
+                     "and ",
+                     kMaxRunsLimit, ", got '", it->second, "'"));
+  }
+  return limit;
+}
+
+absl::StatusOr<int64_t> ParseRunId(absl::string_view text) {
+  int64_t id = 0;
+  bool digits_only = !text.empty() && text.size() <= 18 &&
+                     std::all_of(text.begin(), text.end(), absl::ascii_isdigit);
+  if (!digits_only || !absl::SimpleAtoi(text, &id) || id <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run id must be a positive integer, got '", text, "'"));
+  }
+  return id;
+}
+
+bool IsInside(const fs::path& dir, const fs::path& candidate) {
+  auto [dir_end, unused] =
+      std::mismatch(dir.begin(), dir.end(), candidate.begin(), candidate.end());
+  return dir_end == dir.end();
+}
+
+fs::path CanonicalDir(const std::string& dir) {
+  std::error_code error;
+  fs::path canonical = fs::canonical(dir, error);
+  if (error || !fs::is_directory(canonical, error)) return {};
+  return canonical;
+}
+
+}  // namespace
+
+http::status HttpStatusFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return http::status::ok;
+    case absl::StatusCode::kInvalidArgument:
+      return http::status::bad_request;
+    case absl::StatusCode::kNotFound:
+      return http::status::not_found;
+    default:
+      return http::status::internal_server_error;
+  }
+}
+
+absl::StatusOr<std::string> PercentDecode(absl::string_view text,
+                                          bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else if (c != '%') {
+      out.push_back(c);
+    } else {
+      int value = 0;
+      if (i + 2 >= text.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("malformed percent escape at offset ", i));
+      }
+      absl::string_view hex = text.substr(i + 1, 2);
+      if (!absl::ascii_isxdigit(hex[0]) || !absl::ascii_isxdigit(hex[1]) ||
+          !absl::SimpleHexAtoi(hex, &value)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("malformed percent escape at offset ", i));
+      }
+      out.push_back(static_cast<char>(value));
+      i += 2;
+    }
+  }
+  if (out.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError("NUL character in the request");
+  }
+  return out;
+}
+
+absl::string_view ContentTypeForPath(absl::string_view path) {
+  static const auto* const kTypes =
+      new std::map<absl::string_view, absl::string_view>{
+          {".html", "text/html; charset=utf-8"},
+          {".js", "text/javascript; charset=utf-8"},
+          {".mjs", "text/javascript; charset=utf-8"},
+          {".css", "text/css; charset=utf-8"},
+          {".json", "application/json"},
+          {".svg", "image/svg+xml"},
+          {".png", "image/png"},
+          {".ico", "image/x-icon"},
+          {".txt", "text/plain; charset=utf-8"},
+      };
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  if (dot != absl::string_view::npos &&
+      (slash == absl::string_view::npos || dot > slash)) {
+    auto it = kTypes->find(path.substr(dot));
+    if (it != kTypes->end()) return it->second;
+  }
+  return "application/octet-stream";
+}
+
+HttpRouter::HttpRouter(CoordinatorView* view, std::string web_dir)
+    : view_(view), web_dir_(CanonicalDir(web_dir)) {}
+
+HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
+  HttpResponse response;
+  if (request.method() != http::verb::get &&
+      request.method() != http::verb::head) {
+    response = TextError(http::status::method_not_allowed, request.version(),
+                         "method not allowed: use GET or HEAD");
+    response.set(http::field::allow, "GET, HEAD");
+  } else {
+    response = Route(request);
+  }
+  response.keep_alive(request.keep_alive());
+  response.prepare_payload();
+  if (request.method() == http::verb::head) {
+    // HEAD: the headers GET would send, Content-Length included, no body.
+    size_t length = response.body().size();
+    response.body().clear();
+    response.content_length(length);
+  }
+  return response;
+}
+
+HttpResponse HttpRouter::Route(const HttpRequest& request) const {
+  absl::string_view target(request.target().data(), request.target().size());
+  unsigned version = request.version();
+  if (target.empty() || target.front() != '/') {
+    return TextError(http::status::bad_request, version,
+                     "request target must be an absolute path");
+  }
+  size_t question = target.find('?');
+  absl::string_view path = target.substr(0, question);
+  absl::string_view query = question == absl::string_view::npos
+                                ? absl::string_view()
+                                : target.substr(question + 1);
+  if (absl::StartsWith(path, kApiPrefix)) {
+    return ServeApi(path, query, version);
+  }
+  if (path == "/metrics") {
+    if (!query.empty()) {
+      return TextError(http::status::bad_request, version,
+                       "/metrics takes no query parameters");
+    }
+    HttpResponse response = MakeResponse(http::status::ok, version,
+                                         kMetricsType, view_->MetricsText());
+    response.set(http::field::cache_control, "no-store");
+    return response;
+  }
+  return ServeStatic(path, version);
+}
+
+HttpResponse HttpRouter::ServeApi(absl::string_view path,
+                                  absl::string_view query,
+                                  unsigned version) const {
+  absl::string_view route = path.substr(kApiPrefix.size());
+  if (route == "leaderboard") {
+    auto params = ParseQuery(query, {"workload", "config"});
+    if (!params.ok()) return JsonErrorFor(params.status(), version);
+    v1::LeaderboardRequest request;
+    request.set_workload((*params)["workload"]);
+    request.set_config((*params)["config"]);
+    return JsonOf(view_->Leaderboard(request), version);
+  }
+  if (route == "runs") {
+    auto params = ParseQuery(query, {"limit"});
+    if (!params.ok()) return JsonErrorFor(params.status(), version);
+    auto limit = ParseLimit(*params);
+    if (!limit.ok()) return JsonErrorFor(limit.status(), version);
+    return JsonOf(view_->ListRuns(*limit), version);
+  }
+  if (absl::ConsumePrefix(&route, "runs/") && !route.empty()) {
+    auto params = ParseQuery(query, {});
+    if (!params.ok()) return JsonErrorFor(params.status(), version);
+    auto decoded = PercentDecode(route, /*plus_is_space=*/false);
+    if (!decoded.ok()) return JsonErrorFor(decoded.status(), version);
+    auto id = ParseRunId(*decoded);
+    if (!id.ok()) return JsonErrorFor(id.status(), version);
+    return JsonOf(view_->GetRun(*id), version);
+  }
+  if (route == "nodes") {
+    auto params = ParseQuery(query, {});
+    if (!params.ok()) return JsonErrorFor(params.status(), version);
+    return JsonOf(view_->ListNodes(), version);
+  }
+  return JsonError(http::status::not_found, version,
+                   absl::StrCat("no such API route: ", path));
+}
+
+absl::StatusOr<fs::path> HttpRouter::ResolveStaticPath(
+    absl::string_view url_path) const {
+  auto decoded = PercentDecode(url_path, /*plus_is_space=*/false);
+  if (!decoded.ok()) return decoded.status();
+  absl::Status not_found =
+      absl::NotFoundError(absl::StrCat("no such file: ", url_path));
+  if (web_dir_.empty() || decoded->empty() || decoded->front() != '/') {
+    return not_found;
+  }
+  std::string relative = decoded->substr(1);
+  if (relative.empty()) relative = "index.html";
+  // Refuse what could leave web_dir before touching the disk: "..", a
+  // second leading slash (an absolute path) and Windows separators.
+  fs::path relative_path(relative);
+  if (relative_path.is_absolute() || relative.find('\\') != std::string::npos) {
+    return not_found;
+  }
+  for (const fs::path& part : relative_path) {
+    if (part == "..") return not_found;
+  }
+  // Then resolve symlinks and check again that the file lies inside.
+  std::error_code error;
+  fs::path canonical = fs::canonical(web_dir_ / relative_path, error);
+  if (error || !IsInside(web_dir_, canonical) ||
+      !fs::is_regular_file(canonical, error)) {
+    return not_found;
+  }
+  return canonical;
+}
+
+HttpResponse HttpRouter::ServeStatic(absl::string_view path,
+                                     unsigned version) const {
+  auto file = ResolveStaticPath(path);
+  if (!file.ok()) {
+    return TextError(HttpStatusFor(file.status()), version,
+                     file.status().message());
+  }
+  std::error_code error;
+  std::uintmax_t size = fs::file_size(*file, error);
+  if (error || size > kMaxStaticFileBytes) {
+    return TextError(http::status::internal_server_error, version,
+                     absl::StrCat("cannot serve ", path));
+  }
+  std::ifstream in(*file, std::ios::binary);
+  std::ostringstream body;
+  body << in.rdbuf();
+  if (!in) {
+    return TextError(http::status::internal_server_error, version,
+                     absl::StrCat("cannot read ", path));
+  }
+  HttpResponse response =
+      MakeResponse(http::status::ok, version,
+                   ContentTypeForPath(file->string()), std::move(body).str());
+  response.set(http::field::cache_control, "no-cache");
+  if (absl::EndsWith(file->string(), ".html")) {
+    response.set("Content-Security-Policy", "default-src 'self'");
+  }
+  return response;
+}
+
+}  // namespace hpcai500

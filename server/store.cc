@@ -1,0 +1,593 @@
+#include "server/store.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+
+namespace hpcai500 {
+namespace {
+
+// Ordered migrations: entry i moves a file from user_version i to i + 1.
+// Never edit a released entry; append a new one.
+const char* const kMigrations[] = {
+    // 1: the first schema.
+    R"sql(
+CREATE TABLE submissions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  spec_yaml TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  submission_id INTEGER NOT NULL REFERENCES submissions(id),
+  repetition INTEGER NOT NULL,
+  spec BLOB NOT NULL,
+  state INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  epochs BLOB,
+  current_attempt INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_by_state ON runs(state);
+CREATE INDEX runs_by_submission ON runs(submission_id);
+CREATE TABLE attempts (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  number INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  nodes TEXT NOT NULL,
+  master_addr TEXT NOT NULL DEFAULT '',
+  master_port INTEGER NOT NULL DEFAULT 0,
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, number)
+);
+CREATE TABLE events (
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  line TEXT NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  UNIQUE (run_id, attempt, rank, seq)
+);
+CREATE TABLE results (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+  quality REAL NOT NULL,
+  target REAL NOT NULL,
+  exponent REAL NOT NULL,
+  forward_flops_per_sample REAL NOT NULL,
+  samples INTEGER NOT NULL,
+  train_seconds REAL NOT NULL,
+  eval_seconds REAL NOT NULL,
+  flops REAL NOT NULL,
+  valid_flops REAL NOT NULL,
+  reached_target INTEGER NOT NULL,
+  convention TEXT NOT NULL
+);
+CREATE TABLE nodes (
+  name TEXT PRIMARY KEY,
+  address TEXT NOT NULL,
+  slots INTEGER NOT NULL,
+  cpus INTEGER NOT NULL,
+  gpus INTEGER NOT NULL,
+  labels BLOB,
+  last_seen_ms INTEGER NOT NULL
+);
+)sql",
+};
+
+constexpr int kBusyTimeoutMs = 5000;
+
+}  // namespace
+
+// A prepared statement that finalizes itself. Binds are 1-based.
+class Store::Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool prepared() const { return rc_ == SQLITE_OK; }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void Bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()),
+                      SQLITE_TRANSIENT);
+  }
+  void BindBlob(int i, const std::string& v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()),
+                      SQLITE_TRANSIENT);
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return rc_ = sqlite3_step(stmt_); }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) { return sqlite3_column_double(stmt_, col); }
+  std::string Text(int col) {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string()
+                        : std::string(static_cast<const char*>(p), n);
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+int Store::SchemaVersion() {
+  return static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+}
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+      nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message =
+        db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return absl::UnavailableError(
+        absl::StrCat("database ", path, ": cannot open: ", message));
+  }
+  std::unique_ptr<Store> store(new Store(path, db));
+  absl::MutexLock lock(&store->mu_);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=NORMAL"));
+  RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
+  RETURN_IF_ERROR(store->Migrate());
+  return store;
+}
+
+Store::Store(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+
+Store::~Store() {
+  absl::MutexLock lock(&mu_);
+  sqlite3_close(db_);
+}
+
+absl::Status Store::Error(const std::string& what) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return absl::InternalError(
+      absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status Store::Exec(const std::string& sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string text = message != nullptr ? message : "unknown error";
+    sqlite3_free(message);
+    return absl::FailedPreconditionError(
+        absl::StrCat("database ", path_, ": ", text));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::Migrate() {
+  Statement get(db_, "PRAGMA user_version");
+  if (!get.prepared() || get.Step() != SQLITE_ROW) {
+    return Error("reading the schema version");
+  }
+  int version = static_cast<int>(get.Int(0));
+  if (version > SchemaVersion()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database ", path_, ": schema version ", version,
+                     " was written by a newer hpcai500d (this one knows up to ",
+                     SchemaVersion(), ")"));
+  }
+  for (; version < SchemaVersion(); ++version) {
+    RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    absl::Status status = Exec(kMigrations[version]);
+    if (status.ok()) {
+      status = Exec(absl::StrCat("PRAGMA user_version = ", version + 1));
+    }
+    if (!status.ok()) {
+      Exec("ROLLBACK").IgnoreError();
+      return absl::FailedPreconditionError(absl::StrCat(
+          "migrating to schema version ", version + 1, ": ", status.message()));
+    }
+    RETURN_IF_ERROR(Exec("COMMIT"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Store::UserVersion() {
+  absl::MutexLock lock(&mu_);
+  Statement get(db_, "PRAGMA user_version");
+  if (!get.prepared() || get.Step() != SQLITE_ROW) {
+    return Error("reading the schema version");
+  }
+  return static_cast<int>(get.Int(0));
+}
+
+absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
+    const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
+    int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> absl::StatusOr<v1::SubmitResponse> {
+    v1::SubmitResponse response;
+    Statement sub(db_,
+                  "INSERT INTO submissions (spec_yaml, created_ms) "
+                  "VALUES (?, ?)");
+    sub.Bind(1, spec_yaml);
+    sub.Bind(2, now_ms);
+    if (sub.Step() != SQLITE_DONE) return Error("storing a submission");
+    response.set_submission_id(sqlite3_last_insert_rowid(db_));
+    int repetition = 0;
+    for (const v1::RunSpec& spec : run_specs) {
+      Statement run(db_,
+                    "INSERT INTO runs (submission_id, repetition, spec, "
+                    "state, created_ms) VALUES (?, ?, ?, ?, ?)");
+      run.Bind(1, response.submission_id());
+      run.Bind(2, static_cast<int64_t>(++repetition));
+      run.BindBlob(3, spec.SerializeAsString());
+      run.Bind(4, static_cast<int64_t>(v1::RUN_STATE_QUEUED));
+      run.Bind(5, now_ms);
+      if (run.Step() != SQLITE_DONE) return Error("storing a run");
+      response.add_run_ids(sqlite3_last_insert_rowid(db_));
+    }
+    return response;
+  };
+  absl::StatusOr<v1::SubmitResponse> response = body();
+  if (!response.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return response.status();
+  }
+  RETURN_IF_ERROR(Exec("COMMIT"));
+  return response;
+}
+
+absl::Status Store::UpdateRun(const v1::Run& run) {
+  absl::MutexLock lock(&mu_);
+  v1::Run epochs_only;
+  *epochs_only.mutable_epochs() = run.epochs();
+  Statement update(db_,
+                   "UPDATE runs SET state = ?, started_ms = ?, finished_ms = "
+                   "?, error = ?, epochs = ? WHERE id = ?");
+  update.Bind(1, static_cast<int64_t>(run.state()));
+  update.Bind(2, run.started_ms());
+  update.Bind(3, run.finished_ms());
+  update.Bind(4, run.error());
+  update.BindBlob(5, epochs_only.SerializeAsString());
+  update.Bind(6, run.id());
+  if (update.Step() != SQLITE_DONE) return Error("updating a run");
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("no run ", run.id()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto body = [&]() -> absl::Status {
+    Statement save(db_,
+                   "INSERT OR REPLACE INTO attempts (run_id, number, state, "
+                   "nodes, master_addr, master_port, started_ms, finished_ms, "
+                   "error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    save.Bind(1, run_id);
+    save.Bind(2, static_cast<int64_t>(attempt.number()));
+    save.Bind(3, attempt.state());
+    save.Bind(4, absl::StrJoin(attempt.nodes(), ","));
+    save.Bind(5, attempt.master_addr());
+    save.Bind(6, static_cast<int64_t>(attempt.master_port()));
+    save.Bind(7, attempt.started_ms());
+    save.Bind(8, attempt.finished_ms());
+    save.Bind(9, attempt.error());
+    if (save.Step() != SQLITE_DONE) return Error("storing an attempt");
+    Statement current(db_,
+                      "UPDATE runs SET current_attempt = MAX(current_attempt, "
+                      "?) WHERE id = ?");
+    current.Bind(1, static_cast<int64_t>(attempt.number()));
+    current.Bind(2, run_id);
+    if (current.Step() != SQLITE_DONE) return Error("updating a run");
+    return absl::OkStatus();
+  };
+  absl::Status status = body();
+  if (!status.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return status;
+  }
+  return Exec("COMMIT");
+}
+
+namespace {
+constexpr char kRunColumns[] =
+    "SELECT id, submission_id, repetition, spec, state, created_ms, "
+    "started_ms, finished_ms, error, epochs FROM runs ";
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(const std::string& sql) {
+  std::vector<v1::Run> runs;
+  {
+    Statement query(db_, sql.c_str());
+    if (!query.prepared()) return Error("reading runs");
+    int rc;
+    while ((rc = query.Step()) == SQLITE_ROW) {
+      v1::Run run;
+      run.set_id(query.Int(0));
+      run.set_submission_id(query.Int(1));
+      run.set_repetition(static_cast<int32_t>(query.Int(2)));
+      if (!run.mutable_spec()->ParseFromString(query.Text(3))) {
+        return absl::DataLossError(absl::StrCat(
+            "database ", path_, ": run ", run.id(), " has an unreadable spec"));
+      }
+      run.set_state(static_cast<v1::RunState>(query.Int(4)));
+      run.set_created_ms(query.Int(5));
+      run.set_started_ms(query.Int(6));
+      run.set_finished_ms(query.Int(7));
+      run.set_error(query.Text(8));
+      v1::Run epochs_only;
+      if (epochs_only.ParseFromString(query.Text(9))) {
+        *run.mutable_epochs() = epochs_only.epochs();
+      }
+      runs.push_back(std::move(run));
+    }
+    if (rc != SQLITE_DONE) return Error("reading runs");
+  }
+  for (v1::Run& run : runs) RETURN_IF_ERROR(LoadAttemptsAndScore(&run));
+  return runs;
+}
+
+absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
+  Statement attempts(db_,
+                     "SELECT number, state, nodes, master_addr, master_port, "
+                     "started_ms, finished_ms, error FROM attempts WHERE "
+                     "run_id = ? ORDER BY number");
+  attempts.Bind(1, run->id());
+  int rc;
+  while ((rc = attempts.Step()) == SQLITE_ROW) {
+    v1::Attempt* attempt = run->add_attempts();
+    attempt->set_number(static_cast<int32_t>(attempts.Int(0)));
+    attempt->set_state(attempts.Text(1));
+    for (absl::string_view node :
+         absl::StrSplit(attempts.Text(2), ',', absl::SkipEmpty())) {
+      attempt->add_nodes(std::string(node));
+    }
+    attempt->set_master_addr(attempts.Text(3));
+    attempt->set_master_port(static_cast<int32_t>(attempts.Int(4)));
+    attempt->set_started_ms(attempts.Int(5));
+    attempt->set_finished_ms(attempts.Int(6));
+    attempt->set_error(attempts.Text(7));
+  }
+  if (rc != SQLITE_DONE) return Error("reading attempts");
+
+  Statement result(db_,
+                   "SELECT quality, target, exponent, "
+                   "forward_flops_per_sample, samples, train_seconds, "
+                   "eval_seconds, flops, valid_flops, reached_target, "
+                   "convention FROM results WHERE run_id = ?");
+  result.Bind(1, run->id());
+  rc = result.Step();
+  if (rc == SQLITE_ROW) {
+    v1::Score* score = run->mutable_score();
+    score->set_quality(result.Double(0));
+    score->set_target(result.Double(1));
+    score->set_exponent(result.Double(2));
+    score->set_forward_flops_per_sample(result.Double(3));
+    score->set_samples(result.Int(4));
+    score->set_train_seconds(result.Double(5));
+    score->set_eval_seconds(result.Double(6));
+    score->set_flops(result.Double(7));
+    score->set_valid_flops(result.Double(8));
+    score->set_reached_target(result.Int(9) != 0);
+    score->set_convention(result.Text(10));
+  } else if (rc != SQLITE_DONE) {
+    return Error("reading a result");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Run> Store::GetRun(int64_t run_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::vector<v1::Run> runs,
+                   QueryRuns(absl::StrCat(kRunColumns, "WHERE id = ", run_id)));
+  if (runs.empty()) return absl::NotFoundError(absl::StrCat("no run ", run_id));
+  return std::move(runs.front());
+}
+
+absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(int limit) {
+  absl::MutexLock lock(&mu_);
+  std::string sql = absl::StrCat(kRunColumns, "ORDER BY id DESC");
+  if (limit > 0) absl::StrAppend(&sql, " LIMIT ", limit);
+  return QueryRuns(sql);
+}
+
+absl::StatusOr<std::vector<v1::Run>> Store::ListRunsInStates(
+    const std::vector<v1::RunState>& states) {
+  absl::MutexLock lock(&mu_);
+  if (states.empty()) return std::vector<v1::Run>();
+  std::vector<int> numbers(states.begin(), states.end());
+  return QueryRuns(absl::StrCat(kRunColumns, "WHERE state IN (",
+                                absl::StrJoin(numbers, ","),
+                                ") ORDER BY id ASC"));
+}
+
+absl::StatusOr<std::vector<std::pair<v1::RunState, int64_t>>>
+Store::CountRunsByState() {
+  absl::MutexLock lock(&mu_);
+  Statement count(db_, "SELECT state, COUNT(*) FROM runs GROUP BY state");
+  std::vector<std::pair<v1::RunState, int64_t>> counts;
+  int rc;
+  while ((rc = count.Step()) == SQLITE_ROW) {
+    counts.emplace_back(static_cast<v1::RunState>(count.Int(0)), count.Int(1));
+  }
+  if (rc != SQLITE_DONE) return Error("counting runs");
+  return counts;
+}
+
+absl::StatusOr<int32_t> Store::CurrentAttempt(int64_t run_id) {
+  absl::MutexLock lock(&mu_);
+  Statement get(db_, "SELECT current_attempt FROM runs WHERE id = ?");
+  get.Bind(1, run_id);
+  int rc = get.Step();
+  if (rc == SQLITE_DONE) {
+    return absl::NotFoundError(absl::StrCat("no run ", run_id));
+  }
+  if (rc != SQLITE_ROW) return Error("reading a run");
+  return static_cast<int32_t>(get.Int(0));
+}
+
+absl::StatusOr<EventDisposition> Store::InsertEvent(int64_t run_id,
+                                                    int32_t attempt,
+                                                    int32_t rank, int64_t seq,
+                                                    const std::string& line,
+                                                    const std::string& error) {
+  absl::MutexLock lock(&mu_);
+  // One statement checks "current attempt" and inserts, so a concurrent
+  // SaveAttempt cannot slip between the check and the insert.
+  Statement insert(db_,
+                   "INSERT OR IGNORE INTO events (run_id, attempt, rank, seq, "
+                   "line, error) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS "
+                   "(SELECT 1 FROM runs WHERE id = ?1 AND current_attempt = "
+                   "?2)");
+  insert.Bind(1, run_id);
+  insert.Bind(2, static_cast<int64_t>(attempt));
+  insert.Bind(3, static_cast<int64_t>(rank));
+  insert.Bind(4, seq);
+  insert.Bind(5, line);
+  insert.Bind(6, error);
+  if (insert.Step() != SQLITE_DONE) return Error("storing an event");
+  if (sqlite3_changes(db_) == 1) return EventDisposition::kStored;
+  Statement current(db_,
+                    "SELECT 1 FROM runs WHERE id = ? AND current_attempt = ?");
+  current.Bind(1, run_id);
+  current.Bind(2, static_cast<int64_t>(attempt));
+  return current.Step() == SQLITE_ROW ? EventDisposition::kDuplicate
+                                      : EventDisposition::kStale;
+}
+
+absl::StatusOr<int64_t> Store::ContiguousSeq(int64_t run_id, int32_t attempt,
+                                             int32_t rank) {
+  absl::MutexLock lock(&mu_);
+  Statement count(db_,
+                  "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM events WHERE "
+                  "run_id = ? AND attempt = ? AND rank = ? AND seq >= 1");
+  count.Bind(1, run_id);
+  count.Bind(2, static_cast<int64_t>(attempt));
+  count.Bind(3, static_cast<int64_t>(rank));
+  if (count.Step() != SQLITE_ROW) return Error("counting events");
+  if (count.Int(0) == count.Int(1)) return count.Int(1);  // no gap
+  Statement seqs(db_,
+                 "SELECT seq FROM events WHERE run_id = ? AND attempt = ? AND "
+                 "rank = ? AND seq >= 1 ORDER BY seq");
+  seqs.Bind(1, run_id);
+  seqs.Bind(2, static_cast<int64_t>(attempt));
+  seqs.Bind(3, static_cast<int64_t>(rank));
+  int64_t contiguous = 0;
+  while (seqs.Step() == SQLITE_ROW && seqs.Int(0) == contiguous + 1) {
+    ++contiguous;
+  }
+  return contiguous;
+}
+
+absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(int64_t run_id,
+                                                           int32_t attempt) {
+  absl::MutexLock lock(&mu_);
+  Statement load(db_,
+                 "SELECT rank, seq, line, error FROM events WHERE run_id = ? "
+                 "AND attempt = ? ORDER BY rank, seq");
+  load.Bind(1, run_id);
+  load.Bind(2, static_cast<int64_t>(attempt));
+  std::vector<StoredEvent> events;
+  int rc;
+  while ((rc = load.Step()) == SQLITE_ROW) {
+    StoredEvent event;
+    event.rank = static_cast<int32_t>(load.Int(0));
+    event.seq = load.Int(1);
+    event.line = load.Text(2);
+    event.error = load.Text(3);
+    events.push_back(std::move(event));
+  }
+  if (rc != SQLITE_DONE) return Error("reading events");
+  return events;
+}
+
+absl::StatusOr<int64_t> Store::CountEvents() {
+  absl::MutexLock lock(&mu_);
+  Statement count(db_, "SELECT COUNT(*) FROM events");
+  if (count.Step() != SQLITE_ROW) return Error("counting events");
+  return count.Int(0);
+}
+
+absl::Status Store::SaveResult(int64_t run_id, const v1::Score& score) {
+  absl::MutexLock lock(&mu_);
+  Statement save(db_,
+                 "INSERT OR REPLACE INTO results (run_id, quality, target, "
+                 "exponent, forward_flops_per_sample, samples, train_seconds, "
+                 "eval_seconds, flops, valid_flops, reached_target, "
+                 "convention) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  save.Bind(1, run_id);
+  save.Bind(2, score.quality());
+  save.Bind(3, score.target());
+  save.Bind(4, score.exponent());
+  save.Bind(5, score.forward_flops_per_sample());
+  save.Bind(6, score.samples());
+  save.Bind(7, score.train_seconds());
+  save.Bind(8, score.eval_seconds());
+  save.Bind(9, score.flops());
+  save.Bind(10, score.valid_flops());
+  save.Bind(11, static_cast<int64_t>(score.reached_target() ? 1 : 0));
+  save.Bind(12, score.convention());
+  if (save.Step() != SQLITE_DONE) return Error("storing a result");
+  return absl::OkStatus();
+}
+
+absl::Status Store::SaveNode(const v1::Node& node) {
+  absl::MutexLock lock(&mu_);
+  v1::Node labels_only;
+  *labels_only.mutable_labels() = node.labels();
+  Statement save(db_,
+                 "INSERT OR REPLACE INTO nodes (name, address, slots, cpus, "
+                 "gpus, labels, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  save.Bind(1, node.name());
+  save.Bind(2, node.address());
+  save.Bind(3, static_cast<int64_t>(node.slots()));
+  save.Bind(4, static_cast<int64_t>(node.cpus()));
+  save.Bind(5, static_cast<int64_t>(node.gpus()));
+  save.BindBlob(6, labels_only.SerializeAsString());
+  save.Bind(7, node.last_seen_ms());
+  if (save.Step() != SQLITE_DONE) return Error("storing a node");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {
+  absl::MutexLock lock(&mu_);
+  Statement list(db_,
+                 "SELECT name, address, slots, cpus, gpus, labels, "
+                 "last_seen_ms FROM nodes ORDER BY name");
+  std::vector<v1::Node> nodes;
+  int rc;
+  while ((rc = list.Step()) == SQLITE_ROW) {
+    v1::Node node;
+    node.set_name(list.Text(0));
+    node.set_address(list.Text(1));
+    node.set_slots(static_cast<int32_t>(list.Int(2)));
+    node.set_cpus(static_cast<int32_t>(list.Int(3)));
+    node.set_gpus(static_cast<int32_t>(list.Int(4)));
+    v1::Node labels_only;
+    if (labels_only.ParseFromString(list.Text(5))) {
+      *node.mutable_labels() = labels_only.labels();
+    }
+    node.set_last_seen_ms(list.Int(6));
+    nodes.push_back(std::move(node));
+  }
+  if (rc != SQLITE_DONE) return Error("reading nodes");
+  return nodes;
+}
+
+}  // namespace hpcai500

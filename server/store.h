@@ -1,0 +1,134 @@
+// The coordinator's durable state in one SQLite file (WAL mode): submissions
+// -> runs (repetitions) -> attempts -> events, the results (every input of
+// Valid FLOPS) and the nodes seen. The schema is versioned with
+// PRAGMA user_version and ordered migrations, so a newer hpcai500d opens an
+// older file and an older one refuses a newer file.
+//
+// Thread-safe: one connection, every call serialised by mu_.
+#ifndef HPCAI500_SERVER_STORE_H_
+#define HPCAI500_SERVER_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/hpcai500.pb.h"
+
+struct sqlite3;
+
+namespace hpcai500 {
+
+// What InsertEvent did with an event.
+enum class EventDisposition {
+  kStored,     // new; stored now
+  kDuplicate,  // (run, attempt, rank, seq) was stored before; unchanged
+  kStale,      // not the run's current attempt (or no such run); ignored
+};
+
+// One stored event line. `error` is set (and `line` empty) for a line the
+// coordinator refused (too long, unparseable): it is recorded so that the
+// sequence stays contiguous and can be acknowledged.
+struct StoredEvent {
+  int32_t rank = 0;
+  int64_t seq = 0;
+  std::string line;
+  std::string error;
+};
+
+class Store {
+ public:
+  // The schema version this binary writes (the number of migrations).
+  static int SchemaVersion();
+
+  // Opens (creating if absent) the database at `path` and migrates it to
+  // SchemaVersion(). Errors name the file: unreadable, not a database,
+  // written by a newer hpcai500d.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // PRAGMA user_version of the open file.
+  absl::StatusOr<int> UserVersion();
+
+  // Stores a submission and its runs in one transaction. `run_specs` holds
+  // one spec per repetition (seeds already set); runs start QUEUED with
+  // repetition 1..R. Returns the submission id and run ids in order.
+  absl::StatusOr<v1::SubmitResponse> CreateSubmission(
+      const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
+      int64_t now_ms);
+
+  // Writes the run's state, times, error and epochs (not its spec, attempts
+  // or score). NotFound when there is no such run.
+  absl::Status UpdateRun(const v1::Run& run);
+
+  // Inserts or replaces attempt `attempt.number()` of `run_id` and makes it
+  // the run's current attempt when its number is the highest so far.
+  absl::Status SaveAttempt(int64_t run_id, const v1::Attempt& attempt);
+
+  // The run with its attempts and (when scored) its score. NotFound.
+  absl::StatusOr<v1::Run> GetRun(int64_t run_id);
+  // Runs ordered by id descending; limit <= 0 means all.
+  absl::StatusOr<std::vector<v1::Run>> ListRuns(int limit);
+  // Runs in any of `states`, ordered by id ascending (queue order).
+  absl::StatusOr<std::vector<v1::Run>> ListRunsInStates(
+      const std::vector<v1::RunState>& states);
+  // Number of runs per state (states with no run are absent).
+  absl::StatusOr<std::vector<std::pair<v1::RunState, int64_t>>>
+  CountRunsByState();
+
+  // The run's current attempt number (0 before the first). NotFound.
+  absl::StatusOr<int32_t> CurrentAttempt(int64_t run_id);
+
+  // Stores event (run, attempt, rank, seq) at most once; events of an
+  // attempt that is not the run's current one are not stored (kStale).
+  absl::StatusOr<EventDisposition> InsertEvent(int64_t run_id, int32_t attempt,
+                                               int32_t rank, int64_t seq,
+                                               const std::string& line,
+                                               const std::string& error);
+  // The highest seq s such that every event 1..s of (run, attempt, rank) is
+  // stored; 0 when none is.
+  absl::StatusOr<int64_t> ContiguousSeq(int64_t run_id, int32_t attempt,
+                                        int32_t rank);
+  // All stored events of one attempt, ordered by rank then seq.
+  absl::StatusOr<std::vector<StoredEvent>> LoadEvents(int64_t run_id,
+                                                      int32_t attempt);
+  // Total events stored (all runs).
+  absl::StatusOr<int64_t> CountEvents();
+
+  // Stores (or replaces) the score of a run.
+  absl::Status SaveResult(int64_t run_id, const v1::Score& score);
+
+  // Inserts or updates a node by name (connected and used_slots are not
+  // stored: they are live state).
+  absl::Status SaveNode(const v1::Node& node);
+  absl::StatusOr<std::vector<v1::Node>> ListNodes();
+
+ private:
+  class Statement;
+  Store(std::string path, sqlite3* db);
+
+  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Error(const std::string& what) const;
+  absl::Status LoadAttemptsAndScore(v1::Run* run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<v1::Run>> QueryRuns(const std::string& sql)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  const std::string path_;
+
+  absl::Mutex mu_;
+  sqlite3* const db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_SERVER_STORE_H_

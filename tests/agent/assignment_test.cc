@@ -1,0 +1,189 @@
+#include "agent/assignment.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace hpcai500::agent {
+namespace {
+
+v1::Assignment GoodStart() {
+  v1::Assignment a;
+  a.set_phase(v1::Assignment::PHASE_START);
+  a.mutable_key()->set_run_id(12);
+  a.mutable_key()->set_attempt(2);
+  v1::RunSpec* spec = a.mutable_spec();
+  spec->set_workload("image_classification");
+  spec->set_config("fashion_mnist_smoke");
+  spec->set_device("cpu");
+  spec->set_precision("fp32");
+  spec->set_epochs(3);
+  spec->set_batch_size(64);
+  spec->set_seed(42);
+  a.set_world_size(4);
+  a.set_node_rank(1);
+  a.add_ranks(2);
+  a.add_ranks(3);
+  a.set_master_addr("10.0.0.5");
+  a.set_master_port(29500);
+  return a;
+}
+
+NodeContext Node() {
+  NodeContext node;
+  node.workdir = "/var/lib/agent";
+  node.worker_path = "/opt/bin/hpcai500-worker";
+  node.cpus = 9;
+  node.base_env = {"PATH=/usr/bin", "RANK=99", "HOME=/root"};
+  return node;
+}
+
+bool Has(const std::vector<std::string>& env, const std::string& kv) {
+  return std::find(env.begin(), env.end(), kv) != env.end();
+}
+
+TEST(PlanAttempt, BuildsArgvAndEnvironmentPerLocalRank) {
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->dir, "/var/lib/agent/runs/12/attempt-2");
+  ASSERT_EQ(plan->ranks.size(), 2u);
+  const RankPlan& second = plan->ranks[1];
+  EXPECT_EQ(second.rank, 3);
+  EXPECT_EQ(second.local_rank, 1);
+  const std::string dir = "/var/lib/agent/runs/12/attempt-2";
+  EXPECT_EQ(
+      second.launch.argv,
+      (std::vector<std::string>{
+          "/opt/bin/hpcai500-worker", "--workload", "image_classification",
+          "--config", "fashion_mnist_smoke", "--epochs", "3", "--batch-size",
+          "64", "--precision", "fp32", "--device", "cpu", "--seed", "42",
+          "--events-file", dir + "/rank-3.events", "--threads", "4"}));
+  EXPECT_EQ(second.launch.stdout_path, dir + "/rank-3.stdout");
+  EXPECT_EQ(second.launch.stderr_path, dir + "/rank-3.stderr");
+  EXPECT_EQ(second.pid_path, dir + "/rank-3.pid");
+  const std::vector<std::string>& env = second.launch.env;
+  EXPECT_TRUE(Has(env, "RANK=3"));
+  EXPECT_FALSE(Has(env, "RANK=99"));  // the agent's own value is replaced
+  EXPECT_TRUE(Has(env, "WORLD_SIZE=4"));
+  EXPECT_TRUE(Has(env, "LOCAL_RANK=1"));
+  EXPECT_TRUE(Has(env, "LOCAL_WORLD_SIZE=2"));
+  EXPECT_TRUE(Has(env, "MASTER_ADDR=10.0.0.5"));
+  EXPECT_TRUE(Has(env, "MASTER_PORT=29500"));
+  EXPECT_TRUE(Has(env, "PATH=/usr/bin"));
+  EXPECT_FALSE(std::any_of(env.begin(), env.end(), [](const std::string& kv) {
+    return kv.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0;
+  }));
+}
+
+TEST(PlanAttempt, CudaGivesEachLocalRankOneDevice) {
+  v1::Assignment a = GoodStart();
+  a.mutable_spec()->set_device("cuda");
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(a, Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(Has(plan->ranks[0].launch.env, "CUDA_VISIBLE_DEVICES=0"));
+  EXPECT_TRUE(Has(plan->ranks[1].launch.env, "CUDA_VISIBLE_DEVICES=1"));
+
+  NodeContext node = Node();
+  node.base_env.push_back("CUDA_VISIBLE_DEVICES=4,6");
+  plan = PlanAttempt(a, node);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(Has(plan->ranks[1].launch.env, "CUDA_VISIBLE_DEVICES=6"));
+}
+
+TEST(PlanAttempt, ThreadsPerRankIsAtLeastOne) {
+  NodeContext node = Node();
+  node.cpus = 1;
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), node);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->ranks[0].launch.argv.back(), "1");
+}
+
+// Each case breaks one field; the error must name it.
+struct BadCase {
+  std::string name;
+  void (*mutate)(v1::Assignment&);
+  std::string field;
+};
+
+class RefusesBadAssignment : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(RefusesBadAssignment, NamingTheField) {
+  v1::Assignment a = GoodStart();
+  GetParam().mutate(a);
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(a, Node());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find(GetParam().field), std::string::npos)
+      << plan.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, RefusesBadAssignment,
+    ::testing::Values(
+        BadCase{
+            "PathInWorkload",
+            [](v1::Assignment& a) { a.mutable_spec()->set_workload("../x"); },
+            "spec.workload"},
+        BadCase{"ShellInConfig",
+                [](v1::Assignment& a) {
+                  a.mutable_spec()->set_config("smoke;rm -rf /");
+                },
+                "spec.config"},
+        BadCase{
+            "UpperCaseName",
+            [](v1::Assignment& a) { a.mutable_spec()->set_config("Smoke"); },
+            "spec.config"},
+        BadCase{"EmptyWorkload",
+                [](v1::Assignment& a) { a.mutable_spec()->set_workload(""); },
+                "spec.workload"},
+        BadCase{"UnknownDevice",
+                [](v1::Assignment& a) { a.mutable_spec()->set_device("tpu"); },
+                "spec.device"},
+        BadCase{
+            "UnknownPrecision",
+            [](v1::Assignment& a) { a.mutable_spec()->set_precision("int4"); },
+            "spec.precision"},
+        BadCase{"ZeroEpochs",
+                [](v1::Assignment& a) { a.mutable_spec()->set_epochs(0); },
+                "spec.epochs"},
+        BadCase{"HugeBatch",
+                [](v1::Assignment& a) {
+                  a.mutable_spec()->set_batch_size(1 << 30);
+                },
+                "spec.batch_size"},
+        BadCase{"RankOutsideWorld",
+                [](v1::Assignment& a) { a.set_ranks(1, 4); }, "ranks[1]"},
+        BadCase{"NegativeRank", [](v1::Assignment& a) { a.set_ranks(0, -1); },
+                "ranks[0]"},
+        BadCase{"RankTwice", [](v1::Assignment& a) { a.set_ranks(1, 2); },
+                "ranks[1]"},
+        BadCase{"NoRanks", [](v1::Assignment& a) { a.clear_ranks(); }, "ranks"},
+        BadCase{"ZeroWorld", [](v1::Assignment& a) { a.set_world_size(0); },
+                "world_size"},
+        BadCase{"PathInMasterAddr",
+                [](v1::Assignment& a) { a.set_master_addr("host/../x"); },
+                "master_addr"},
+        BadCase{"PortZero", [](v1::Assignment& a) { a.set_master_port(0); },
+                "master_port"},
+        BadCase{"PortTooHigh",
+                [](v1::Assignment& a) { a.set_master_port(70000); },
+                "master_port"},
+        BadCase{"NoRunId",
+                [](v1::Assignment& a) { a.mutable_key()->set_run_id(0); },
+                "key.run_id"},
+        BadCase{"NegativeAttempt",
+                [](v1::Assignment& a) { a.mutable_key()->set_attempt(-3); },
+                "key.attempt"},
+        BadCase{"WrongPhase",
+                [](v1::Assignment& a) {
+                  a.set_phase(v1::Assignment::PHASE_RESERVE);
+                },
+                "phase"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      return info.param.name;
+    });
+
+}  // namespace
+}  // namespace hpcai500::agent

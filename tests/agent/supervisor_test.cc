@@ -1,0 +1,305 @@
+#include "agent/supervisor.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "agent/files.h"
+#include "gtest/gtest.h"
+#include "tests/agent/fakes.h"
+#include "tests/agent/test_util.h"
+
+namespace hpcai500::agent {
+namespace {
+
+v1::Assignment Start(int64_t run, std::vector<int> ranks, int world) {
+  v1::Assignment a;
+  a.set_phase(v1::Assignment::PHASE_START);
+  a.mutable_key()->set_run_id(run);
+  a.mutable_key()->set_attempt(1);
+  v1::RunSpec* spec = a.mutable_spec();
+  spec->set_workload("image_classification");
+  spec->set_config("fashion_mnist_smoke");
+  spec->set_device("cpu");
+  spec->set_precision("fp32");
+  spec->set_epochs(1);
+  spec->set_batch_size(32);
+  a.set_world_size(world);
+  for (int r : ranks) a.add_ranks(r);
+  a.set_master_addr("127.0.0.1");
+  a.set_master_port(29500);
+  return a;
+}
+
+std::vector<int64_t> EventSeqs(const std::vector<v1::AgentMessage>& messages) {
+  std::vector<int64_t> seqs;
+  for (const v1::AgentMessage& m : messages) {
+    for (const v1::Event& e : m.events().events()) seqs.push_back(e.seq());
+  }
+  return seqs;
+}
+
+std::vector<v1::WorkerExited> Exits(
+    const std::vector<v1::AgentMessage>& messages) {
+  std::vector<v1::WorkerExited> exits;
+  for (const v1::AgentMessage& m : messages) {
+    if (m.has_worker_exited()) exits.push_back(m.worker_exited());
+  }
+  return exits;
+}
+
+bool CanBind(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  SupervisorOptions Options() {
+    SupervisorOptions options;
+    options.address = "127.0.0.1";
+    options.node.workdir = dir_.path();
+    options.node.worker_path = "/opt/hpcai500-worker";
+    options.node.cpus = 4;
+    options.kill_grace_ms = 10000;
+    return options;
+  }
+  std::unique_ptr<Supervisor> Make() {
+    return std::make_unique<Supervisor>(Options(), &processes_, &clock_);
+  }
+  std::string RankFile(int64_t run, int rank, const std::string& ext) {
+    return dir_.path() + "/runs/" + std::to_string(run) + "/attempt-1/rank-" +
+           std::to_string(rank) + ext;
+  }
+
+  TempDir dir_;
+  FakeProcessLauncher processes_;
+  FakeClock clock_;
+};
+
+TEST_F(SupervisorTest, StartsOneWorkerPerLocalRankAndRecordsPids) {
+  auto supervisor = Make();
+  EXPECT_TRUE(supervisor->HandleAssignment(Start(5, {0, 1}, 2)).empty());
+  ASSERT_EQ(processes_.launches.size(), 2u);
+  EXPECT_EQ(processes_.launches[1].argv[0], "/opt/hpcai500-worker");
+  absl::StatusOr<PidRecord> pid = ReadPidFile(RankFile(5, 1, ".pid"));
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(pid->pid, 101);
+  EXPECT_EQ(pid->start_time, 5101u);
+  ASSERT_EQ(supervisor->Running().size(), 1u);
+  EXPECT_EQ(supervisor->Running()[0].ranks_size(), 2);
+}
+
+TEST_F(SupervisorTest, BadAssignmentIsAnsweredWithoutLaunching) {
+  auto supervisor = Make();
+  v1::Assignment bad = Start(5, {0, 1}, 2);
+  bad.mutable_spec()->set_workload("../../bin/sh");
+  std::vector<v1::WorkerExited> exits =
+      Exits(supervisor->HandleAssignment(bad));
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_NE(exits[0].error().find("spec.workload"), std::string::npos);
+  EXPECT_EQ(exits[1].rank(), 1);
+  EXPECT_TRUE(processes_.launches.empty());
+  EXPECT_EQ(supervisor->attempt_count(), 0u);
+}
+
+TEST_F(SupervisorTest, FailedLaunchIsReportedWithItsError) {
+  auto supervisor = Make();
+  processes_.fail_launch = true;
+  std::vector<v1::WorkerExited> exits =
+      Exits(supervisor->HandleAssignment(Start(5, {0}, 1)));
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_NE(exits[0].error().find("cannot start"), std::string::npos);
+}
+
+TEST_F(SupervisorTest, ExitIsReportedAfterTheRemainingEvents) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(RankFile(5, 0, ".events"),
+               EventLineText(1, 0) + EventLineText(2, 0));
+  EXPECT_EQ(EventSeqs(supervisor->Poll()), (std::vector<int64_t>{1, 2}));
+  AppendToFile(RankFile(5, 0, ".events"), EventLineText(3, 0));
+  AppendToFile(RankFile(5, 0, ".stderr"), "boom: bad thing\n");
+  processes_.exits[100] = ExitStatus{3, 0};
+
+  std::vector<v1::AgentMessage> out = supervisor->Poll();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(EventSeqs({out[0]}), (std::vector<int64_t>{3}));
+  ASSERT_TRUE(out[1].has_worker_exited());
+  EXPECT_EQ(out[1].worker_exited().exit_code(), 3);
+  EXPECT_EQ(out[1].worker_exited().stderr_tail(), "boom: bad thing\n");
+  EXPECT_TRUE(supervisor->Running().empty());
+  EXPECT_TRUE(Exits(supervisor->Poll()).empty());  // reported once
+
+  // Kept until acknowledged, then forgotten and marked done.
+  EXPECT_EQ(supervisor->attempt_count(), 1u);
+  v1::Acks acks;
+  v1::Ack* ack = acks.add_acks();
+  ack->mutable_key()->set_run_id(5);
+  ack->mutable_key()->set_attempt(1);
+  ack->set_rank(0);
+  ack->set_seq(3);
+  supervisor->HandleAcks(acks);
+  supervisor->Poll();
+  EXPECT_EQ(supervisor->attempt_count(), 0u);
+  EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+}
+
+TEST_F(SupervisorTest, ResendCarriesUnackedEventsThenReportedExits) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(RankFile(5, 0, ".events"),
+               EventLineText(1, 0) + EventLineText(2, 0) + EventLineText(3, 0));
+  supervisor->Poll();
+  v1::Acks acks;
+  v1::Ack* ack = acks.add_acks();
+  *ack->mutable_key() = Start(5, {0}, 1).key();
+  ack->set_seq(1);
+  supervisor->HandleAcks(acks);
+  processes_.exits[100] = ExitStatus{0, 0};
+  supervisor->Poll();
+
+  std::vector<v1::AgentMessage> resend = supervisor->Resend();
+  EXPECT_EQ(EventSeqs(resend), (std::vector<int64_t>{2, 3}));
+  ASSERT_TRUE(resend.back().has_worker_exited());
+  EXPECT_EQ(resend.back().worker_exited().exit_code(), 0);
+}
+
+TEST_F(SupervisorTest, CancelSendsSigtermThenSigkillAfterTheGrace) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start(5, {0, 1}, 2));
+  v1::Cancel cancel;
+  *cancel.mutable_key() = Start(5, {0}, 1).key();
+  cancel.set_reason("user");
+  supervisor->HandleCancel(cancel);
+  EXPECT_EQ(processes_.signals, (std::vector<std::pair<pid_t, int>>{
+                                    {100, SIGTERM}, {101, SIGTERM}}));
+  processes_.exits[100] = ExitStatus{-1, SIGTERM};  // rank 0 obeys
+  clock_.now_ms += 9000;
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].signal(), SIGTERM);
+  processes_.signals.clear();
+  clock_.now_ms += 1000;  // rank 1 ignored SIGTERM for the whole grace
+  supervisor->Poll();
+  EXPECT_EQ(processes_.signals,
+            (std::vector<std::pair<pid_t, int>>{{101, SIGKILL}}));
+  processes_.exits[101] = ExitStatus{-1, SIGKILL};
+  exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].rank(), 1);
+  EXPECT_EQ(exits[0].signal(), SIGKILL);
+}
+
+TEST_F(SupervisorTest, ReservedPortStaysTakenUntilTheStart) {
+  auto supervisor = Make();
+  v1::Assignment reserve;
+  reserve.set_phase(v1::Assignment::PHASE_RESERVE);
+  *reserve.mutable_key() = Start(5, {0}, 1).key();
+  std::vector<v1::AgentMessage> out = supervisor->HandleAssignment(reserve);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].has_port_reserved());
+  const v1::PortReserved& reserved = out[0].port_reserved();
+  EXPECT_EQ(reserved.error(), "");
+  EXPECT_EQ(reserved.host(), "127.0.0.1");
+  ASSERT_GT(reserved.port(), 0);
+  EXPECT_FALSE(CanBind(reserved.port()));
+
+  v1::Assignment start = Start(5, {0}, 1);
+  start.set_master_port(reserved.port());
+  supervisor->HandleAssignment(start);
+  EXPECT_TRUE(CanBind(reserved.port()));
+}
+
+TEST_F(SupervisorTest, ReattachFollowsALiveWorkerAndDerivesItsOutcome) {
+  {
+    auto before = Make();
+    before->HandleAssignment(Start(8, {0, 1}, 2));
+    AppendToFile(RankFile(8, 0, ".events"), EventLineText(1, 0));
+    before->Poll();
+    v1::Acks acks;
+    v1::Ack* ack = acks.add_acks();
+    *ack->mutable_key() = Start(8, {0}, 1).key();
+    ack->set_seq(1);
+    before->HandleAcks(acks);
+  }  // the agent goes away; workers 100 and 101 keep running
+  auto after = Make();
+  EXPECT_EQ(after->Reattach(), 2);
+  std::vector<v1::RunningAttempt> running = after->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].key().run_id(), 8);
+  EXPECT_EQ(running[0].ranks_size(), 2);
+
+  AppendToFile(
+      RankFile(8, 0, ".events"),
+      EventLineText(2, 0) +
+          EventLineText(3, 0, "run_stop", ", \"status\": \"success\""));
+  std::vector<v1::AgentMessage> out = after->Poll();
+  EXPECT_EQ(EventSeqs(out), (std::vector<int64_t>{2, 3}));  // 1 was acked
+  EXPECT_TRUE(Exits(out).empty());
+
+  // Both end while the agent is not their parent: rank 0 wrote run_stop,
+  // rank 1 wrote nothing.
+  processes_.start_times.clear();
+  std::vector<v1::WorkerExited> exits = Exits(after->Poll());
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].rank(), 0);
+  EXPECT_EQ(exits[0].exit_code(), 0);
+  EXPECT_EQ(exits[1].rank(), 1);
+  EXPECT_EQ(exits[1].exit_code(), -1);
+  EXPECT_EQ(exits[1].error(), "worker lost while the agent was down");
+}
+
+TEST_F(SupervisorTest, ReattachIgnoresAReusedPid) {
+  {
+    auto before = Make();
+    before->HandleAssignment(Start(8, {0}, 1));
+  }
+  processes_.start_times[100] = 1;  // pid 100 now belongs to someone else
+  auto after = Make();
+  EXPECT_EQ(after->Reattach(), 1);
+  EXPECT_EQ(Exits(after->Poll()).size(), 1u);
+  EXPECT_TRUE(processes_.signals.empty());  // never signals a stranger
+}
+
+TEST_F(SupervisorTest, DeliveredAttemptsAreNotTakenUpAgain) {
+  {
+    auto before = Make();
+    before->HandleAssignment(Start(8, {0}, 1));
+    processes_.exits[100] = ExitStatus{0, 0};
+    before->Poll();
+    EXPECT_EQ(before->attempt_count(), 0u);  // no events: nothing to ack
+  }
+  auto after = Make();
+  EXPECT_EQ(after->Reattach(), 0);
+}
+
+TEST(BatchEvents, LimitsLinesPerMessage) {
+  std::vector<v1::Event> events(kMaxBatchEvents * 2 + 1);
+  for (size_t i = 0; i < events.size(); ++i) events[i].set_seq(i + 1);
+  std::vector<v1::AgentMessage> batches = BatchEvents(events);
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(batches[0].events().events_size(),
+            static_cast<int>(kMaxBatchEvents));
+  EXPECT_EQ(batches[2].events().events(0).seq(),
+            static_cast<int64_t>(kMaxBatchEvents * 2 + 1));
+}
+
+TEST(BatchEvents, LimitsBytesPerMessage) {
+  std::vector<v1::Event> events(5);
+  for (v1::Event& e : events) e.set_line(std::string(kMaxBatchBytes / 2, 'x'));
+  EXPECT_EQ(BatchEvents(events).size(), 3u);
+}
+
+}  // namespace
+}  // namespace hpcai500::agent

@@ -1,0 +1,44 @@
+// Temporary directories and file appends for the agent's tests.
+#ifndef HPCAI500_TESTS_AGENT_TEST_UTIL_H_
+#define HPCAI500_TESTS_AGENT_TEST_UTIL_H_
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace hpcai500::agent {
+
+// A fresh directory under $TMPDIR, removed with the object.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "hpcai500-agent-test-XXXXXX")
+            .string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline void AppendToFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  out << text;
+}
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace hpcai500::agent
+
+#endif  // HPCAI500_TESTS_AGENT_TEST_UTIL_H_

@@ -1,0 +1,518 @@
+#include "cli/cli.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
+#include "cli/commands.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace hpcai500 {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// A coordinator's ClientService over canned answers, recording requests.
+class FakeClientService final : public v1::ClientService::Service {
+ public:
+  grpc::Status Submit(grpc::ServerContext* context,
+                      const v1::SubmitRequest* request,
+                      v1::SubmitResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    submitted_yaml_ = request->spec_yaml();
+    auto auth = context->client_metadata().find("authorization");
+    if (auth != context->client_metadata().end()) {
+      authorization_ = std::string(auth->second.data(), auth->second.size());
+    }
+    if (!submit_status_.ok()) return submit_status_;
+    *response = submit_response_;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
+                      v1::Run* response) override {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(request->run_id());
+    if (it == runs_.end()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such run");
+    }
+    *response = it->second;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest*,
+                        v1::ListRunsResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+      *response->add_runs() = it->second;
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status WatchRun(grpc::ServerContext*,
+                        const v1::WatchRunRequest* request,
+                        grpc::ServerWriter<v1::RunUpdate>* writer) override {
+    std::vector<v1::RunUpdate> updates;
+    {
+      absl::MutexLock lock(&mu_);
+      watched_.push_back(request->run_id());
+      auto it = updates_.find(request->run_id());
+      if (it == updates_.end()) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such run");
+      }
+      updates = it->second;
+    }
+    for (const v1::RunUpdate& update : updates) writer->Write(update);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CancelRun(grpc::ServerContext*,
+                         const v1::CancelRunRequest* request,
+                         v1::CancelRunResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    cancelled_ = request->run_id();
+    response->set_state(v1::RUN_STATE_CANCELLED);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Leaderboard(grpc::ServerContext*,
+                           const v1::LeaderboardRequest* request,
+                           v1::LeaderboardResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    leaderboard_request_ = *request;
+    *response = leaderboard_;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListNodes(grpc::ServerContext*, const v1::ListNodesRequest*,
+                         v1::ListNodesResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    *response = nodes_;
+    return grpc::Status::OK;
+  }
+
+  // Canned answers; set before the CLI runs.
+  absl::Mutex mu_;
+  grpc::Status submit_status_ ABSL_GUARDED_BY(mu_);
+  v1::SubmitResponse submit_response_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, v1::Run> runs_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::vector<v1::RunUpdate>> updates_ ABSL_GUARDED_BY(mu_);
+  v1::LeaderboardResponse leaderboard_ ABSL_GUARDED_BY(mu_);
+  v1::ListNodesResponse nodes_ ABSL_GUARDED_BY(mu_);
+  // What the CLI sent.
+  std::string submitted_yaml_ ABSL_GUARDED_BY(mu_);
+  std::string authorization_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> watched_ ABSL_GUARDED_BY(mu_);
+  int64_t cancelled_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::LeaderboardRequest leaderboard_request_ ABSL_GUARDED_BY(mu_);
+};
+
+v1::Run FinishedRun(int64_t id, v1::RunState state, double quality,
+                    bool reached) {
+  v1::Run run;
+  run.set_id(id);
+  run.set_submission_id(1);
+  run.set_state(state);
+  run.mutable_spec()->set_name("fmnist-smoke");
+  run.mutable_spec()->set_workload("image_classification");
+  run.mutable_spec()->set_config("fashion_mnist_smoke");
+  run.set_created_ms(1700000000000);
+  if (state == v1::RUN_STATE_SUCCEEDED) {
+    v1::Score* score = run.mutable_score();
+    score->set_quality(quality);
+    score->set_target(0.8);
+    score->set_exponent(5);
+    score->set_flops(2.0e9);
+    score->set_valid_flops(1.5e9);
+    score->set_reached_target(reached);
+  } else {
+    run.set_error("worker rank 1 exited with code 3");
+  }
+  return run;
+}
+
+// The updates of a run that starts, logs one epoch and ends as `end`.
+std::vector<v1::RunUpdate> UpdatesEndingAs(const v1::Run& end) {
+  std::vector<v1::RunUpdate> updates(3);
+  updates[0].mutable_run()->set_id(end.id());
+  updates[0].mutable_run()->set_state(v1::RUN_STATE_RUNNING);
+  updates[1].mutable_run()->set_id(end.id());
+  updates[1].mutable_run()->set_state(v1::RUN_STATE_RUNNING);
+  updates[1].add_log("epoch 1: 2400 samples/s, accuracy 0.7900");
+  *updates[2].mutable_run() = end;
+  updates[2].add_log("run_stop");
+  updates[2].set_final(true);
+  return updates;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    dir_ =
+        fs::path(::testing::TempDir()) /
+        ("cli_" +
+         std::string(
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::create_directories(dir_);
+    spec_path_ = (dir_ / "spec.yaml").string();
+    std::ofstream(spec_path_) << "name: fmnist-smoke\n";
+  }
+  void TearDown() override {
+    server_->Shutdown();
+    fs::remove_all(dir_);
+  }
+
+  // Runs the CLI against the in-process fake coordinator.
+  int Run(std::vector<std::string> args) {
+    out_.str("");
+    err_.str("");
+    CliEnvironment env;
+    env.coordinator_env = coordinator_env_;
+    env.in = &in_;
+    env.out = &out_;
+    env.err = &err_;
+    env.time_zone = absl::UTCTimeZone();
+    env.connect = [this](const std::string& address)
+        -> std::unique_ptr<v1::ClientService::StubInterface> {
+      connected_to_ = address;
+      return v1::ClientService::NewStub(
+          server_->InProcessChannel(grpc::ChannelArguments()));
+    };
+    return RunCli(args, env);
+  }
+
+  void SetWatch(const v1::Run& end) {
+    absl::MutexLock lock(&service_.mu_);
+    service_.updates_[end.id()] = UpdatesEndingAs(end);
+  }
+  void SetSubmitted(std::vector<int64_t> run_ids) {
+    absl::MutexLock lock(&service_.mu_);
+    for (int64_t id : run_ids) service_.submit_response_.add_run_ids(id);
+  }
+
+  FakeClientService service_;
+  std::unique_ptr<grpc::Server> server_;
+  fs::path dir_;
+  std::string spec_path_;
+  std::optional<std::string> coordinator_env_;
+  std::istringstream in_;
+  std::ostringstream out_;
+  std::ostringstream err_;
+  std::string connected_to_;
+};
+
+TEST_F(CliTest, SubmitSendsTheFileAndPrintsEachRunId) {
+  SetSubmitted({5, 6});
+  EXPECT_EQ(Run({"submit", spec_path_}), kExitOk);
+  EXPECT_EQ(out_.str(), "5\n6\n");
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "name: fmnist-smoke\n");
+  EXPECT_TRUE(service_.watched_.empty());
+}
+
+TEST_F(CliTest, SubmitDashReadsTheSpecFromStdin) {
+  SetSubmitted({5});
+  in_.str("name: from-stdin\n");
+  EXPECT_EQ(Run({"submit", "-"}), kExitOk);
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "name: from-stdin\n");
+}
+
+TEST_F(CliTest, SubmitWaitExitsZeroWhenTheRunReachedItsTarget) {
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true));
+  EXPECT_EQ(Run({"submit", spec_path_, "--wait"}), kExitOk);
+  std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("5\nrun 5: running\n"));
+  EXPECT_THAT(out, HasSubstr("epoch 1: 2400 samples/s, accuracy 0.7900\n"));
+  EXPECT_THAT(out, HasSubstr("run 5: succeeded\n"));
+  EXPECT_THAT(out, HasSubstr("quality      0.8500 / 0.8000 (reached)"));
+  EXPECT_THAT(out, HasSubstr("FLOPS        2.00 GFLOPS"));
+  EXPECT_THAT(out, HasSubstr("Valid FLOPS  1.50 GFLOPS"));
+  // "running" is printed once, not for every update in that state.
+  EXPECT_EQ(out.find("running"), out.rfind("running"));
+}
+
+TEST_F(CliTest, SubmitWaitExitsOneWhenBelowTarget) {
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.5, /*reached=*/false));
+  EXPECT_EQ(Run({"submit", "--wait", spec_path_}), kExitBelowTarget);
+  EXPECT_THAT(out_.str(), HasSubstr("(below target)"));
+}
+
+TEST_F(CliTest, SubmitWaitExitsTwoWhenFailedOrCancelled) {
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_FAILED, 0, false));
+  EXPECT_EQ(Run({"submit", spec_path_, "--wait"}), kExitFailed);
+  EXPECT_THAT(out_.str(),
+              HasSubstr("run 5 failed: worker rank 1 exited with code 3"));
+
+  SetWatch(FinishedRun(5, v1::RUN_STATE_CANCELLED, 0, false));
+  EXPECT_EQ(Run({"submit", spec_path_, "--wait"}), kExitFailed);
+}
+
+TEST_F(CliTest, SubmitWaitWatchesEveryRepetitionAndReturnsTheWorst) {
+  SetSubmitted({5, 6});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.5, /*reached=*/false));
+  SetWatch(FinishedRun(6, v1::RUN_STATE_SUCCEEDED, 0.9, /*reached=*/true));
+  EXPECT_EQ(Run({"submit", spec_path_, "--wait"}), kExitBelowTarget);
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.watched_, (std::vector<int64_t>{5, 6}));
+}
+
+TEST_F(CliTest, RefusedSpecExitsThreeAndPrintsTheServersReason) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.submit_status_ =
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                     "field 'batch_size': must be between 1 and 65536, got 0");
+  }
+  EXPECT_EQ(Run({"submit", spec_path_, "--wait"}), kExitRefused);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("field 'batch_size': must be between 1 and 65536, "
+                        "got 0"));
+  EXPECT_THAT(err_.str(), HasSubstr(spec_path_));
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(CliTest, UnreadableSpecNamesTheFile) {
+  std::string missing = (dir_ / "missing.yaml").string();
+  EXPECT_EQ(Run({"submit", missing}), kExitNoInput);
+  EXPECT_THAT(err_.str(), HasSubstr("cannot read spec file '" + missing +
+                                    "': No such file or directory"));
+  EXPECT_EQ(connected_to_, "");
+}
+
+TEST_F(CliTest, TokenFileIsSentAsBearerAuthorization) {
+  SetSubmitted({5});
+  std::string token_path = (dir_ / "token").string();
+  std::ofstream(token_path) << "s3cret\n";
+  EXPECT_EQ(Run({"--token-file", token_path, "submit", spec_path_}), kExitOk);
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.authorization_, "Bearer s3cret");
+}
+
+TEST_F(CliTest, EmptyTokenFileIsRefused) {
+  std::string token_path = (dir_ / "token").string();
+  std::ofstream(token_path) << "\n";
+  EXPECT_EQ(Run({"--token-file=" + token_path, "list"}), kExitNoInput);
+  EXPECT_THAT(err_.str(), HasSubstr("is empty"));
+}
+
+TEST_F(CliTest, WatchEndingWithoutAFinalUpdateIsAFailure) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    std::vector<v1::RunUpdate> updates =
+        UpdatesEndingAs(FinishedRun(7, v1::RUN_STATE_SUCCEEDED, 0.9, true));
+    updates.pop_back();
+    service_.updates_[7] = updates;
+  }
+  EXPECT_EQ(Run({"watch", "7"}), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("closed the stream before the run ended"));
+}
+
+TEST_F(CliTest, WatchOfAnUnknownRunNamesTheCoordinator) {
+  coordinator_env_ = "10.0.0.9:7500";
+  EXPECT_EQ(Run({"watch", "99"}), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("coordinator 10.0.0.9:7500"));
+  EXPECT_THAT(err_.str(), HasSubstr("no such run"));
+}
+
+TEST_F(CliTest, LeaderboardPrintsARankedTable) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::LeaderboardRow* first = service_.leaderboard_.add_rows();
+    first->set_rank(1);
+    first->set_system("cluster-a");
+    first->set_name("fmnist");
+    first->set_config("fashion_mnist");
+    first->set_valid_flops(1.234e12);
+    first->set_quality(0.9123);
+    first->set_target(0.9);
+    first->set_runs(3);
+    first->set_ranked(true);
+    v1::LeaderboardRow* second = service_.leaderboard_.add_rows();
+    second->set_rank(0);
+    second->set_system("local-cpu");
+    second->set_name("fmnist-smoke");
+    second->set_config("fashion_mnist_smoke");
+    second->set_valid_flops(45.6e9);
+    second->set_quality(0.81);
+    second->set_target(0.8);
+    second->set_runs(1);
+    second->set_ranked(false);
+  }
+  EXPECT_EQ(Run({"leaderboard", "--workload", "image_classification",
+                 "--config=fashion_mnist"}),
+            kExitOk);
+  EXPECT_EQ(out_.str(),
+            "rank  system     name          config                Valid FLOPS"
+            "  quality / target  runs  status\n"
+            "   1  cluster-a  fmnist        fashion_mnist         1.23 TFLOPS"
+            "   0.9123 / 0.9000     3  ranked\n"
+            "   -  local-cpu  fmnist-smoke  fashion_mnist_smoke  45.60 GFLOPS"
+            "   0.8100 / 0.8000     1  unranked\n");
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.leaderboard_request_.workload(), "image_classification");
+  EXPECT_EQ(service_.leaderboard_request_.config(), "fashion_mnist");
+}
+
+TEST_F(CliTest, LeaderboardJsonUsesProtoFieldNames) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.leaderboard_.add_rows()->set_valid_flops(2e9);
+  }
+  EXPECT_EQ(Run({"leaderboard", "--json"}), kExitOk);
+  nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["rows"][0]["valid_flops"], 2e9);
+  EXPECT_EQ(json["rows"][0]["ranked"], false);
+}
+
+TEST_F(CliTest, ShowPrintsASummaryOrJson) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] =
+        FinishedRun(4, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true);
+  }
+  EXPECT_EQ(Run({"show", "4"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("run 4 (submission 1, repetition 0): "
+                                    "succeeded\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("workload     image_classification/"
+                                    "fashion_mnist_smoke\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("Valid FLOPS  1.50 GFLOPS (n = 5)"));
+
+  EXPECT_EQ(Run({"show", "4", "--json"}), kExitOk);
+  nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["id"], "4");
+  EXPECT_EQ(json["state"], "RUN_STATE_SUCCEEDED");
+  EXPECT_EQ(json["score"]["reached_target"], true);
+}
+
+TEST_F(CliTest, ListAndNodesPrintTables) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_FAILED, 0, false);
+    v1::Node* node = service_.nodes_.add_nodes();
+    node->set_name("node-a");
+    node->set_address("10.0.0.2");
+    node->set_slots(2);
+    node->set_used_slots(1);
+    node->set_connected(true);
+    (*node->mutable_labels())["rack"] = "r1";
+  }
+  EXPECT_EQ(Run({"list"}), kExitOk);
+  EXPECT_EQ(out_.str(),
+            "id  name          workload/config                           "
+            "state   created\n"
+            " 4  fmnist-smoke  image_classification/fashion_mnist_smoke  "
+            "failed  2023-11-14 22:13:20\n");
+  EXPECT_EQ(Run({"nodes"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("node-a  10.0.0.2    1/2"));
+  EXPECT_THAT(out_.str(), HasSubstr("connected  -          rack=r1"));
+}
+
+TEST_F(CliTest, CancelPrintsTheNewState) {
+  EXPECT_EQ(Run({"cancel", "12"}), kExitOk);
+  EXPECT_EQ(out_.str(), "run 12: cancelled\n");
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.cancelled_, 12);
+}
+
+TEST_F(CliTest, CoordinatorComesFromFlagThenEnvironmentThenDefault) {
+  EXPECT_EQ(Run({"list"}), kExitOk);
+  EXPECT_EQ(connected_to_, "127.0.0.1:7500");
+  coordinator_env_ = "env-host:1234";
+  EXPECT_EQ(Run({"list"}), kExitOk);
+  EXPECT_EQ(connected_to_, "env-host:1234");
+  EXPECT_EQ(Run({"list", "--coordinator", "flag-host:99"}), kExitOk);
+  EXPECT_EQ(connected_to_, "flag-host:99");
+}
+
+TEST_F(CliTest, UsageErrorsExit64WithUsageOnStderr) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"frobnicate"},
+      {"list", "--bogus"},
+      {"list", "-x"},
+      {"list", "--wait"},
+      {"list", "extra"},
+      {"submit"},
+      {"submit", "a.yaml", "b.yaml"},
+      {"show", "abc"},
+      {"cancel", "-5"},
+      {"watch", "0"},
+      {"list", "--coordinator"},
+      {"list", "--coordinator="},
+      {"submit", "x.yaml", "--wait=yes"},
+      {"leaderboard", "--json", "--json"},
+  };
+  for (const auto& args : cases) {
+    std::string joined;
+    for (const auto& arg : args) joined += arg + " ";
+    EXPECT_EQ(Run(args), kExitUsage) << joined;
+    EXPECT_THAT(err_.str(), HasSubstr("usage: hpcai500")) << joined;
+    EXPECT_EQ(out_.str(), "") << joined;
+    EXPECT_EQ(connected_to_, "") << joined;
+  }
+}
+
+TEST_F(CliTest, UsageErrorNamesTheProblem) {
+  Run({"list", "--wait"});
+  EXPECT_THAT(err_.str(), HasSubstr("'list' does not take '--wait'"));
+  Run({"frobnicate"});
+  EXPECT_THAT(err_.str(), HasSubstr("unknown command 'frobnicate'"));
+  Run({"show", "abc"});
+  EXPECT_THAT(err_.str(), HasSubstr("expected a run id"));
+}
+
+TEST_F(CliTest, HelpPrintsUsageOnStdout) {
+  EXPECT_EQ(Run({"--help"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("usage: hpcai500"));
+  EXPECT_EQ(Run({"help"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("leaderboard"));
+}
+
+TEST(Cli, UnreachableCoordinatorExitsTwoNamingTheAddress) {
+  // Port 1 on loopback: nothing listens there, the connection is refused.
+  std::istringstream in;
+  std::ostringstream out;
+  std::ostringstream err;
+  CliEnvironment env;
+  env.in = &in;
+  env.out = &out;
+  env.err = &err;
+  env.connect = [](const std::string& address)
+      -> std::unique_ptr<v1::ClientService::StubInterface> {
+    return v1::ClientService::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  };
+  EXPECT_EQ(RunCli({"--coordinator", "127.0.0.1:1", "watch", "5"}, env),
+            kExitFailed);
+  EXPECT_THAT(err.str(),
+              HasSubstr("cannot reach the coordinator at 127.0.0.1:1"));
+}
+
+TEST(ExitCodeForRun, SucceededWithoutScoreIsAFailure) {
+  v1::Run run;
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(ExitCodeForRun(run), kExitFailed);
+  run.mutable_score()->set_reached_target(true);
+  EXPECT_EQ(ExitCodeForRun(run), kExitOk);
+}
+
+}  // namespace
+}  // namespace hpcai500

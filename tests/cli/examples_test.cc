@@ -1,0 +1,44 @@
+// The example specs that the README and `hpcai500 submit` use must pass the
+// coordinator's own validation.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/registry.h"
+#include "common/spec.h"
+#include "gtest/gtest.h"
+
+namespace hpcai500 {
+namespace {
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(HPCAI500_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Examples, SmokeSpecIsValidWithTheSmokeConfig) {
+  std::string yaml = ReadExample("fmnist-smoke.yaml");
+  ASSERT_FALSE(yaml.empty());
+  auto spec = ParseRunSpec(yaml, Registry::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "fmnist-smoke");
+  EXPECT_EQ(spec->config(), "fashion_mnist_smoke");
+  EXPECT_EQ(spec->ranks_per_node(), 2);
+  EXPECT_EQ(spec->device(), "cpu");
+  EXPECT_EQ(spec->system(), "local-cpu");
+}
+
+TEST(Examples, FullSpecIsValidWithTheFullConfig) {
+  std::string yaml = ReadExample("fmnist.yaml");
+  ASSERT_FALSE(yaml.empty());
+  auto spec = ParseRunSpec(yaml, Registry::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "fmnist");
+  EXPECT_EQ(spec->config(), "fashion_mnist");
+  EXPECT_EQ(spec->batch_size(), 64);
+}
+
+}  // namespace
+}  // namespace hpcai500

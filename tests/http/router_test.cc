@@ -1,0 +1,336 @@
+#include "server/http/router.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/http/fake_coordinator_view.h"
+
+namespace hpcai500 {
+namespace {
+
+namespace fs = std::filesystem;
+namespace http = boost::beast::http;
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+HttpRequest Request(http::verb method, std::string target) {
+  HttpRequest request(method, target, 11);
+  request.set(http::field::host, "localhost");
+  return request;
+}
+
+HttpRequest Get(std::string target) {
+  return Request(http::verb::get, std::move(target));
+}
+
+nlohmann::json BodyJson(const HttpResponse& response) {
+  return nlohmann::json::parse(response.body());
+}
+
+std::string ContentType(const HttpResponse& response) {
+  return std::string(response[http::field::content_type]);
+}
+
+// A web folder with the page's three files, next to a secret file outside
+// it that no request may reach.
+class HttpRouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ =
+        fs::path(::testing::TempDir()) /
+        ("http_router_" +
+         std::string(
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(root_);
+    web_ = root_ / "web";
+    WriteFile(web_ / "index.html", "<title>page</title>");
+    WriteFile(web_ / "app.js", "export const x = 1;");
+    WriteFile(web_ / "style.css", "body {}");
+    WriteFile(web_ / "sub" / "data.json", "{}");
+    WriteFile(root_ / "secret.txt", "TOP-SECRET");
+    fs::create_symlink(root_ / "secret.txt", web_ / "link.txt");
+    router_ = std::make_unique<HttpRouter>(&view_, web_.string());
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  fs::path root_;
+  fs::path web_;
+  FakeCoordinatorView view_;
+  std::unique_ptr<HttpRouter> router_;
+};
+
+TEST_F(HttpRouterTest, LeaderboardPassesFiltersAndReturnsRowsAsJson) {
+  v1::LeaderboardResponse board;
+  v1::LeaderboardRow* row = board.add_rows();
+  row->set_rank(1);
+  row->set_submission_id(7);
+  row->set_system("local-cpu");
+  row->set_valid_flops(1.25e12);
+  row->add_run_ids(7);
+  view_.SetLeaderboard(board);
+
+  HttpResponse response = router_->Handle(
+      Get("/api/v1/leaderboard?workload=image_classification&config=fashion_"
+          "mnist"));
+
+  EXPECT_EQ(response.result(), http::status::ok);
+  EXPECT_EQ(ContentType(response), "application/json");
+  EXPECT_EQ(view_.last_leaderboard_request().workload(),
+            "image_classification");
+  EXPECT_EQ(view_.last_leaderboard_request().config(), "fashion_mnist");
+  nlohmann::json json = BodyJson(response);
+  ASSERT_EQ(json["rows"].size(), 1u);
+  // Proto field names, and primitives printed even when default.
+  EXPECT_EQ(json["rows"][0]["system"], "local-cpu");
+  EXPECT_EQ(json["rows"][0]["submission_id"], "7");
+  EXPECT_EQ(json["rows"][0]["valid_flops"], 1.25e12);
+  EXPECT_EQ(json["rows"][0]["ranked"], false);
+  EXPECT_EQ(json["rows"][0]["run_ids"][0], "7");
+}
+
+TEST_F(HttpRouterTest, LeaderboardWithoutFiltersAsksForAll) {
+  HttpResponse response = router_->Handle(Get("/api/v1/leaderboard"));
+  EXPECT_EQ(response.result(), http::status::ok);
+  EXPECT_EQ(view_.last_leaderboard_request().workload(), "");
+  EXPECT_TRUE(BodyJson(response).contains("rows"));
+}
+
+TEST_F(HttpRouterTest, QueryValuesArePercentDecoded) {
+  router_->Handle(Get("/api/v1/leaderboard?workload=image%5Fclassification"));
+  EXPECT_EQ(view_.last_leaderboard_request().workload(),
+            "image_classification");
+}
+
+TEST_F(HttpRouterTest, InvalidArgumentFromTheViewIs400WithJsonError) {
+  HttpResponse response =
+      router_->Handle(Get("/api/v1/leaderboard?workload=no_such_workload"));
+  EXPECT_EQ(response.result(), http::status::bad_request);
+  EXPECT_EQ(ContentType(response), "application/json");
+  EXPECT_EQ(BodyJson(response)["error"], "unknown workload 'no_such_workload'");
+}
+
+TEST_F(HttpRouterTest, UnknownQueryParameterIs400NamingIt) {
+  HttpResponse response =
+      router_->Handle(Get("/api/v1/leaderboard?wrokload=x"));
+  EXPECT_EQ(response.result(), http::status::bad_request);
+  std::string error = BodyJson(response)["error"];
+  EXPECT_NE(error.find("'wrokload'"), std::string::npos) << error;
+}
+
+TEST_F(HttpRouterTest, RepeatedQueryParameterIs400) {
+  HttpResponse response =
+      router_->Handle(Get("/api/v1/leaderboard?workload=a&workload=b"));
+  EXPECT_EQ(response.result(), http::status::bad_request);
+}
+
+TEST_F(HttpRouterTest, RunByIdHasSpecStateEpochsAndScoreInputs) {
+  view_.AddRun(SampleRun(42));
+  HttpResponse response = router_->Handle(Get("/api/v1/runs/42"));
+  ASSERT_EQ(response.result(), http::status::ok);
+  nlohmann::json run = BodyJson(response);
+  EXPECT_EQ(run["id"], "42");
+  EXPECT_EQ(run["state"], "RUN_STATE_SUCCEEDED");
+  EXPECT_EQ(run["spec"]["config"], "fashion_mnist_smoke");
+  EXPECT_EQ(run["spec"]["ranks_per_node"], 2);
+  EXPECT_EQ(run["epochs"][0]["throughput"], 2400);
+  EXPECT_EQ(run["score"]["exponent"], 5);
+  EXPECT_EQ(run["score"]["target"], 0.8);
+  EXPECT_EQ(run["score"]["reached_target"], true);
+}
+
+TEST_F(HttpRouterTest, UnknownRunIs404WithJsonError) {
+  HttpResponse response = router_->Handle(Get("/api/v1/runs/9"));
+  EXPECT_EQ(response.result(), http::status::not_found);
+  EXPECT_EQ(BodyJson(response)["error"], "no run 9");
+}
+
+TEST_F(HttpRouterTest, NonNumericRunIdIs400) {
+  for (const char* id :
+       {"abc", "-1", "0", "1x", "%31a", "99999999999999999999"}) {
+    HttpResponse response =
+        router_->Handle(Get(std::string("/api/v1/runs/") + id));
+    EXPECT_EQ(response.result(), http::status::bad_request) << id;
+    EXPECT_TRUE(BodyJson(response).contains("error")) << id;
+  }
+}
+
+TEST_F(HttpRouterTest, RunsListHonoursLimitAndDefaultsTo100) {
+  view_.AddRun(SampleRun(1));
+  view_.AddRun(SampleRun(2));
+  view_.AddRun(SampleRun(3));
+
+  HttpResponse limited = router_->Handle(Get("/api/v1/runs?limit=2"));
+  ASSERT_EQ(limited.result(), http::status::ok);
+  EXPECT_EQ(view_.last_limit(), 2);
+  nlohmann::json json = BodyJson(limited);
+  ASSERT_EQ(json["runs"].size(), 2u);
+  EXPECT_EQ(json["runs"][0]["id"], "3");
+
+  router_->Handle(Get("/api/v1/runs"));
+  EXPECT_EQ(view_.last_limit(), 100);
+}
+
+TEST_F(HttpRouterTest, BadLimitIs400) {
+  for (const char* limit : {"x", "0", "-3", "1000000", ""}) {
+    HttpResponse response =
+        router_->Handle(Get(std::string("/api/v1/runs?limit=") + limit));
+    EXPECT_EQ(response.result(), http::status::bad_request) << limit;
+  }
+}
+
+TEST_F(HttpRouterTest, OtherViewErrorsAre500) {
+  view_.FailListRuns(absl::InternalError("database is locked"));
+  HttpResponse response = router_->Handle(Get("/api/v1/runs"));
+  EXPECT_EQ(response.result(), http::status::internal_server_error);
+  EXPECT_EQ(BodyJson(response)["error"], "database is locked");
+}
+
+TEST_F(HttpRouterTest, NodesAreListed) {
+  v1::ListNodesResponse nodes;
+  v1::Node* node = nodes.add_nodes();
+  node->set_name("node-a");
+  node->set_slots(2);
+  node->set_connected(true);
+  (*node->mutable_labels())["rack"] = "r1";
+  view_.SetNodes(nodes);
+  HttpResponse response = router_->Handle(Get("/api/v1/nodes"));
+  ASSERT_EQ(response.result(), http::status::ok);
+  nlohmann::json json = BodyJson(response);
+  EXPECT_EQ(json["nodes"][0]["name"], "node-a");
+  EXPECT_EQ(json["nodes"][0]["used_slots"], 0);
+  EXPECT_EQ(json["nodes"][0]["labels"]["rack"], "r1");
+}
+
+TEST_F(HttpRouterTest, UnknownApiRouteIs404WithJsonError) {
+  for (const char* target : {"/api/v1/nope", "/api/v1/runs/", "/api/v1/"}) {
+    HttpResponse response = router_->Handle(Get(target));
+    EXPECT_EQ(response.result(), http::status::not_found) << target;
+    EXPECT_EQ(ContentType(response), "application/json") << target;
+    EXPECT_TRUE(BodyJson(response).contains("error")) << target;
+  }
+}
+
+TEST_F(HttpRouterTest, MetricsAreServedAsPrometheusText) {
+  HttpResponse response = router_->Handle(Get("/metrics"));
+  EXPECT_EQ(response.result(), http::status::ok);
+  EXPECT_EQ(ContentType(response), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(response.body(), view_.MetricsText());
+}
+
+TEST_F(HttpRouterTest, RootServesIndexHtml) {
+  HttpResponse response = router_->Handle(Get("/"));
+  EXPECT_EQ(response.result(), http::status::ok);
+  EXPECT_EQ(ContentType(response), "text/html; charset=utf-8");
+  EXPECT_EQ(response.body(), "<title>page</title>");
+}
+
+TEST_F(HttpRouterTest, StaticFilesHaveTheirContentTypes) {
+  HttpResponse js = router_->Handle(Get("/app.js"));
+  EXPECT_EQ(js.result(), http::status::ok);
+  EXPECT_EQ(ContentType(js), "text/javascript; charset=utf-8");
+  EXPECT_EQ(js.body(), "export const x = 1;");
+  HttpResponse css = router_->Handle(Get("/style.css?v=2"));
+  EXPECT_EQ(css.result(), http::status::ok);
+  EXPECT_EQ(ContentType(css), "text/css; charset=utf-8");
+  HttpResponse json = router_->Handle(Get("/sub/data.json"));
+  EXPECT_EQ(json.result(), http::status::ok);
+  EXPECT_EQ(ContentType(json), "application/json");
+}
+
+TEST_F(HttpRouterTest, MissingFileAndDirectoryAre404) {
+  EXPECT_EQ(router_->Handle(Get("/nope.html")).result(),
+            http::status::not_found);
+  EXPECT_EQ(router_->Handle(Get("/sub")).result(), http::status::not_found);
+  EXPECT_EQ(router_->Handle(Get("/sub/")).result(), http::status::not_found);
+}
+
+TEST_F(HttpRouterTest, PathsLeavingTheWebFolderAreRefused) {
+  for (const char* target :
+       {"/../secret.txt", "/sub/../../secret.txt", "/%2e%2e/secret.txt",
+        "/%2E%2E%2Fsecret.txt", "/sub/%2e%2e/%2e%2e/secret.txt",
+        "/..%5csecret.txt", "//etc/passwd", "/link.txt",
+        "/%2F..%2Fsecret.txt"}) {
+    HttpResponse response = router_->Handle(Get(target));
+    EXPECT_EQ(response.result(), http::status::not_found) << target;
+    EXPECT_EQ(response.body().find("TOP-SECRET"), std::string::npos) << target;
+  }
+}
+
+TEST_F(HttpRouterTest, MalformedEscapeIs400) {
+  EXPECT_EQ(router_->Handle(Get("/app%2")).result(), http::status::bad_request);
+  EXPECT_EQ(router_->Handle(Get("/app%zz.js")).result(),
+            http::status::bad_request);
+  EXPECT_EQ(router_->Handle(Get("/app.js%00.html")).result(),
+            http::status::bad_request);
+}
+
+TEST_F(HttpRouterTest, MissingWebFolderServesApiButNoFiles) {
+  HttpRouter router(&view_, (root_ / "no_such_dir").string());
+  EXPECT_EQ(router.Handle(Get("/")).result(), http::status::not_found);
+  EXPECT_EQ(router.Handle(Get("/api/v1/nodes")).result(), http::status::ok);
+}
+
+TEST_F(HttpRouterTest, OtherMethodsAre405) {
+  for (http::verb method :
+       {http::verb::post, http::verb::put, http::verb::delete_}) {
+    HttpResponse response = router_->Handle(Request(method, "/api/v1/runs"));
+    EXPECT_EQ(response.result(), http::status::method_not_allowed);
+    EXPECT_EQ(response[http::field::allow], "GET, HEAD");
+  }
+}
+
+TEST_F(HttpRouterTest, HeadSendsGetsHeadersWithoutBody) {
+  HttpResponse get = router_->Handle(Get("/app.js"));
+  HttpResponse head = router_->Handle(Request(http::verb::head, "/app.js"));
+  EXPECT_EQ(head.result(), http::status::ok);
+  EXPECT_TRUE(head.body().empty());
+  EXPECT_EQ(head[http::field::content_length],
+            std::to_string(get.body().size()));
+  EXPECT_EQ(ContentType(head), ContentType(get));
+}
+
+TEST_F(HttpRouterTest, KeepAliveFollowsTheRequest) {
+  HttpRequest close = Get("/");
+  close.keep_alive(false);
+  EXPECT_FALSE(router_->Handle(close).keep_alive());
+  EXPECT_TRUE(router_->Handle(Get("/")).keep_alive());
+}
+
+TEST(HttpRouter, ServesTheRepositoryLeaderboardPage) {
+  FakeCoordinatorView view;
+  HttpRouter router(&view, std::string(HPCAI500_SOURCE_DIR) + "/web");
+  HttpResponse page = router.Handle(Get("/"));
+  ASSERT_EQ(page.result(), http::status::ok);
+  EXPECT_NE(page.body().find("<title>hpcai500 leaderboard</title>"),
+            std::string::npos);
+  EXPECT_EQ(router.Handle(Get("/app.js")).result(), http::status::ok);
+  EXPECT_EQ(router.Handle(Get("/style.css")).result(), http::status::ok);
+}
+
+TEST(PercentDecode, DecodesEscapesAndOptionallyPlus) {
+  EXPECT_EQ(*PercentDecode("a%20b+c", /*plus_is_space=*/true), "a b c");
+  EXPECT_EQ(*PercentDecode("a%2Fb+c", /*plus_is_space=*/false), "a/b+c");
+  EXPECT_FALSE(PercentDecode("%", /*plus_is_space=*/false).ok());
+  EXPECT_FALSE(PercentDecode("%4", /*plus_is_space=*/false).ok());
+  EXPECT_FALSE(PercentDecode("%g0", /*plus_is_space=*/false).ok());
+  EXPECT_FALSE(PercentDecode("%00", /*plus_is_space=*/false).ok());
+}
+
+TEST(HttpStatusFor, MapsStatusCodes) {
+  EXPECT_EQ(HttpStatusFor(absl::InvalidArgumentError("x")),
+            http::status::bad_request);
+  EXPECT_EQ(HttpStatusFor(absl::NotFoundError("x")), http::status::not_found);
+  EXPECT_EQ(HttpStatusFor(absl::UnavailableError("x")),
+            http::status::internal_server_error);
+}
+
+}  // namespace
+}  // namespace hpcai500

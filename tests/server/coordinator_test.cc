@@ -1,0 +1,461 @@
+#include "server/coordinator.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/common/test_files.h"
+
+namespace hpcai500 {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class FakeClock final : public Clock {
+ public:
+  int64_t NowMs() override { return now_ms; }
+  int64_t now_ms = 1'700'000'000'000;
+};
+
+// A fake agent connection: records what the coordinator sends to one node.
+class FakeAgent final : public AgentChannel {
+ public:
+  void Send(const v1::CoordinatorMessage& message) override {
+    sent.push_back(message);
+  }
+  std::vector<v1::Assignment> Assignments(v1::Assignment::Phase phase) const {
+    std::vector<v1::Assignment> out;
+    for (const auto& m : sent) {
+      if (m.has_assignment() && m.assignment().phase() == phase) {
+        out.push_back(m.assignment());
+      }
+    }
+    return out;
+  }
+  int Cancels() const {
+    int n = 0;
+    for (const auto& m : sent) n += m.has_cancel();
+    return n;
+  }
+  // The last acknowledged seq of (run, attempt, rank), 0 when none.
+  int64_t AckedSeq(int64_t run, int32_t attempt, int32_t rank) const {
+    int64_t seq = 0;
+    for (const auto& m : sent) {
+      for (const v1::Ack& ack : m.acks().acks()) {
+        if (ack.key().run_id() == run && ack.key().attempt() == attempt &&
+            ack.rank() == rank) {
+          seq = ack.seq();
+        }
+      }
+    }
+    return seq;
+  }
+  std::vector<v1::CoordinatorMessage> sent;
+};
+
+std::string SpecYaml(int nodes, int repetitions = 1,
+                     const std::string& name = "smoke") {
+  return absl::StrCat(
+      "name: ", name,
+      "\nworkload: image_classification\nconfig: fashion_mnist_smoke\n"
+      "level: free\nnodes: ",
+      nodes,
+      "\nranks_per_node: 1\ndevice: cpu\nbatch_size: 64\nprecision: fp32\n"
+      "seed: 42\nsystem: test-box\nrepetitions: ",
+      repetitions, "\n");
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/hpcai500_coordinator_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    OpenCoordinator();
+  }
+  void TearDown() override {
+    coordinator_.reset();
+    store_.reset();
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::remove((dir_ + "/c.db" + suffix).c_str());
+    }
+    rmdir(dir_.c_str());
+  }
+  void OpenCoordinator() {
+    coordinator_.reset();
+    store_.reset();
+    store_ = *Store::Open(dir_ + "/c.db");
+    CoordinatorOptions options;
+    options.node_timeout_ms = 60'000;
+    options.exit_grace_ms = 5'000;
+    auto created = Coordinator::Create(store_.get(), &clock_,
+                                       &Registry::Builtin(), options);
+    ASSERT_TRUE(created.ok()) << created.status();
+    coordinator_ = *std::move(created);
+  }
+
+  int64_t Register(const std::string& name, FakeAgent* agent,
+                   std::vector<v1::AttemptKey> running = {}) {
+    v1::Register request;
+    request.set_name(name);
+    request.set_address(name + ".local");
+    request.set_slots(1);
+    request.set_cpus(2);
+    for (const v1::AttemptKey& key : running) {
+      *request.add_running()->mutable_key() = key;
+    }
+    absl::StatusOr<int64_t> session = coordinator_->Connect(request, agent);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.value_or(0);
+  }
+
+  void Send(int64_t session, const v1::AgentMessage& message) {
+    absl::Status status = coordinator_->HandleAgentMessage(session, message);
+    EXPECT_TRUE(status.ok()) << status;
+  }
+
+  void ReservePort(int64_t session, const v1::AttemptKey& key) {
+    v1::AgentMessage message;
+    *message.mutable_port_reserved()->mutable_key() = key;
+    message.mutable_port_reserved()->set_host("10.0.0.1");
+    message.mutable_port_reserved()->set_port(29500);
+    Send(session, message);
+  }
+
+  void SendFixture(int64_t session, const v1::AttemptKey& key, int rank,
+                   const std::string& file) {
+    v1::AgentMessage message;
+    int64_t seq = 0;
+    for (const std::string& line : testing::FixtureLines("events/" + file)) {
+      v1::Event* event = message.mutable_events()->add_events();
+      *event->mutable_key() = key;
+      event->set_rank(rank);
+      event->set_seq(++seq);
+      event->set_line(line);
+    }
+    ASSERT_GT(seq, 0) << "fixture " << file << " not found";
+    Send(session, message);
+  }
+
+  void Exit(int64_t session, const v1::AttemptKey& key, int rank, int code,
+            const std::string& stderr_tail = "") {
+    v1::AgentMessage message;
+    v1::WorkerExited* exit = message.mutable_worker_exited();
+    *exit->mutable_key() = key;
+    exit->set_rank(rank);
+    exit->set_exit_code(code);
+    exit->set_stderr_tail(stderr_tail);
+    Send(session, message);
+  }
+
+  // Submits a 2-node run and drives it to RUNNING on agents a and b.
+  v1::AttemptKey StartTwoNodeRun() {
+    session_a_ = Register("a", &agent_a_);
+    session_b_ = Register("b", &agent_b_);
+    absl::StatusOr<v1::SubmitResponse> submitted =
+        coordinator_->Submit(SpecYaml(2));
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    std::vector<v1::Assignment> reserve =
+        agent_a_.Assignments(v1::Assignment::PHASE_RESERVE);
+    EXPECT_EQ(reserve.size(), 1u);
+    EXPECT_TRUE(agent_b_.Assignments(v1::Assignment::PHASE_RESERVE).empty());
+    v1::AttemptKey key = reserve.empty() ? v1::AttemptKey() : reserve[0].key();
+    ReservePort(session_a_, key);
+    return key;
+  }
+
+  std::string dir_;
+  FakeClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Coordinator> coordinator_;
+  FakeAgent agent_a_;
+  FakeAgent agent_b_;
+  int64_t session_a_ = 0;
+  int64_t session_b_ = 0;
+};
+
+TEST_F(CoordinatorTest, TwoNodeRunGoesFromSubmitToScoredSuccess) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  EXPECT_EQ(key.attempt(), 1);
+
+  std::vector<v1::Assignment> start_a =
+      agent_a_.Assignments(v1::Assignment::PHASE_START);
+  std::vector<v1::Assignment> start_b =
+      agent_b_.Assignments(v1::Assignment::PHASE_START);
+  ASSERT_EQ(start_a.size(), 1u);
+  ASSERT_EQ(start_b.size(), 1u);
+  EXPECT_EQ(start_a[0].master_addr(), "10.0.0.1");
+  EXPECT_EQ(start_b[0].master_port(), 29500);
+  EXPECT_EQ(start_b[0].world_size(), 2);
+  EXPECT_THAT(start_a[0].ranks(), ElementsAre(0));
+  EXPECT_THAT(start_b[0].ranks(), ElementsAre(1));
+  EXPECT_EQ(start_b[0].node_rank(), 1);
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  const int64_t lines0 = static_cast<int64_t>(
+      testing::FixtureLines("events/fmnist_rank0.mllog").size());
+  EXPECT_EQ(agent_a_.AckedSeq(key.run_id(), 1, 0), lines0);
+  EXPECT_EQ(agent_b_.AckedSeq(key.run_id(), 1, 0), 0);  // acks go to sender
+  EXPECT_GT(agent_b_.AckedSeq(key.run_id(), 1, 1), 0);
+
+  Exit(session_a_, key, 0, 0);
+  Exit(session_b_, key, 1, 0);
+
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  ASSERT_TRUE(run.has_score());
+  EXPECT_GT(run.score().valid_flops(), 0);
+  EXPECT_GT(run.score().samples(), 0);
+  EXPECT_EQ(run.epochs_size(), 2);
+  // Stored, not only in memory.
+  EXPECT_TRUE(store_->GetRun(key.run_id())->has_score());
+
+  Coordinator::WatchCursor cursor;
+  auto update =
+      coordinator_->NextRunUpdate(key.run_id(), &cursor, absl::ZeroDuration());
+  ASSERT_TRUE(update.ok() && update->has_value());
+  EXPECT_TRUE((*update)->final());
+  const std::string log = absl::StrJoin((*update)->log(), "\n");
+  EXPECT_THAT(log, HasSubstr("epoch 1/2: 6000 samples in 12.0 s"));
+  EXPECT_THAT(log, HasSubstr("top1 0."));
+  EXPECT_THAT(log, HasSubstr("succeeded"));
+}
+
+TEST_F(CoordinatorTest, DuplicateEventsAreStoredOnceAndAcked) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  const int64_t stored = *store_->CountEvents();
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  EXPECT_EQ(*store_->CountEvents(), stored);
+  EXPECT_EQ(agent_a_.AckedSeq(key.run_id(), 1, 0), stored);
+}
+
+TEST_F(CoordinatorTest, OversizedEventLineIsRefusedButKeepsSequence) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  v1::AgentMessage message;
+  v1::Event* event = message.mutable_events()->add_events();
+  *event->mutable_key() = key;
+  event->set_rank(0);
+  event->set_seq(1);
+  event->set_line(std::string(kMaxEventLineBytes + 1, 'x'));
+  Send(session_a_, message);
+  std::vector<StoredEvent> events = *store_->LoadEvents(key.run_id(), 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].line.empty());
+  EXPECT_THAT(events[0].error, HasSubstr("over the limit"));
+}
+
+TEST_F(CoordinatorTest, FailingRankFailsTheRunWithItsStderrTail) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  Exit(session_b_, key, 1, 3, "Traceback...\nRuntimeError: out of memory\n");
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(run.error(), HasSubstr("rank 1"));
+  EXPECT_THAT(run.error(), HasSubstr("code 3"));
+  EXPECT_THAT(run.error(), HasSubstr("out of memory"));
+  // The other node is told to kill its workers.
+  EXPECT_EQ(agent_a_.Cancels(), 1);
+  EXPECT_EQ(store_->GetRun(key.run_id())->state(), v1::RUN_STATE_FAILED);
+}
+
+TEST_F(CoordinatorTest, RefusedSpecStoresNothing) {
+  absl::StatusOr<v1::SubmitResponse> submitted =
+      coordinator_->Submit(SpecYaml(2) + "colour: blue\n");
+  ASSERT_FALSE(submitted.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(submitted.status()));
+  EXPECT_THAT(submitted.status().message(), HasSubstr("colour"));
+  EXPECT_TRUE(store_->ListRuns(0)->empty());
+}
+
+TEST_F(CoordinatorTest, CancelOfQueuedRunEndsItAtOnce) {
+  v1::SubmitResponse submitted = *coordinator_->Submit(SpecYaml(1));
+  const int64_t run_id = submitted.run_ids(0);
+  EXPECT_EQ(coordinator_->GetRun(run_id)->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(*coordinator_->CancelRun(run_id), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(store_->GetRun(run_id)->state(), v1::RUN_STATE_CANCELLED);
+  // A node arriving later gets no assignment for it.
+  Register("a", &agent_a_);
+  EXPECT_TRUE(agent_a_.Assignments(v1::Assignment::PHASE_RESERVE).empty());
+}
+
+TEST_F(CoordinatorTest, CancelOfRunningRunTellsEveryAgent) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  EXPECT_EQ(*coordinator_->CancelRun(key.run_id()), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(agent_a_.Cancels(), 1);
+  EXPECT_EQ(agent_b_.Cancels(), 1);
+  EXPECT_EQ(coordinator_->ListNodes()->nodes(0).used_slots(), 0);
+}
+
+TEST_F(CoordinatorTest, RepetitionsBecomeRunsWithSuccessiveSeeds) {
+  v1::SubmitResponse submitted = *coordinator_->Submit(SpecYaml(1, 3));
+  ASSERT_EQ(submitted.run_ids_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    v1::Run run = *coordinator_->GetRun(submitted.run_ids(i));
+    EXPECT_EQ(run.spec().seed(), 42 + i);
+    EXPECT_EQ(run.repetition(), i + 1);
+  }
+}
+
+TEST_F(CoordinatorTest, SilentNodeFailsItsAttemptAfterTheTimeout) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  coordinator_->Disconnect(session_b_);
+  clock_.now_ms += 30'000;
+  coordinator_->Tick();
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  clock_.now_ms += 31'000;
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+  Send(session_a_, heartbeat);  // a keeps talking; b stays silent
+  coordinator_->Tick();
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(run.error(), HasSubstr("node b silent"));
+}
+
+TEST_F(CoordinatorTest, ReRegisteredAgentListingTheAttemptKeepsItRunning) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  coordinator_->Disconnect(session_b_);
+  FakeAgent again;
+  Register("b", &again, {key});
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+}
+
+TEST_F(CoordinatorTest, ReRegisteredAgentWithoutTheAttemptFailsIt) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  coordinator_->Disconnect(session_b_);
+  FakeAgent again;
+  Register("b", &again);
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED);
+  EXPECT_THAT(run.error(), HasSubstr("node b re-registered without"));
+}
+
+TEST_F(CoordinatorTest, RestartKeepsQueueAndRunningAttempt) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  v1::SubmitResponse queued = *coordinator_->Submit(SpecYaml(2));
+  OpenCoordinator();  // hpcai500d restarted; agents reconnect
+  EXPECT_EQ(coordinator_->GetRun(queued.run_ids(0))->state(),
+            v1::RUN_STATE_QUEUED);
+  FakeAgent a2, b2;
+  session_a_ = Register("a", &a2, {key});
+  session_b_ = Register("b", &b2, {key});
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  Exit(session_a_, key, 0, 0);
+  Exit(session_b_, key, 1, 0);
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  EXPECT_TRUE(run.has_score());
+  // The freed nodes take the queued run.
+  EXPECT_EQ(a2.Assignments(v1::Assignment::PHASE_RESERVE).size(), 1u);
+  EXPECT_EQ(coordinator_->GetRun(queued.run_ids(0))->state(),
+            v1::RUN_STATE_STARTING);
+}
+
+TEST_F(CoordinatorTest, EventsOfAStaleAttemptAreNotStored) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  v1::AttemptKey stale = key;
+  stale.set_attempt(key.attempt() + 5);
+  SendFixture(session_a_, stale, 0, "fmnist_rank0.mllog");
+  EXPECT_EQ(*store_->CountEvents(), 0);
+}
+
+class LeaderboardTest : public CoordinatorTest {
+ protected:
+  // Submits `yaml` and succeeds each of its runs on node a with the fixture
+  // events of rank 0 (a one-node run).
+  v1::SubmitResponse SucceedSubmission(const std::string& yaml) {
+    if (session_a_ == 0) session_a_ = Register("a", &agent_a_);
+    v1::SubmitResponse submitted = *coordinator_->Submit(yaml);
+    for (int64_t run_id : submitted.run_ids()) {
+      v1::Run run = *coordinator_->GetRun(run_id);
+      EXPECT_EQ(run.state(), v1::RUN_STATE_STARTING);
+      v1::AttemptKey key;
+      key.set_run_id(run_id);
+      key.set_attempt(1);
+      ReservePort(session_a_, key);
+      SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+      Exit(session_a_, key, 0, 0);
+      EXPECT_EQ(coordinator_->GetRun(run_id)->state(), v1::RUN_STATE_SUCCEEDED);
+    }
+    return submitted;
+  }
+};
+
+TEST_F(LeaderboardTest, RanksSubmissionsByValidFlopsWithUnrankedLast) {
+  // Three single-run submissions with the same events: equal scores except
+  // that the one with fewer epochs is unranked.
+  v1::SubmitResponse first = SucceedSubmission(SpecYaml(1, 1, "first"));
+  v1::SubmitResponse second = SucceedSubmission(SpecYaml(1, 1, "second"));
+  v1::SubmitResponse shortened =
+      SucceedSubmission(SpecYaml(1, 1, "short") + "epochs: 1\n");
+  v1::LeaderboardRequest request;
+  request.set_workload("image_classification");
+  v1::LeaderboardResponse board = *coordinator_->Leaderboard(request);
+  ASSERT_EQ(board.rows_size(), 3);
+  EXPECT_EQ(board.rows(0).rank(), 1);
+  EXPECT_EQ(board.rows(1).rank(), 2);
+  EXPECT_TRUE(board.rows(0).ranked());
+  EXPECT_GE(board.rows(0).valid_flops(), board.rows(1).valid_flops());
+  EXPECT_EQ(board.rows(2).submission_id(), shortened.submission_id());
+  EXPECT_FALSE(board.rows(2).ranked());
+  EXPECT_EQ(board.rows(2).rank(), 0);
+}
+
+TEST_F(LeaderboardTest, AggregatesRepetitionsIntoOneRow) {
+  v1::SubmitResponse submitted = SucceedSubmission(SpecYaml(1, 3));
+  v1::LeaderboardResponse board =
+      *coordinator_->Leaderboard(v1::LeaderboardRequest());
+  ASSERT_EQ(board.rows_size(), 1);
+  const v1::LeaderboardRow& row = board.rows(0);
+  EXPECT_EQ(row.runs(), 3);
+  EXPECT_THAT(row.run_ids(),
+              ElementsAre(submitted.run_ids(0), submitted.run_ids(1),
+                          submitted.run_ids(2)));
+  const double vflops =
+      coordinator_->GetRun(submitted.run_ids(0))->score().valid_flops();
+  EXPECT_DOUBLE_EQ(row.valid_flops(), vflops);  // identical repetitions
+  EXPECT_DOUBLE_EQ(row.valid_flops_min(), vflops);
+}
+
+TEST_F(LeaderboardTest, SubmissionWithAFailedRunIsNotListed) {
+  session_a_ = Register("a", &agent_a_);
+  v1::SubmitResponse submitted = *coordinator_->Submit(SpecYaml(1));
+  v1::AttemptKey key;
+  key.set_run_id(submitted.run_ids(0));
+  key.set_attempt(1);
+  ReservePort(session_a_, key);
+  Exit(session_a_, key, 0, 1, "boom");
+  EXPECT_EQ(coordinator_->Leaderboard(v1::LeaderboardRequest())->rows_size(),
+            0);
+}
+
+TEST_F(LeaderboardTest, UnknownWorkloadIsInvalidArgument) {
+  v1::LeaderboardRequest request;
+  request.set_workload("chess");
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(coordinator_->Leaderboard(request).status()));
+}
+
+TEST_F(CoordinatorTest, MetricsCountRunsQueueNodesAndEvents) {
+  Register("a", &agent_a_);
+  coordinator_->Submit(SpecYaml(2)).IgnoreError();
+  const std::string metrics = coordinator_->MetricsText();
+  EXPECT_THAT(metrics, HasSubstr("hpcai500_runs{state=\"queued\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("hpcai500_queue_length 1"));
+  EXPECT_THAT(metrics, HasSubstr("hpcai500_nodes_connected 1"));
+  EXPECT_THAT(metrics, HasSubstr("hpcai500_events_ingested_total 0"));
+}
+
+}  // namespace
+}  // namespace hpcai500

@@ -1,0 +1,183 @@
+#include "server/store.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace hpcai500 {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/hpcai500_store_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    path_ = dir_ + "/store.db";
+  }
+  void TearDown() override {
+    std::remove((path_ + "-wal").c_str());
+    std::remove((path_ + "-shm").c_str());
+    std::remove(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+
+  static v1::RunSpec Spec(int64_t seed) {
+    v1::RunSpec spec;
+    spec.set_name("smoke");
+    spec.set_workload("image_classification");
+    spec.set_config("fashion_mnist_smoke");
+    spec.set_nodes(2);
+    spec.set_ranks_per_node(1);
+    spec.set_seed(seed);
+    return spec;
+  }
+
+  // Submits one run and makes attempt 1 current.
+  static int64_t RunWithAttempt(Store& store) {
+    absl::StatusOr<v1::SubmitResponse> submitted =
+        store.CreateSubmission("name: smoke\n", {Spec(1)}, 1000);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    v1::Attempt attempt;
+    attempt.set_number(1);
+    attempt.set_state("running");
+    attempt.add_nodes("a");
+    attempt.add_nodes("b");
+    EXPECT_TRUE(store.SaveAttempt(submitted->run_ids(0), attempt).ok());
+    return submitted->run_ids(0);
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(StoreTest, SetsTheSchemaVersion) {
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<int> version = (*store)->UserVersion();
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ(*version, Store::SchemaVersion());
+  EXPECT_GE(*version, 1);
+}
+
+TEST_F(StoreTest, StoresAnEventOnceWhenInsertedTwice) {
+  auto store = *Store::Open(path_);
+  const int64_t run = RunWithAttempt(*store);
+  EXPECT_EQ(*store->InsertEvent(run, 1, 0, 1, "line one", ""),
+            EventDisposition::kStored);
+  EXPECT_EQ(*store->InsertEvent(run, 1, 0, 1, "line one again", ""),
+            EventDisposition::kDuplicate);
+  std::vector<StoredEvent> events = *store->LoadEvents(run, 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].line, "line one");
+  EXPECT_EQ(*store->CountEvents(), 1);
+}
+
+TEST_F(StoreTest, IgnoresEventsOfAStaleAttempt) {
+  auto store = *Store::Open(path_);
+  const int64_t run = RunWithAttempt(*store);
+  v1::Attempt second;
+  second.set_number(2);
+  second.set_state("starting");
+  ASSERT_TRUE(store->SaveAttempt(run, second).ok());
+  EXPECT_EQ(*store->InsertEvent(run, 1, 0, 1, "old attempt", ""),
+            EventDisposition::kStale);
+  EXPECT_EQ(*store->InsertEvent(run, 2, 0, 1, "new attempt", ""),
+            EventDisposition::kStored);
+  EXPECT_TRUE(store->LoadEvents(run, 1)->empty());
+  EXPECT_EQ(store->LoadEvents(run, 2)->size(), 1u);
+  EXPECT_EQ(*store->InsertEvent(999, 1, 0, 1, "no such run", ""),
+            EventDisposition::kStale);
+}
+
+TEST_F(StoreTest, ContiguousSeqStopsAtTheFirstGap) {
+  auto store = *Store::Open(path_);
+  const int64_t run = RunWithAttempt(*store);
+  EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 0);
+  for (int64_t seq : {1, 2, 4}) {
+    ASSERT_EQ(*store->InsertEvent(run, 1, 0, seq, "x", ""),
+              EventDisposition::kStored);
+  }
+  EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 2);
+  ASSERT_EQ(*store->InsertEvent(run, 1, 0, 3, "x", ""),
+            EventDisposition::kStored);
+  EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 4);
+  EXPECT_EQ(*store->ContiguousSeq(run, 1, 1), 0);  // another rank
+}
+
+TEST_F(StoreTest, ReopenKeepsSubmissionsRunsResultsAndQueue) {
+  int64_t finished = 0;
+  int64_t queued = 0;
+  {
+    auto store = *Store::Open(path_);
+    finished = RunWithAttempt(*store);
+    v1::Run run = *store->GetRun(finished);
+    run.set_state(v1::RUN_STATE_SUCCEEDED);
+    run.set_finished_ms(5000);
+    run.add_epochs()->set_samples(6000);
+    ASSERT_TRUE(store->UpdateRun(run).ok());
+    v1::Score score;
+    score.set_quality(0.71);
+    score.set_target(0.70);
+    score.set_exponent(5);
+    score.set_samples(12000);
+    score.set_valid_flops(1.5e9);
+    score.set_reached_target(true);
+    score.set_convention("3x forward");
+    ASSERT_TRUE(store->SaveResult(finished, score).ok());
+    queued = store->CreateSubmission("name: q\n", {Spec(5), Spec(6)}, 2000)
+                 ->run_ids(0);
+    v1::Node node;
+    node.set_name("a");
+    node.set_slots(4);
+    (*node.mutable_labels())["rack"] = "r1";
+    ASSERT_TRUE(store->SaveNode(node).ok());
+  }
+  auto store = *Store::Open(path_);
+  v1::Run run = *store->GetRun(finished);
+  EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED);
+  ASSERT_TRUE(run.has_score());
+  EXPECT_DOUBLE_EQ(run.score().quality(), 0.71);
+  EXPECT_DOUBLE_EQ(run.score().valid_flops(), 1.5e9);
+  EXPECT_EQ(run.score().samples(), 12000);
+  EXPECT_EQ(run.score().convention(), "3x forward");
+  ASSERT_EQ(run.attempts_size(), 1);
+  EXPECT_EQ(run.attempts(0).nodes_size(), 2);
+  ASSERT_EQ(run.epochs_size(), 1);
+  EXPECT_EQ(run.epochs(0).samples(), 6000);
+
+  std::vector<v1::Run> waiting =
+      *store->ListRunsInStates({v1::RUN_STATE_QUEUED});
+  ASSERT_EQ(waiting.size(), 2u);
+  EXPECT_EQ(waiting[0].id(), queued);  // queue order kept
+  EXPECT_EQ(waiting[0].spec().seed(), 5);
+  EXPECT_EQ(waiting[1].repetition(), 2);
+
+  std::vector<v1::Node> nodes = *store->ListNodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].slots(), 4);
+  EXPECT_EQ(nodes[0].labels().at("rack"), "r1");
+}
+
+TEST_F(StoreTest, CorruptFileIsAnErrorNamingIt) {
+  {
+    std::ofstream out(path_);
+    out << std::string(4096, 'x');
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find(path_), std::string::npos)
+      << store.status();
+}
+
+TEST_F(StoreTest, GetRunOfUnknownIdIsNotFound) {
+  auto store = *Store::Open(path_);
+  EXPECT_TRUE(absl::IsNotFound(store->GetRun(42).status()));
+}
+
+}  // namespace
+}  // namespace hpcai500

@@ -1,0 +1,140 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "worker/data.h"
+#include "worker/models.h"
+
+namespace hpcai500::worker {
+namespace {
+
+class IdxReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(::testing::TempDir()) + "/idx_test_" +
+           std::to_string(::getpid());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes a gzipped IDX file: magic, dims (big-endian), then `payload`.
+  std::string WriteIdx(const std::string& name, uint32_t magic,
+                       const std::vector<uint32_t>& dims,
+                       const std::vector<uint8_t>& payload) {
+    std::vector<uint8_t> bytes;
+    auto put32 = [&](uint32_t v) {
+      for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(v >> shift);
+    };
+    put32(magic);
+    for (uint32_t d : dims) put32(d);
+    bytes.insert(bytes.end(), payload.begin(), payload.end());
+    const std::string path = dir_ + "/" + name;
+    gzFile f = gzopen(path.c_str(), "wb");
+    EXPECT_NE(f, nullptr);
+    EXPECT_EQ(gzwrite(f, bytes.data(), bytes.size()),
+              static_cast<int>(bytes.size()));
+    gzclose(f);
+    return path;
+  }
+
+  std::string dir_;
+};
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(IdxReaderTest, ReadsImagesAndLabelsInOrder) {
+  std::vector<uint8_t> pixels(3 * 2 * 2);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = i * 10;
+  const std::string images =
+      WriteIdx("img.gz", kIdxImagesMagic, {3, 2, 2}, pixels);
+  const std::string labels =
+      WriteIdx("lbl.gz", kIdxLabelsMagic, {3}, {4, 0, 9});
+
+  torch::Tensor all = ReadIdxImages(images, /*limit=*/0);
+  ASSERT_EQ(all.sizes(), torch::IntArrayRef({3, 2, 2}));
+  EXPECT_EQ(all[1][0][1].item<int>(), 50);
+  EXPECT_EQ(all[2][1][1].item<int>(), 110);
+  EXPECT_EQ(ReadIdxImages(images, /*limit=*/2).size(0), 2);
+
+  torch::Tensor l = ReadIdxLabels(labels, /*limit=*/0, /*num_classes=*/10);
+  ASSERT_EQ(l.numel(), 3);
+  EXPECT_EQ(l.scalar_type(), torch::kInt64);
+  EXPECT_EQ(l[0].item<int64_t>(), 4);
+  EXPECT_EQ(l[2].item<int64_t>(), 9);
+}
+
+TEST_F(IdxReaderTest, TruncatedFileIsAnErrorNamingTheFile) {
+  const std::string path =
+      WriteIdx("short.gz", kIdxImagesMagic, {3, 2, 2}, std::vector<uint8_t>(7));
+  const std::string error = ErrorOf([&] { ReadIdxImages(path, 0); });
+  EXPECT_NE(error.find(path), std::string::npos) << error;
+  EXPECT_NE(error.find("truncated"), std::string::npos) << error;
+}
+
+TEST_F(IdxReaderTest, WrongMagicIsAnErrorNamingTheFile) {
+  const std::string path =
+      WriteIdx("labels-as-images.gz", kIdxLabelsMagic, {3}, {1, 2, 3});
+  const std::string error = ErrorOf([&] { ReadIdxImages(path, 0); });
+  EXPECT_NE(error.find(path), std::string::npos) << error;
+  EXPECT_NE(error.find("magic"), std::string::npos) << error;
+}
+
+TEST_F(IdxReaderTest, LimitBeyondTheFileAndBadLabelsAreErrors) {
+  const std::string labels = WriteIdx("lbl.gz", kIdxLabelsMagic, {2}, {1, 12});
+  EXPECT_NE(ErrorOf([&] { ReadIdxLabels(labels, 5, 10); }).find("holds 2"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { ReadIdxLabels(labels, 0, 10); }).find("label 12"),
+            std::string::npos);
+}
+
+TEST_F(IdxReaderTest, MissingFolderNamesTheFirstFile) {
+  const std::string error =
+      ErrorOf([&] { LoadFashionMnist(dir_ + "/absent", 0, 0); });
+  EXPECT_EQ(error,
+            "data: cannot open " + dir_ + "/absent/train-images-idx3-ubyte.gz");
+}
+
+TEST(FlopCounter, ConvolutionMatchesTheHandFormula) {
+  torch::nn::Conv2d conv(
+      torch::nn::Conv2dOptions(4, 6, 3).stride(2).padding(1).groups(2));
+  FlopCounter counter;
+  torch::Tensor y = CountedConv(conv, torch::zeros({2, 4, 9, 9}), &counter);
+  ASSERT_EQ(y.sizes(), torch::IntArrayRef({2, 6, 5, 5}));
+  // 2 * Cin/groups * kh * kw * Cout * Hout * Wout, for 2 images.
+  EXPECT_DOUBLE_EQ(counter.total(), 2.0 * (2 * 2 * 3 * 3 * 6 * 5 * 5));
+}
+
+TEST(FlopCounter, LinearMatchesTheHandFormula) {
+  torch::nn::Linear linear(12, 5);
+  FlopCounter counter;
+  CountedLinear(linear, torch::zeros({3, 12}), &counter);
+  EXPECT_DOUBLE_EQ(counter.total(), 3.0 * (2 * 12 * 5));
+}
+
+TEST(FlopCounter, ResNetSmallCountsEveryConvolutionAndTheClassifier) {
+  ResNetSmall model;
+  // stem 1->16 @28; block1 16->24 /2 @14 (+1x1 projection); block2 24->48
+  // /2 @7 (+projection); block3 48->48 @7; fc 48->10.
+  const double expected =
+      2.0 * (1 * 9 * 16 * 28 * 28) +
+      2.0 *
+          (16 * 9 * 24 * 14 * 14 + 24 * 9 * 24 * 14 * 14 + 16 * 24 * 14 * 14) +
+      2.0 * (24 * 9 * 48 * 7 * 7 + 48 * 9 * 48 * 7 * 7 + 24 * 48 * 7 * 7) +
+      2.0 * (2 * 48 * 9 * 48 * 7 * 7) + 2.0 * (48 * 10);
+  EXPECT_DOUBLE_EQ(CountForwardFlopsPerSample(model, torch::kCPU), expected);
+  EXPECT_TRUE(model->is_training());
+}
+
+}  // namespace
+}  // namespace hpcai500::worker

@@ -1,0 +1,341 @@
+// Runs the real hpcai500-worker binary: alone, as two Gloo ranks on
+// loopback, and with bad input.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/registry.h"
+
+namespace {
+
+const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+
+struct Event {
+  std::string key;
+  std::string value;  // raw JSON
+  int64_t seq = 0;
+  int rank = -1;
+  int epoch = 0;  // 0: none
+  std::string line;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Capture(const std::string& line, const std::string& pattern) {
+  std::smatch m;
+  if (std::regex_search(line, m, std::regex(pattern))) return m[1];
+  return "";
+}
+
+std::vector<Event> ReadEvents(const std::string& path) {
+  std::vector<Event> events;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) {
+    Event e;
+    e.line = line;
+    e.key = Capture(line, "\"key\": \"([a-z0-9_]+)\"");
+    e.value = Capture(line, "\"value\": (\\{[^}]*\\}|[^,]+), \"metadata\"");
+    e.seq = std::stoll(Capture(line, "\"seq\": (\\d+)"));
+    e.rank = std::stoi(Capture(line, "\"rank\": (\\d+)"));
+    const std::string epoch = Capture(line, "\"epoch_num\": (\\d+)");
+    e.epoch = epoch.empty() ? 0 : std::stoi(epoch);
+    events.push_back(e);
+  }
+  return events;
+}
+
+std::vector<const Event*> WithKey(const std::vector<Event>& events,
+                                  const std::string& key) {
+  std::vector<const Event*> out;
+  for (const Event& e : events) {
+    if (e.key == key) out.push_back(&e);
+  }
+  return out;
+}
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One worker process with its output captured in files.
+class WorkerProcess {
+ public:
+  WorkerProcess(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& env,
+                const std::string& output_prefix)
+      : stdout_path_(output_prefix + ".stdout"),
+        stderr_path_(output_prefix + ".stderr") {
+    std::vector<std::string> argv_s = {kWorker};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> env_s;
+    for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
+    env_s.push_back("PATH=/usr/bin:/bin");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int out =
+          ::open(stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err =
+          ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(err, 2);
+      std::vector<char*> argv, envp;
+      for (auto& a : argv_s) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      for (auto& e : env_s) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      ::execve(kWorker, argv.data(), envp.data());
+      ::_exit(127);
+    }
+  }
+
+  ~WorkerProcess() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // The exit code, or -1 when it did not exit normally within `timeout`
+  // (the process is then killed).
+  int Wait(std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return -1;
+  }
+
+  std::string Stderr() const { return ReadFile(stderr_path_); }
+  std::string Stdout() const { return ReadFile(stdout_path_); }
+
+ private:
+  const std::string stdout_path_;
+  const std::string stderr_path_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+class WorkerBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(::testing::TempDir()) + "/worker_it_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+           "_" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  std::vector<std::string> ConfigArgs(const std::string& events_file,
+                                      std::vector<std::string> more = {}) {
+    std::vector<std::string> args = {"--workload",    "image_classification",
+                                     "--config",      config_,
+                                     "--events-file", events_file};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
+
+  // Starts `world` ranks on loopback and returns their exit codes.
+  std::vector<int> RunRanks(int world, const std::vector<std::string>& more,
+                            std::chrono::seconds timeout) {
+    const int port = FreePort();
+    EXPECT_GT(port, 0);
+    std::vector<std::unique_ptr<WorkerProcess>> ranks;
+    for (int r = 0; r < world; ++r) {
+      ranks.push_back(std::make_unique<WorkerProcess>(
+          ConfigArgs(EventsFile(r), more),
+          std::map<std::string, std::string>{
+              {"RANK", std::to_string(r)},
+              {"WORLD_SIZE", std::to_string(world)},
+              {"LOCAL_RANK", std::to_string(r)},
+              {"LOCAL_WORLD_SIZE", std::to_string(world)},
+              {"MASTER_ADDR", "127.0.0.1"},
+              {"MASTER_PORT", std::to_string(port)}},
+          dir_ + "/rank" + std::to_string(r)));
+    }
+    std::vector<int> codes;
+    for (auto& p : ranks) {
+      codes.push_back(p->Wait(timeout));
+      if (codes.back() != 0) ADD_FAILURE() << p->Stderr();
+    }
+    return codes;
+  }
+
+  std::string EventsFile(int rank) const {
+    return dir_ + "/attempt/rank" + std::to_string(rank) + ".mllog";
+  }
+
+  // Trains `config` on two ranks and expects its target within its budget.
+  void TrainToTarget(const std::string& config, std::chrono::seconds timeout) {
+    const hpcai500::ConfigInfo* info = hpcai500::Registry::Builtin().FindConfig(
+        "image_classification", config);
+    ASSERT_NE(info, nullptr);
+    config_ = config;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(RunRanks(2, {}, timeout), std::vector<int>({0, 0}));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    const auto accuracies = WithKey(ReadEvents(EventsFile(0)), "eval_accuracy");
+    ASSERT_EQ(accuracies.size(), static_cast<size_t>(info->epochs));
+    for (const Event* e : accuracies) {
+      std::printf("%s epoch %d: accuracy %s\n", config.c_str(), e->epoch,
+                  e->value.c_str());
+    }
+    EXPECT_GE(std::stod(accuracies.back()->value), info->target);
+    std::printf("%s on 2 ranks: %.1f s\n", config.c_str(), seconds);
+  }
+
+  std::string dir_;
+  std::string config_ = "fashion_mnist_smoke";
+};
+
+void ExpectWellFormed(const std::vector<Event>& events, int rank) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].seq, static_cast<int64_t>(i + 1)) << events[i].line;
+    EXPECT_EQ(events[i].rank, rank) << events[i].line;
+    EXPECT_EQ(events[i].line.rfind(":::MLLOG {\"namespace\": \"\", "
+                                   "\"time_ms\": ",
+                                   0),
+              0u);
+  }
+}
+
+TEST_F(WorkerBinaryTest, AloneItTrainsAndReportsEveryEpoch) {
+  WorkerProcess worker(
+      ConfigArgs(EventsFile(0), {"--steps-per-epoch", "5", "--threads", "1"}),
+      {}, dir_ + "/alone");
+  ASSERT_EQ(worker.Wait(std::chrono::seconds(120)), 0) << worker.Stderr();
+
+  const std::vector<Event> events = ReadEvents(EventsFile(0));
+  ExpectWellFormed(events, 0);
+  EXPECT_EQ(WithKey(events, "run_start").size(), 1u);
+  EXPECT_EQ(WithKey(events, "epoch_stop").size(), 2u);
+  EXPECT_EQ(WithKey(events, "eval_accuracy").size(), 2u);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().key, "run_stop");
+  EXPECT_NE(events.back().line.find("\"status\": \"success\""),
+            std::string::npos);
+  // 5 steps of 64 images, per epoch.
+  EXPECT_EQ(WithKey(events, "train_samples").at(0)->value, "320");
+  EXPECT_NE(WithKey(events, "hpcai500_epoch_stats")
+                .at(0)
+                ->value.find("\"samples\": 320"),
+            std::string::npos);
+  EXPECT_GT(
+      std::stod(
+          WithKey(events, "hpcai500_forward_flops_per_sample").at(0)->value),
+      1e6);
+  // Stdout carries the same lines.
+  EXPECT_EQ(worker.Stdout(), ReadFile(EventsFile(0)));
+}
+
+TEST_F(WorkerBinaryTest, TwoRanksOverGlooAgreeOnEveryAccuracy) {
+  const std::vector<int> codes =
+      RunRanks(2, {"--steps-per-epoch", "4"}, std::chrono::seconds(180));
+  EXPECT_EQ(codes, std::vector<int>({0, 0}));
+  const std::vector<Event> rank0 = ReadEvents(EventsFile(0));
+  const std::vector<Event> rank1 = ReadEvents(EventsFile(1));
+  ExpectWellFormed(rank0, 0);
+  ExpectWellFormed(rank1, 1);
+  const auto acc0 = WithKey(rank0, "eval_accuracy");
+  const auto acc1 = WithKey(rank1, "eval_accuracy");
+  ASSERT_EQ(acc0.size(), 2u);
+  ASSERT_EQ(acc1.size(), 2u);
+  for (size_t i = 0; i < acc0.size(); ++i) {
+    EXPECT_EQ(acc0[i]->epoch, static_cast<int>(i + 1));
+    EXPECT_EQ(acc0[i]->value, acc1[i]->value) << "epoch " << i + 1;
+  }
+  // Each rank trained its own 4 x 64 images; the epoch holds both shards.
+  EXPECT_EQ(WithKey(rank0, "train_samples").at(0)->value, "512");
+  EXPECT_EQ(WithKey(rank0, "global_batch_size").at(0)->value, "128");
+}
+
+TEST_F(WorkerBinaryTest, BadConfigExitsTwoNamingIt) {
+  WorkerProcess worker(
+      {"--workload", "image_classification", "--config", "no_such_config"}, {},
+      dir_ + "/bad");
+  EXPECT_EQ(worker.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(worker.Stderr().find("no_such_config"), std::string::npos)
+      << worker.Stderr();
+  EXPECT_EQ(worker.Stdout(), "");
+}
+
+TEST_F(WorkerBinaryTest, UnimplementedConfigAndUnknownFlagExitTwo) {
+  WorkerProcess imagenet(
+      {"--workload", "image_classification", "--config", "imagenet"}, {},
+      dir_ + "/imagenet");
+  EXPECT_EQ(imagenet.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(imagenet.Stderr().find("imagenet"), std::string::npos);
+  WorkerProcess flag(ConfigArgs(EventsFile(0), {"--frobnicate", "1"}), {},
+                     dir_ + "/flag");
+  EXPECT_EQ(flag.Wait(std::chrono::seconds(30)), 2);
+  EXPECT_NE(flag.Stderr().find("--frobnicate"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(EventsFile(0)));
+}
+
+TEST_F(WorkerBinaryTest, MissingDataEndsTheRunAbortedNamingTheFile) {
+  const std::string data = dir_ + "/no-data";
+  WorkerProcess worker(ConfigArgs(EventsFile(0), {"--data", data}), {},
+                       dir_ + "/nodata");
+  EXPECT_EQ(worker.Wait(std::chrono::seconds(60)), 1);
+  const std::vector<Event> events = ReadEvents(EventsFile(0));
+  ExpectWellFormed(events, 0);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().key, "run_stop");
+  EXPECT_NE(events.back().line.find("\"status\": \"aborted\""),
+            std::string::npos);
+  EXPECT_NE(events.back().line.find(data + "/train-images-idx3-ubyte.gz"),
+            std::string::npos)
+      << events.back().line;
+}
+
+TEST_F(WorkerBinaryTest, SmokeConfigReachesItsTargetOnTwoRanks) {
+  TrainToTarget("fashion_mnist_smoke", std::chrono::seconds(240));
+}
+
+// The full config's whole budget: a few minutes on two CPU cores.
+TEST_F(WorkerBinaryTest, FashionMnistReachesItsTargetOnTwoRanks) {
+  TrainToTarget("fashion_mnist", std::chrono::seconds(840));
+}
+
+}  // namespace
