@@ -15,10 +15,10 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "agent/clock.h"
 #include "agent/options.h"
 #include "agent/process.h"
 #include "agent/supervisor.h"
+#include "common/clock.h"
 
 namespace hpcai500::agent {
 

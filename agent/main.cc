@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "agent/agent.h"
-#include "agent/clock.h"
 #include "agent/options.h"
 #include "agent/process.h"
+#include "common/clock.h"
 
 namespace {
 
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
 
   hpcai500::agent::PosixProcessLauncher processes;
-  hpcai500::agent::RealClock clock;
+  hpcai500::RealClock clock;
   hpcai500::agent::Agent agent(*std::move(options), &processes, &clock);
   absl::Status status = agent.Run(&stop_requested);
   if (!status.ok()) {

@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "agent/assignment.h"
-#include "agent/clock.h"
 #include "agent/event_tailer.h"
 #include "agent/pid_file.h"
 #include "agent/port_reservation.h"
 #include "agent/process.h"
+#include "common/clock.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
-#include "google/protobuf/util/json_util.h"
+#include "common/json.h"
 
 namespace hpcai500 {
 namespace {
@@ -17,20 +17,13 @@ namespace {
 // The message as indented JSON with proto field names; false on failure.
 bool PrintJson(const google::protobuf::Message& message, std::ostream& out,
                std::ostream& err) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  auto status =
-      google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) {
-    err << "hpcai500: cannot print " << message.GetTypeName()
-        << " as JSON: " << status.ToString() << "\n";
+  absl::StatusOr<std::string> json = ProtoToJson(message, /*indent=*/true);
+  if (!json.ok()) {
+    err << "hpcai500: " << json.status().message() << "\n";
     return false;
   }
-  out << json;
-  if (json.empty() || json.back() != '\n') out << "\n";
+  out << *json;
+  if (json->empty() || json->back() != '\n') out << "\n";
   return true;
 }
 

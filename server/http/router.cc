@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "google/protobuf/util/json_util.h"
+#include "common/json.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {
@@ -67,19 +67,13 @@ HttpResponse TextError(http::status status, unsigned version,
 // The message as JSON with proto field names and every primitive field.
 HttpResponse JsonOf(const google::protobuf::Message& message,
                     unsigned version) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  auto status =
-      google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) {
+  absl::StatusOr<std::string> json = ProtoToJson(message, /*indent=*/false);
+  if (!json.ok()) {
     return JsonError(http::status::internal_server_error, version,
-                     absl::StrCat("cannot encode ", message.GetTypeName(),
-                                  " as JSON: ", status.ToString()));
+                     json.status().message());
   }
   HttpResponse response =
-      MakeResponse(http::status::ok, version, kJsonType, std::move(json));
+      MakeResponse(http::status::ok, version, kJsonType, *std::move(json));
   response.set(http::field::cache_control, "no-store");
   return response;
 }

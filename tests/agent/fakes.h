@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/clock.h"
 #include "agent/process.h"
+#include "common/clock.h"
 
 namespace hpcai500::agent {
 

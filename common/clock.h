@@ -1,8 +1,9 @@
-// The coordinator's source of time, behind an interface so tests can step it.
+// The source of wall-clock time for the coordinator and the agent, behind an
+// interface so tests can step it by hand.
 //
 // Thread-safe: implementations must allow concurrent calls.
-#ifndef HPCAI500_SERVER_CLOCK_H_
-#define HPCAI500_SERVER_CLOCK_H_
+#ifndef HPCAI500_COMMON_CLOCK_H_
+#define HPCAI500_COMMON_CLOCK_H_
 
 #include <cstdint>
 
@@ -18,6 +19,7 @@ class Clock {
   virtual int64_t NowMs() = 0;
 };
 
+// The system clock.
 class RealClock final : public Clock {
  public:
   int64_t NowMs() override { return absl::ToUnixMillis(absl::Now()); }
@@ -25,4 +27,4 @@ class RealClock final : public Clock {
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_SERVER_CLOCK_H_
+#endif  // HPCAI500_COMMON_CLOCK_H_
