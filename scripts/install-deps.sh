@@ -10,6 +10,8 @@ PACKAGES=(
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist
+  libturbojpeg0-dev python3-torch python3-torchvision
+  chromium
   procps curl
 )
 
