@@ -8,85 +8,27 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <thread>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <vector>
 
+#include "worker/checkpoint.h"
 #include "worker/data.h"
+#include "worker/distributed.h"
+#include "worker/energy.h"
+#include "worker/flops.h"
 #include "worker/models.h"
+#include "worker/precision.h"
+#include "worker/timing.h"
 
 namespace hpcai500::worker {
 
 namespace {
 
-// Rendezvous and every collective give up after this long, so a rank whose
-// peer died ends with run_stop "aborted" instead of hanging.
-constexpr std::chrono::milliseconds kCollectiveTimeout{std::chrono::minutes(3)};
 constexpr int64_t kEvalBatch = 500;
 constexpr size_t kMaxReasonBytes = 2000;
-
-// The data-parallel group of this run; a world of one has no process group
-// and every collective is the identity.
-class Collectives {
- public:
-  explicit Collectives(const WorkerOptions& o)
-      : rank_(o.rank), world_size_(o.world_size) {
-    if (world_size_ == 1) return;
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<uint16_t>(o.master_port);
-    store_options.isServer = o.rank == 0;
-    store_options.numWorkers = static_cast<size_t>(o.world_size);
-    store_options.waitWorkers = true;
-    store_options.timeout = kCollectiveTimeout;
-    auto tcp_store =
-        c10::make_intrusive<c10d::TCPStore>(o.master_addr, store_options);
-    auto store = c10::make_intrusive<c10d::PrefixStore>("hpcai500", tcp_store);
-    auto options = c10d::ProcessGroupGloo::Options::create(kCollectiveTimeout);
-    options->devices.push_back(GlooDevice(o));
-    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, o.rank,
-                                                         o.world_size, options);
-  }
-
-  int world_size() const { return world_size_; }
-
-  // Sums a CPU tensor over all ranks, in place.
-  void AllReduceSum(torch::Tensor& t) {
-    if (!group_) return;
-    std::vector<torch::Tensor> tensors = {t};
-    group_->allreduce(tensors)->wait(kCollectiveTimeout);
-  }
-
-  // Replaces a CPU tensor by rank 0's, in place.
-  void BroadcastFromRank0(torch::Tensor& t) {
-    if (!group_) return;
-    std::vector<torch::Tensor> tensors = {t};
-    c10d::BroadcastOptions options;
-    options.rootRank = 0;
-    group_->broadcast(tensors, options)->wait(kCollectiveTimeout);
-  }
-
- private:
-  // All ranks on this node: loopback. Otherwise GLOO_SOCKET_IFNAME names the
-  // interface, or the address the hostname resolves to.
-  static std::shared_ptr<::gloo::transport::Device> GlooDevice(
-      const WorkerOptions& o) {
-    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
-      return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-    }
-    if (o.local_world_size == o.world_size) {
-      return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
-    }
-    return c10d::ProcessGroupGloo::createDefaultDevice();
-  }
-
-  const int rank_;
-  const int world_size_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
-};
 
 // Copies `tensors` into one flat float CPU tensor with `extra` trailing
 // slots, so a whole set moves in one collective.
@@ -115,38 +57,6 @@ void Unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& tensors) {
     offset += t.numel();
   }
 }
-
-// Turns on autocast for the scope when the run's precision asks for it.
-class AutocastScope {
- public:
-  AutocastScope(const std::string& precision, const torch::Device& device)
-      : enabled_(precision != "fp32"), cuda_(device.is_cuda()) {
-    if (!enabled_) return;
-    const auto dtype = precision == "bf16" ? at::kBFloat16 : at::kHalf;
-    if (cuda_) {
-      at::autocast::set_autocast_gpu_dtype(dtype);
-      at::autocast::set_enabled(true);
-    } else {
-      at::autocast::set_autocast_cpu_dtype(dtype);
-      at::autocast::set_cpu_enabled(true);
-    }
-  }
-  ~AutocastScope() {
-    if (!enabled_) return;
-    if (cuda_) {
-      at::autocast::set_enabled(false);
-    } else {
-      at::autocast::set_cpu_enabled(false);
-    }
-    at::autocast::clear_cache();
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  const bool enabled_;
-  const bool cuda_;
-};
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -179,15 +89,12 @@ class Trainer {
     Point("train_samples", JsonInt(SamplesPerEpochAllRanks()));
     Point("eval_samples", JsonInt(data_.test.size()));
 
+    if (o_.deterministic) EnableDeterminism(o_.threads);
     torch::manual_seed(o_.seed);
     model_ = ResNetSmall(/*num_classes=*/10);
     model_->to(device_);
-    Point("hpcai500_forward_flops_per_sample",
-          JsonDouble(CountForwardFlopsPerSample(model_, device_)),
-          EventType::kPointInTime,
-          {{"convention",
-            JsonString("convolutions and matrix products; multiply-add = 2")}});
-
+    channels_last_ = WantsChannelsLast(o_.precision, /*asked=*/false);
+    if (channels_last_) ToChannelsLast(*model_);
     collectives_ = std::make_unique<Collectives>(o_);
     BroadcastModelState();
     // SGD with momentum and weight decay; lr scales linearly with the global
@@ -199,29 +106,77 @@ class Trainer {
         model_->parameters(), torch::optim::SGDOptions(base_lr_)
                                   .momentum(c.momentum)
                                   .weight_decay(c.weight_decay));
+    reducer_ = std::make_unique<GradientReducer>(
+        collectives_.get(), model_->parameters(),
+        ReducerOptions{o_.compression, o_.powersgd_rank, o_.bucket_mb});
+    scaler_ = LossScaler::ForPrecision(o_.precision);
+    const int first_epoch = Resume() + 1;
     Point("init_stop", kJsonNull, EventType::kIntervalEnd);
 
+    std::string energy_note;
+    energy_ = std::make_unique<EpochEnergy>(
+        OpenEnergyReader(device_.is_cuda(), o_.local_rank, &energy_note));
+    if (!energy_note.empty()) {
+      std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", o_.rank,
+                   energy_note.c_str());
+    }
     Point("run_start", kJsonNull, EventType::kIntervalStart);
-    for (int epoch = 1; epoch <= c.epochs; ++epoch) {
+    // A rank that stops making progress (a peer stopped or gone mid
+    // collective) ends with run_stop "aborted" and exit 1 instead of hanging.
+    watchdog_ = std::make_unique<StallWatchdog>(
+        std::chrono::seconds(o_.watchdog_seconds),
+        [log = log_, rank = o_.rank](const std::string& reason) {
+          std::fprintf(stderr, "hpcai500-worker rank %d: aborted: %s\n", rank,
+                       reason.c_str());
+          try {
+            log->Emit(EventType::kIntervalEnd, "run_stop", kJsonNull,
+                      {{"status", JsonString("aborted")},
+                       {"reason", JsonString(reason)}});
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "hpcai500-worker: cannot write run_stop: %s\n",
+                         e.what());
+          }
+          std::fflush(nullptr);
+          std::_Exit(1);
+        });
+    for (int epoch = first_epoch; epoch <= c.epochs; ++epoch) {
       const JsonMembers epoch_meta = {{"epoch_num", JsonInt(epoch)}};
       Point("epoch_start", kJsonNull, EventType::kIntervalStart, epoch_meta);
       const EpochStats stats = TrainEpoch(epoch);
       Point("epoch_stop", kJsonNull, EventType::kIntervalEnd, epoch_meta);
-      Point("hpcai500_epoch_stats",
-            JsonObject(
-                {{"samples", JsonInt(stats.samples)},
-                 {"seconds", JsonDouble(stats.seconds)},
-                 {"throughput",
-                  JsonDouble(stats.seconds > 0 ? stats.samples / stats.seconds
-                                               : 0.0)},
-                 {"train_loss", JsonDouble(stats.mean_loss)}}),
+      JsonMembers measured = {
+          {"samples", JsonInt(stats.samples)},
+          {"seconds", JsonDouble(stats.seconds)},
+          {"throughput",
+           JsonDouble(stats.seconds > 0 ? stats.samples / stats.seconds : 0.0)},
+          {"train_loss", JsonDouble(stats.mean_loss)},
+          {"comm_bytes", JsonInt(stats.comm.bytes)},
+          {"comm_wait_seconds", JsonDouble(stats.comm.wait_seconds)},
+          {"forward_flops", JsonDouble(stats.forward.flops)},
+          {"other_ops", JsonInt(stats.forward.other_ops)},
+          {"compute_seconds", JsonDouble(stats.compute_seconds)},
+          {"input_wait_seconds", JsonDouble(stats.input_wait_seconds)},
+          {"skipped_steps", JsonInt(stats.skipped_steps)},
+          {"loss_scale", JsonDouble(scaler_.scale())}};
+      if (stats.energy_joules) {
+        measured.emplace_back("energy_joules",
+                              JsonDouble(*stats.energy_joules));
+        measured.emplace_back("energy_source", JsonString(energy_->source()));
+      }
+      Point("hpcai500_epoch_stats", JsonObject(measured),
             EventType::kPointInTime, epoch_meta);
       Point("eval_start", kJsonNull, EventType::kIntervalStart, epoch_meta);
+      const double eval_started = MonotonicSeconds();
       const double accuracy = Evaluate();
-      Point("eval_stop", kJsonNull, EventType::kIntervalEnd, epoch_meta);
+      JsonMembers eval_meta = epoch_meta;
+      eval_meta.emplace_back("eval_seconds",
+                             JsonDouble(MonotonicSeconds() - eval_started));
+      Point("eval_stop", kJsonNull, EventType::kIntervalEnd, eval_meta);
       Point("eval_accuracy", JsonDouble(accuracy), EventType::kPointInTime,
             epoch_meta);
+      SaveCheckpointAfter(epoch);
     }
+    Point("hpcai500_param_checksum", JsonString(ParameterChecksum(*model_)));
     Point("run_stop", kJsonNull, EventType::kIntervalEnd,
           {{"status", JsonString("success")}});
   }
@@ -231,7 +186,31 @@ class Trainer {
     int64_t samples = 0;
     double seconds = 0;
     double mean_loss = 0;
+    FlopCount forward;              // this rank's forward passes, all batches
+    double compute_seconds = 0;     // forward, backward, optimizer
+    double input_wait_seconds = 0;  // indexing, normalising, copying
+    std::optional<double> energy_joules;  // absent without a counter
+    CommStats comm;                       // gradient all-reduces of the epoch
+    int64_t skipped_steps = 0;  // non-finite gradients (fp16 loss scaling)
   };
+
+  // Counts the forward pass of every training batch; the first one also
+  // gives the per-sample figure the score uses.
+  torch::Tensor CountedForward(const torch::Tensor& x, EpochStats& stats) {
+    FlopCounter counter;
+    torch::Tensor logits = model_->forward(x);
+    const FlopCount& batch = counter.Stop();
+    stats.forward += batch;
+    if (!flops_per_sample_emitted_) {
+      flops_per_sample_emitted_ = true;
+      Point("hpcai500_forward_flops_per_sample",
+            JsonDouble(batch.flops / static_cast<double>(x.size(0))),
+            EventType::kPointInTime,
+            {{"convention", JsonString("convolutions and matrix products; "
+                                       "multiply-add = 2")}});
+    }
+    return logits;
+  }
 
   void Point(std::string_view key, std::string_view value,
              EventType type = EventType::kPointInTime,
@@ -315,50 +294,15 @@ class Trainer {
     Unflatten(flat, buffers);
   }
 
-  // Sets every gradient to the mean over all ranks' samples of this step:
-  // each rank contributes gradient * local count, then all divide by the
-  // global count (ranks whose shard ran out contribute zero).
-  void AverageGradients(int64_t local_samples) {
-    std::vector<torch::Tensor> params = model_->parameters();
-    std::vector<torch::Tensor> grads;
-    for (auto& p : params) grads.push_back(p.grad());
-    torch::Tensor flat = torch::zeros({0});
-    {
-      int64_t total = 1;
-      for (auto& p : params) total += p.numel();
-      flat = torch::zeros({total}, torch::kFloat32);
-      int64_t offset = 0;
-      for (size_t i = 0; i < params.size(); ++i) {
-        if (grads[i].defined()) {
-          flat.slice(0, offset, offset + params[i].numel())
-              .copy_(grads[i].detach().reshape(-1).to(torch::kCPU,
-                                                      torch::kFloat32));
-        }
-        offset += params[i].numel();
-      }
-      flat.slice(0, 0, offset).mul_(static_cast<double>(local_samples));
-      flat[offset] = static_cast<double>(local_samples);
-    }
-    collectives_->AllReduceSum(flat);
-    const double global_samples = flat[flat.numel() - 1].item<double>();
-    flat.div_(std::max(1.0, global_samples));
-    int64_t offset = 0;
-    for (auto& p : params) {
-      p.mutable_grad() = flat.slice(0, offset, offset + p.numel())
-                             .view_as(p)
-                             .to(p.device(), p.scalar_type())
-                             .clone();  // its own storage: zero_grad
-                                        // detaches it in place
-      offset += p.numel();
-    }
-  }
-
   EpochStats TrainEpoch(int epoch) {
     model_->train();
     const std::vector<int64_t> shard = Shard(epoch);
     const int64_t batch = o_.config.batch_size;
     const auto start = std::chrono::steady_clock::now();
     EpochStats stats;
+    const CommStats comm_before = reducer_->stats();
+    EpochClock clock;
+    energy_->StartEpoch();
     double loss_sum = 0;
     auto cross_entropy =
         torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(
@@ -369,35 +313,109 @@ class Trainer {
       const int64_t begin = std::min<int64_t>(step * batch, shard.size());
       const int64_t end = std::min<int64_t>(begin + batch, shard.size());
       const int64_t local = end - begin;
+      watchdog_->Beat();
+      watchdog_->SetPhase("gradient all-reduce (sample count)");
+      reducer_->BeginStep(local);
+      watchdog_->SetPhase("forward and backward");
+      energy_->Poll(clock.now());
       if (local > 0) {
+        StepTimer input_wait(&clock, Phase::kInputWait);
         torch::Tensor index = torch::from_blob(
             const_cast<int64_t*>(shard.data() + begin), {local}, torch::kInt64);
         torch::Tensor x =
             NormalizeImages(data_.train.images.index_select(0, index))
                 .to(device_);
+        if (channels_last_) x = ChannelsLastInput(x);
         torch::Tensor y = data_.train.labels.index_select(0, index).to(device_);
+        input_wait.Stop();
+        StepTimer compute(&clock, Phase::kCompute);
         torch::Tensor loss;
         {
           AutocastScope autocast(o_.precision, device_);
-          loss = torch::nn::functional::cross_entropy(model_->forward(x), y,
-                                                      cross_entropy);
+          loss = torch::nn::functional::cross_entropy(CountedForward(x, stats),
+                                                      y, cross_entropy);
         }
-        loss.backward();
+        scaler_.Scale(loss).backward();
         loss_sum += loss.item<double>() * local;
         stats.samples += local;
       }
-      AverageGradients(local);
-      optimizer_->step();
+      watchdog_->SetPhase("gradient all-reduce");
+      reducer_->FinishStep();
+      watchdog_->SetPhase("optimizer step");
+      StepTimer compute(&clock, Phase::kCompute);
+      if (!scaler_.Step(*optimizer_, model_->parameters())) {
+        ++stats.skipped_steps;
+      }
     }
     stats.seconds = SecondsSince(start);
+    stats.compute_seconds = clock.seconds(Phase::kCompute);
+    stats.input_wait_seconds = clock.seconds(Phase::kInputWait);
+    stats.energy_joules = energy_->StopEpoch();
+    const CommStats comm_after = reducer_->stats();
+    stats.comm.bytes = comm_after.bytes - comm_before.bytes;
+    stats.comm.wait_seconds =
+        comm_after.wait_seconds - comm_before.wait_seconds;
     stats.mean_loss = stats.samples > 0 ? loss_sum / stats.samples : 0.0;
     return stats;
+  }
+
+  // What a checkpoint must match to continue this run (see checkpoint.h).
+  std::string Fingerprint() const {
+    const ConfigInfo& c = o_.config;
+    return "workload=" + c.workload + " config=" + c.name +
+           " model=" + c.model +
+           " world_size=" + std::to_string(o_.world_size) +
+           " batch_size=" + std::to_string(c.batch_size) +
+           " steps_per_epoch=" + std::to_string(steps_per_epoch_) +
+           " seed=" + std::to_string(o_.seed) + " precision=" + o_.precision;
+  }
+
+  // --resume: every rank loads the checkpoint of the epoch rank 0 finds
+  // newest in --checkpoint-dir and emits hpcai500_resume (null when there is
+  // none: a fresh start). Returns the epoch it completed, 0 when fresh. The
+  // lr schedule needs no state: it is a function of epoch and step.
+  int Resume() {
+    if (!o_.resume) return 0;
+    const std::optional<std::string> newest =
+        NewestCheckpoint(o_.checkpoint_dir);
+    TrainingState state{model_.ptr().get(), optimizer_.get(), &scaler_, 0,
+                        Fingerprint()};
+    if (o_.rank == 0 && newest) LoadCheckpoint(*newest, &state);
+    torch::Tensor epoch =
+        torch::tensor({static_cast<double>(state.epoch)}, torch::kFloat64);
+    collectives_->BroadcastFromRank0(epoch);
+    const int resumed = static_cast<int>(epoch.item<double>());
+    if (resumed == 0) {
+      Point("hpcai500_resume", kJsonNull, EventType::kPointInTime,
+            {{"reason", JsonString("no checkpoint in " + o_.checkpoint_dir)}});
+      return 0;
+    }
+    const std::string path = CheckpointPath(o_.checkpoint_dir, resumed);
+    if (o_.rank != 0) LoadCheckpoint(path, &state);
+    Point("hpcai500_resume", JsonInt(resumed), EventType::kPointInTime,
+          {{"checkpoint", JsonString(path)}});
+    return resumed;
+  }
+
+  // Rank 0 checkpoints the state at the end of `epoch` (after evaluation
+  // averaged the buffers) when --checkpoint-dir is set.
+  void SaveCheckpointAfter(int epoch) {
+    if (o_.checkpoint_dir.empty() || o_.rank != 0) return;
+    watchdog_->SetPhase("checkpoint");
+    const std::string path = SaveCheckpoint(
+        o_.checkpoint_dir, TrainingState{model_.ptr().get(), optimizer_.get(),
+                                         &scaler_, epoch, Fingerprint()});
+    Point("hpcai500_checkpoint", JsonString(path), EventType::kPointInTime,
+          {{"epoch_num", JsonInt(epoch)}});
   }
 
   // Top-1 accuracy over the whole evaluation set: each rank scores every
   // world_size-th image and the counts are summed across ranks.
   double Evaluate() {
+    watchdog_->Beat();
+    watchdog_->SetPhase("evaluation (buffer all-reduce)");
     AverageFloatBuffers();
+    watchdog_->SetPhase("evaluation");
     model_->eval();
     torch::NoGradGuard no_grad;
     const int64_t n = data_.test.size();
@@ -405,10 +423,12 @@ class Trainer {
                                        torch::TensorOptions(torch::kInt64));
     int64_t correct = 0;
     for (int64_t begin = 0; begin < mine.numel(); begin += kEvalBatch) {
+      watchdog_->Beat();
       torch::Tensor index =
           mine.slice(0, begin, std::min(begin + kEvalBatch, mine.numel()));
       torch::Tensor x =
           NormalizeImages(data_.test.images.index_select(0, index)).to(device_);
+      if (channels_last_) x = ChannelsLastInput(x);
       torch::Tensor y = data_.test.labels.index_select(0, index).to(device_);
       torch::Tensor logits;
       {
@@ -420,6 +440,7 @@ class Trainer {
     torch::Tensor counts = torch::tensor(
         {static_cast<double>(correct), static_cast<double>(mine.numel())},
         torch::kFloat64);
+    watchdog_->SetPhase("evaluation (count all-reduce)");
     collectives_->AllReduceSum(counts);
     model_->train();
     const double total = counts[1].item<double>();
@@ -435,8 +456,14 @@ class Trainer {
   int64_t steps_per_epoch_ = 0;
   ResNetSmall model_{nullptr};
   std::unique_ptr<Collectives> collectives_;
+  std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<StallWatchdog> watchdog_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
   double base_lr_ = 0;
+  LossScaler scaler_{/*enabled=*/false};
+  bool channels_last_ = false;  // model and inputs in NHWC
+  bool flops_per_sample_emitted_ = false;
+  std::unique_ptr<EpochEnergy> energy_;
 };
 
 std::string Truncate(std::string s) {
@@ -451,6 +478,9 @@ std::string Truncate(std::string s) {
 
 std::string CheckRunnable(const WorkerOptions& options) {
   const ConfigInfo& c = options.config;
+  if (std::string problem = CheckCommunication(options); !problem.empty()) {
+    return problem;
+  }
   if (c.model != "resnet_small") {
     return "config " + c.name + ": model '" + c.model +
            "' is not built by this worker";
@@ -472,11 +502,8 @@ std::string CheckRunnable(const WorkerOptions& options) {
              " visible)";
     }
   }
-  if (options.precision == "fp16") {
-    return options.device == "cpu"
-               ? "--precision fp16 runs only on --device cuda"
-               : "--precision fp16 needs loss scaling, which this worker "
-                 "does not implement yet; use fp32 or bf16";
+  if (options.precision == "fp16" && options.device != "cuda") {
+    return "--precision fp16 runs only on --device cuda";
   }
   return "";
 }

@@ -147,6 +147,7 @@ std::string EventLog::FormatLine(int64_t time_ms, EventType type,
 
 void EventLog::Emit(EventType type, std::string_view key,
                     std::string_view value_json, const JsonMembers& metadata) {
+  std::lock_guard<std::mutex> lock(mu_);
   const std::string line =
       FormatLine(clock_(), type, key, value_json, next_seq_, rank_, metadata);
   if (line.size() > kMaxLineBytes) {

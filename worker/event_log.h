@@ -4,7 +4,8 @@
 // tailing reader never sees half a line. No LibTorch here: tests link it
 // cheaply.
 //
-// Not thread-safe: one EventLog belongs to the one thread that trains.
+// Thread-safe: Emit() may be called from any thread (the stall watchdog
+// writes run_stop from its own thread); lines never interleave.
 #ifndef HPCAI500_WORKER_EVENT_LOG_H_
 #define HPCAI500_WORKER_EVENT_LOG_H_
 
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,7 +69,10 @@ class EventLog {
                                 int rank, const JsonMembers& metadata);
 
   // The seq the next Emit() will use.
-  int64_t next_seq() const { return next_seq_; }
+  int64_t next_seq() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return next_seq_;
+  }
 
  private:
   EventLog(int fd, int rank, std::FILE* echo, Clock clock);
@@ -78,7 +83,8 @@ class EventLog {
   std::FILE* const echo_;
   const Clock clock_;
 
-  int64_t next_seq_ = 1;
+  mutable std::mutex mu_;
+  int64_t next_seq_ = 1;  // Guarded by mu_.
 };
 
 }  // namespace hpcai500::worker

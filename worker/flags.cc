@@ -36,9 +36,91 @@ bool ReadInt(const std::string& name, const std::string& text, int64_t lo,
   return true;
 }
 
-const char* const kFlags[] = {
-    "workload", "config",  "epochs", "batch-size",  "precision",      "device",
-    "seed",     "threads", "data",   "events-file", "steps-per-epoch"};
+const char* const kFlags[] = {"workload",
+                              "config",
+                              "epochs",
+                              "batch-size",
+                              "precision",
+                              "device",
+                              "seed",
+                              "threads",
+                              "data",
+                              "events-file",
+                              "steps-per-epoch",
+                              "compression",
+                              "powersgd-rank",
+                              "bucket-mb",
+                              "deterministic",
+                              "checkpoint-dir",
+                              "resume",
+                              "watchdog-seconds",
+                              "collective-timeout-seconds"};
+
+// Flags that may stand alone ("--resume") meaning true.
+bool IsBoolFlag(const std::string& name) {
+  return name == "deterministic" || name == "resume";
+}
+
+bool ReadBool(const std::string& name, const std::string& text, bool* out,
+              std::string* error) {
+  if (text == "true" || text == "1") {
+    *out = true;
+  } else if (text == "false" || text == "0") {
+    *out = false;
+  } else {
+    *error = name + ": '" + text + "' is not true or false";
+    return false;
+  }
+  return true;
+}
+
+// The rank variables of one launcher family.
+struct RankEnvNames {
+  const char* source;
+  const char* rank;
+  const char* world_size;
+  const char* local_rank;
+  const char* local_world_size;  // may be null (Slurm: see below)
+};
+
+constexpr RankEnvNames kTorchrun = {"torchrun", "RANK", "WORLD_SIZE",
+                                    "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+constexpr RankEnvNames kOpenMpi = {
+    "openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+constexpr RankEnvNames kSlurm = {"slurm", "SLURM_PROCID", "SLURM_NTASKS",
+                                 "SLURM_LOCALID", nullptr};
+
+// Expands Slurm's SLURM_TASKS_PER_NODE ("2(x3),1") and returns the count of
+// node `node`; false when malformed or too short.
+bool SlurmTasksOnNode(const std::string& text, int node, int* tasks) {
+  int index = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(
+        pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? text.size() : comma + 1;
+    int64_t count = 0;
+    int64_t repeat = 1;
+    size_t paren = item.find("(x");
+    if (paren != std::string::npos) {
+      if (item.back() != ')' ||
+          !ParseInt64(item.substr(paren + 2, item.size() - paren - 3), 1,
+                      1 << 20, &repeat)) {
+        return false;
+      }
+      item.resize(paren);
+    }
+    if (!ParseInt64(item, 1, 1 << 20, &count)) return false;
+    if (node < index + repeat) {
+      *tasks = static_cast<int>(count);
+      return true;
+    }
+    index += static_cast<int>(repeat);
+  }
+  return false;
+}
 
 bool IsKnownFlag(const std::string& name) {
   for (const char* flag : kFlags) {
@@ -62,9 +144,19 @@ std::string WorkerUsage() {
          "         [--batch-size N] [--precision fp32|bf16|fp16]\n"
          "         [--device cpu|cuda] [--seed N] [--threads N] [--data DIR]\n"
          "         [--events-file PATH] [--steps-per-epoch N]\n"
+         "         [--compression none|fp16|bf16|powersgd] [--powersgd-rank "
+         "N]\n"
+         "         [--bucket-mb MB] [--deterministic] [--checkpoint-dir DIR]\n"
+         "         [--resume] [--watchdog-seconds N (0: off, default 300)]\n"
+         "         [--collective-timeout-seconds N (default 180)]\n"
          "Trains one rank of a registry config and prints its event lines.\n"
-         "Rank layout from RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
-         "MASTER_ADDR, MASTER_PORT (none set: rank 0 of 1).\n"
+         "Rank layout from torchrun's RANK, WORLD_SIZE, LOCAL_RANK,\n"
+         "LOCAL_WORLD_SIZE; or OpenMPI's "
+         "OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,\n"
+         "LOCAL_SIZE}; or Slurm's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,\n"
+         "SLURM_NTASKS_PER_NODE | SLURM_TASKS_PER_NODE (none set: rank 0 of\n"
+         "1). More than one rank also needs MASTER_ADDR and MASTER_PORT.\n"
+         "Threads default to the node's cores divided among its local ranks.\n"
          "Exit: 0 success, 1 aborted run, 2 bad command line.\n";
 }
 
@@ -85,6 +177,8 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
     if (size_t eq = name.find('='); eq != std::string::npos) {
       value = name.substr(eq + 1);
       name.resize(eq);
+    } else if (IsBoolFlag(name)) {
+      value = "true";
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {
@@ -171,29 +265,129 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
     o.events_file = flags["events-file"];
   }
 
-  // The rank layout: all of it from the environment, or rank 0 of 1.
-  auto read_env = [&](const char* name, int64_t lo, int64_t hi,
-                      int* value) -> bool {
-    std::optional<std::string> text = env(name);
-    if (!text) return true;
-    return ReadInt(name, *text, lo, hi, value, error);
-  };
-  if (!read_env("WORLD_SIZE", 1, 1 << 20, &o.world_size) ||
-      !read_env("RANK", 0, o.world_size - 1, &o.rank) ||
-      !read_env("LOCAL_WORLD_SIZE", 1, o.world_size, &o.local_world_size) ||
-      !read_env("LOCAL_RANK", 0, o.local_world_size - 1, &o.local_rank)) {
+  if (flags.count("compression")) {
+    o.compression = flags["compression"];
+    if (o.compression != "none" && o.compression != "fp16" &&
+        o.compression != "bf16" && o.compression != "powersgd") {
+      *error = "--compression: '" + o.compression +
+               "' is not none, fp16, bf16 or powersgd";
+      return ParseOutcome::kError;
+    }
+  }
+  if (flags.count("powersgd-rank") &&
+      !ReadInt("--powersgd-rank", flags["powersgd-rank"], 1, 1024,
+               &o.powersgd_rank, error)) {
     return ParseOutcome::kError;
   }
+  if (flags.count("bucket-mb")) {
+    const std::string& text = flags["bucket-mb"];
+    char* end = nullptr;
+    errno = 0;
+    double mb = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+    if (text.empty() || errno != 0 || end != text.c_str() + text.size() ||
+        !(mb > 0) || mb > 65536) {
+      *error = "--bucket-mb: '" + text + "' is not a number in (0, 65536]";
+      return ParseOutcome::kError;
+    }
+    o.bucket_mb = mb;
+  }
+  if (flags.count("deterministic") &&
+      !ReadBool("--deterministic", flags["deterministic"], &o.deterministic,
+                error)) {
+    return ParseOutcome::kError;
+  }
+  if (flags.count("resume") &&
+      !ReadBool("--resume", flags["resume"], &o.resume, error)) {
+    return ParseOutcome::kError;
+  }
+  if (flags.count("checkpoint-dir")) {
+    if (flags["checkpoint-dir"].empty()) {
+      *error = "--checkpoint-dir: empty path";
+      return ParseOutcome::kError;
+    }
+    o.checkpoint_dir = flags["checkpoint-dir"];
+  }
+  if (o.resume && o.checkpoint_dir.empty()) {
+    *error = "--resume needs --checkpoint-dir";
+    return ParseOutcome::kError;
+  }
+  if (flags.count("watchdog-seconds") &&
+      !ReadInt("--watchdog-seconds", flags["watchdog-seconds"], 0, 7 * 86400,
+               &o.watchdog_seconds, error)) {
+    return ParseOutcome::kError;
+  }
+  if (flags.count("collective-timeout-seconds") &&
+      !ReadInt("--collective-timeout-seconds",
+               flags["collective-timeout-seconds"], 1, 7 * 86400,
+               &o.collective_timeout_seconds, error)) {
+    return ParseOutcome::kError;
+  }
+
+  // The rank layout: from the first launcher family whose world size or rank
+  // variable is set (torchrun, OpenMPI, Slurm), or rank 0 of 1.
+  const RankEnvNames* family = nullptr;
+  for (const RankEnvNames* f : {&kTorchrun, &kOpenMpi, &kSlurm}) {
+    if (env(f->world_size) || env(f->rank)) {
+      family = f;
+      break;
+    }
+  }
+  o.rank_source = family == nullptr ? "none" : family->source;
+  if (family != nullptr) {
+    auto read_env = [&](const char* name, int64_t lo, int64_t hi,
+                        int* value) -> bool {
+      std::optional<std::string> text = env(name);
+      if (!text) return true;
+      return ReadInt(name, *text, lo, hi, value, error);
+    };
+    o.local_world_size = 1;
+    if (!read_env(family->world_size, 1, 1 << 20, &o.world_size) ||
+        !read_env(family->rank, 0, o.world_size - 1, &o.rank)) {
+      return ParseOutcome::kError;
+    }
+    if (family->local_world_size != nullptr) {
+      if (!read_env(family->local_world_size, 1, o.world_size,
+                    &o.local_world_size)) {
+        return ParseOutcome::kError;
+      }
+    } else if (env("SLURM_NTASKS_PER_NODE")) {
+      if (!read_env("SLURM_NTASKS_PER_NODE", 1, o.world_size,
+                    &o.local_world_size)) {
+        return ParseOutcome::kError;
+      }
+    } else if (std::optional<std::string> per_node =
+                   env("SLURM_TASKS_PER_NODE")) {
+      int node = 0;
+      if (!read_env("SLURM_NODEID", 0, 1 << 20, &node)) {
+        return ParseOutcome::kError;
+      }
+      if (!SlurmTasksOnNode(*per_node, node, &o.local_world_size) ||
+          o.local_world_size > o.world_size) {
+        *error = "SLURM_TASKS_PER_NODE: '" + *per_node +
+                 "' does not give a task count for node " +
+                 std::to_string(node);
+        return ParseOutcome::kError;
+      }
+    }
+    if (!read_env(family->local_rank, 0, o.local_world_size - 1,
+                  &o.local_rank)) {
+      return ParseOutcome::kError;
+    }
+  }
   if (o.world_size > 1) {
-    if (!env("RANK")) {
-      *error = "WORLD_SIZE is " + std::to_string(o.world_size) +
-               " but RANK is not set";
+    if (!env(family->rank)) {
+      *error = std::string(family->world_size) + " is " +
+               std::to_string(o.world_size) + " but " + family->rank +
+               " is not set";
       return ParseOutcome::kError;
     }
     std::optional<std::string> addr = env("MASTER_ADDR");
     std::optional<std::string> port = env("MASTER_PORT");
     if (!addr || addr->empty() || !port) {
-      *error = "WORLD_SIZE > 1 needs MASTER_ADDR and MASTER_PORT";
+      *error = "a world of " + std::to_string(o.world_size) + " ranks (from " +
+               family->source +
+               " variables) needs MASTER_ADDR and MASTER_PORT, the address "
+               "and port of rank 0's rendezvous store";
       return ParseOutcome::kError;
     }
     o.master_addr = *addr;

@@ -26,10 +26,21 @@ struct WorkerOptions {
   std::string events_file;      // empty: stdout only
   int64_t steps_per_epoch = 0;  // 0: the whole shard
 
+  // Engine options (issue 3).
+  std::string compression = "none";      // none | fp16 | bf16 | powersgd
+  int powersgd_rank = 1;                 // --powersgd-rank, >= 1
+  double bucket_mb = 25;                 // --bucket-mb, gradient bucket size
+  bool deterministic = false;            // --deterministic
+  std::string checkpoint_dir;            // --checkpoint-dir; empty: none
+  bool resume = false;                   // --resume (needs --checkpoint-dir)
+  int watchdog_seconds = 300;            // --watchdog-seconds; 0 disables
+  int collective_timeout_seconds = 180;  // --collective-timeout-seconds
+
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 1;
+  std::string rank_source;  // "torchrun", "openmpi", "slurm" or "none"
   std::string master_addr;  // set when world_size > 1
   int master_port = 0;
 };
@@ -41,8 +52,13 @@ EnvLookup ProcessEnv();
 enum class ParseOutcome { kRun, kHelp, kError };
 
 // Parses `args` (argv without the program name; "--flag value" or
-// "--flag=value") and the rank variables RANK, WORLD_SIZE, LOCAL_RANK,
-// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT. Returns kError with *error
+// "--flag=value"; --deterministic and --resume also stand alone) and the
+// rank layout from the first environment family present: torchrun (RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), OpenMPI (OMPI_COMM_WORLD_RANK,
+// _SIZE, _LOCAL_RANK, _LOCAL_SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS,
+// SLURM_LOCALID, SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE with
+// SLURM_NODEID). World > 1 also needs MASTER_ADDR and MASTER_PORT. Threads
+// default to hardware_threads / local ranks. Returns kError with *error
 // naming the flag, variable, workload or config at fault (unknown, out of
 // range, or a config the worker does not implement).
 ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,

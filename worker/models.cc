@@ -14,37 +14,6 @@ torch::nn::Conv2d Conv(int64_t in, int64_t out, int64_t kernel,
 
 }  // namespace
 
-void FlopCounter::AddConv(const torch::nn::Conv2dImpl& conv,
-                          const torch::Tensor& output) {
-  const auto& o = conv.options;
-  const double kernel = static_cast<double>((*o.kernel_size())[0]) *
-                        static_cast<double>((*o.kernel_size())[1]);
-  const double per_output =
-      2.0 * static_cast<double>(o.in_channels() / o.groups()) * kernel;
-  // output: [B, Cout, Hout, Wout]; every element is one dot product.
-  total_ += per_output * static_cast<double>(output.numel());
-}
-
-void FlopCounter::AddLinear(const torch::nn::LinearImpl& linear,
-                            const torch::Tensor& output) {
-  total_ += 2.0 * static_cast<double>(linear.options.in_features()) *
-            static_cast<double>(output.numel());
-}
-
-torch::Tensor CountedConv(torch::nn::Conv2d& conv, const torch::Tensor& x,
-                          FlopCounter* counter) {
-  torch::Tensor y = conv->forward(x);
-  if (counter != nullptr) counter->AddConv(*conv, y);
-  return y;
-}
-
-torch::Tensor CountedLinear(torch::nn::Linear& linear, const torch::Tensor& x,
-                            FlopCounter* counter) {
-  torch::Tensor y = linear->forward(x);
-  if (counter != nullptr) counter->AddLinear(*linear, y);
-  return y;
-}
-
 ResidualBlockImpl::ResidualBlockImpl(int64_t in_channels, int64_t out_channels,
                                      int64_t stride)
     : conv1_(register_module("conv1", Conv(in_channels, out_channels,
@@ -61,12 +30,10 @@ ResidualBlockImpl::ResidualBlockImpl(int64_t in_channels, int64_t out_channels,
   }
 }
 
-torch::Tensor ResidualBlockImpl::forward(const torch::Tensor& x,
-                                         FlopCounter* counter) {
-  torch::Tensor y = torch::relu(bn1_(CountedConv(conv1_, x, counter)));
-  y = bn2_(CountedConv(conv2_, y, counter));
-  torch::Tensor shortcut =
-      project_ ? project_bn_(CountedConv(project_, x, counter)) : x;
+torch::Tensor ResidualBlockImpl::forward(const torch::Tensor& x) {
+  torch::Tensor y = torch::relu(bn1_(conv1_(x)));
+  y = bn2_(conv2_(y));
+  torch::Tensor shortcut = project_ ? project_bn_(project_(x)) : x;
   return torch::relu(y + shortcut);
 }
 
@@ -78,27 +45,13 @@ ResNetSmallImpl::ResNetSmallImpl(int64_t num_classes)
       block3_(register_module("block3", ResidualBlock(48, 48, /*stride=*/1))),
       fc_(register_module("fc", torch::nn::Linear(48, num_classes))) {}
 
-torch::Tensor ResNetSmallImpl::forward(const torch::Tensor& x,
-                                       FlopCounter* counter) {
-  torch::Tensor y = torch::relu(stem_bn_(CountedConv(stem_, x, counter)));
-  y = block1_->forward(y, counter);
-  y = block2_->forward(y, counter);
-  y = block3_->forward(y, counter);
+torch::Tensor ResNetSmallImpl::forward(const torch::Tensor& x) {
+  torch::Tensor y = torch::relu(stem_bn_(stem_(x)));
+  y = block1_->forward(y);
+  y = block2_->forward(y);
+  y = block3_->forward(y);
   y = y.mean({2, 3});
-  return CountedLinear(fc_, y, counter);
-}
-
-double CountForwardFlopsPerSample(ResNetSmall& model,
-                                  const torch::Device& device) {
-  const bool was_training = model->is_training();
-  model->eval();
-  FlopCounter counter;
-  {
-    torch::NoGradGuard no_grad;
-    model->forward(torch::zeros({1, 1, 28, 28}, device), &counter);
-  }
-  model->train(was_training);
-  return counter.total();
+  return fc_(y);
 }
 
 }  // namespace hpcai500::worker

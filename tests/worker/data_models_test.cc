@@ -105,36 +105,5 @@ TEST_F(IdxReaderTest, MissingFolderNamesTheFirstFile) {
             "data: cannot open " + dir_ + "/absent/train-images-idx3-ubyte.gz");
 }
 
-TEST(FlopCounter, ConvolutionMatchesTheHandFormula) {
-  torch::nn::Conv2d conv(
-      torch::nn::Conv2dOptions(4, 6, 3).stride(2).padding(1).groups(2));
-  FlopCounter counter;
-  torch::Tensor y = CountedConv(conv, torch::zeros({2, 4, 9, 9}), &counter);
-  ASSERT_EQ(y.sizes(), torch::IntArrayRef({2, 6, 5, 5}));
-  // 2 * Cin/groups * kh * kw * Cout * Hout * Wout, for 2 images.
-  EXPECT_DOUBLE_EQ(counter.total(), 2.0 * (2 * 2 * 3 * 3 * 6 * 5 * 5));
-}
-
-TEST(FlopCounter, LinearMatchesTheHandFormula) {
-  torch::nn::Linear linear(12, 5);
-  FlopCounter counter;
-  CountedLinear(linear, torch::zeros({3, 12}), &counter);
-  EXPECT_DOUBLE_EQ(counter.total(), 3.0 * (2 * 12 * 5));
-}
-
-TEST(FlopCounter, ResNetSmallCountsEveryConvolutionAndTheClassifier) {
-  ResNetSmall model;
-  // stem 1->16 @28; block1 16->24 /2 @14 (+1x1 projection); block2 24->48
-  // /2 @7 (+projection); block3 48->48 @7; fc 48->10.
-  const double expected =
-      2.0 * (1 * 9 * 16 * 28 * 28) +
-      2.0 *
-          (16 * 9 * 24 * 14 * 14 + 24 * 9 * 24 * 14 * 14 + 16 * 24 * 14 * 14) +
-      2.0 * (24 * 9 * 48 * 7 * 7 + 48 * 9 * 48 * 7 * 7 + 24 * 48 * 7 * 7) +
-      2.0 * (2 * 48 * 9 * 48 * 7 * 7) + 2.0 * (48 * 10);
-  EXPECT_DOUBLE_EQ(CountForwardFlopsPerSample(model, torch::kCPU), expected);
-  EXPECT_TRUE(model->is_training());
-}
-
 }  // namespace
 }  // namespace hpcai500::worker

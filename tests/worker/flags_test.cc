@@ -70,6 +70,118 @@ TEST(WorkerFlags, ReadsTheRankLayoutAndSplitsThreads) {
   EXPECT_EQ(o.threads, 4);
 }
 
+TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
+  WorkerOptions o;
+  std::string error;
+  ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
+  EXPECT_EQ(o.compression, "none");
+  EXPECT_EQ(o.powersgd_rank, 1);
+  EXPECT_DOUBLE_EQ(o.bucket_mb, 25);
+  EXPECT_FALSE(o.deterministic);
+  EXPECT_FALSE(o.resume);
+  EXPECT_EQ(o.checkpoint_dir, "");
+  EXPECT_EQ(o.watchdog_seconds, 300);
+  EXPECT_EQ(o.collective_timeout_seconds, 180);
+  EXPECT_EQ(o.rank_source, "none");
+
+  ASSERT_EQ(
+      Parse(Smoke({"--compression", "powersgd", "--powersgd-rank=4",
+                   "--bucket-mb", "0.5", "--deterministic", "--checkpoint-dir",
+                   "/ck", "--resume", "--watchdog-seconds", "0",
+                   "--collective-timeout-seconds", "30"}),
+            &o, &error),
+      ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.compression, "powersgd");
+  EXPECT_EQ(o.powersgd_rank, 4);
+  EXPECT_DOUBLE_EQ(o.bucket_mb, 0.5);
+  EXPECT_TRUE(o.deterministic);
+  EXPECT_TRUE(o.resume);
+  EXPECT_EQ(o.checkpoint_dir, "/ck");
+  EXPECT_EQ(o.watchdog_seconds, 0);
+  EXPECT_EQ(o.collective_timeout_seconds, 30);
+
+  ASSERT_EQ(
+      Parse(Smoke({"--deterministic=false", "--compression=fp16"}), &o, &error),
+      ParseOutcome::kRun)
+      << error;
+  EXPECT_FALSE(o.deterministic);
+  EXPECT_EQ(o.compression, "fp16");
+}
+
+TEST(WorkerFlags, ReadsTheRankLayoutFromOpenMpi) {
+  WorkerOptions o;
+  std::string error;
+  ASSERT_EQ(Parse(kSmoke, &o, &error,
+                  {{"OMPI_COMM_WORLD_RANK", "5"},
+                   {"OMPI_COMM_WORLD_SIZE", "8"},
+                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                   {"MASTER_ADDR", "node0"},
+                   {"MASTER_PORT", "29501"}}),
+            ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.rank_source, "openmpi");
+  EXPECT_EQ(o.rank, 5);
+  EXPECT_EQ(o.world_size, 8);
+  EXPECT_EQ(o.local_rank, 1);
+  EXPECT_EQ(o.local_world_size, 4);
+  EXPECT_EQ(o.master_addr, "node0");
+  EXPECT_EQ(o.threads, 2);  // 8 cores / 4 local ranks
+}
+
+TEST(WorkerFlags, ReadsTheRankLayoutFromSlurmNtasksPerNode) {
+  WorkerOptions o;
+  std::string error;
+  ASSERT_EQ(Parse(kSmoke, &o, &error,
+                  {{"SLURM_PROCID", "3"},
+                   {"SLURM_NTASKS", "4"},
+                   {"SLURM_LOCALID", "1"},
+                   {"SLURM_NTASKS_PER_NODE", "2"},
+                   {"MASTER_ADDR", "n1"},
+                   {"MASTER_PORT", "1234"}}),
+            ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.rank_source, "slurm");
+  EXPECT_EQ(o.rank, 3);
+  EXPECT_EQ(o.world_size, 4);
+  EXPECT_EQ(o.local_rank, 1);
+  EXPECT_EQ(o.local_world_size, 2);
+  EXPECT_EQ(o.threads, 4);
+}
+
+TEST(WorkerFlags, ReadsSlurmTasksPerNodeForThisNode) {
+  WorkerOptions o;
+  std::string error;
+  // Nodes 0 and 1 run 4 tasks each, node 2 runs 1: this is node 2.
+  ASSERT_EQ(Parse(kSmoke, &o, &error,
+                  {{"SLURM_PROCID", "8"},
+                   {"SLURM_NTASKS", "9"},
+                   {"SLURM_LOCALID", "0"},
+                   {"SLURM_NODEID", "2"},
+                   {"SLURM_TASKS_PER_NODE", "4(x2),1"},
+                   {"MASTER_ADDR", "n0"},
+                   {"MASTER_PORT", "1234"}}),
+            ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.local_world_size, 1);
+  EXPECT_EQ(o.threads, 8);
+}
+
+TEST(WorkerFlags, TorchrunVariablesWinOverSlurmOnes) {
+  WorkerOptions o;
+  std::string error;
+  ASSERT_EQ(Parse(kSmoke, &o, &error,
+                  {{"RANK", "0"},
+                   {"WORLD_SIZE", "1"},
+                   {"SLURM_PROCID", "3"},
+                   {"SLURM_NTASKS", "4"}}),
+            ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.rank_source, "torchrun");
+  EXPECT_EQ(o.world_size, 1);
+}
+
 struct Refusal {
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
@@ -98,6 +210,29 @@ TEST(WorkerFlags, RefusesBadInputNamingIt) {
         {"MASTER_ADDR", "h"},
         {"MASTER_PORT", "70000"}},
        "MASTER_PORT"},
+      {Smoke({"--compression", "zip"}), {}, "--compression"},
+      {Smoke({"--powersgd-rank", "0"}), {}, "--powersgd-rank"},
+      {Smoke({"--bucket-mb", "-1"}), {}, "--bucket-mb"},
+      {Smoke({"--bucket-mb", "1x"}), {}, "--bucket-mb"},
+      {Smoke({"--deterministic=maybe"}), {}, "--deterministic"},
+      {Smoke({"--resume"}), {}, "--checkpoint-dir"},
+      {Smoke({"--checkpoint-dir="}), {}, "--checkpoint-dir"},
+      {Smoke({"--watchdog-seconds", "-5"}), {}, "--watchdog-seconds"},
+      {Smoke({"--collective-timeout-seconds", "0"}),
+       {},
+       "--collective-timeout-seconds"},
+      {kSmoke,
+       {{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "1"}},
+       "MASTER_ADDR"},
+      {kSmoke,
+       {{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "2"}},
+       "OMPI_COMM_WORLD_RANK"},
+      {kSmoke, {{"SLURM_NTASKS", "2"}}, "SLURM_PROCID"},
+      {kSmoke,
+       {{"SLURM_NTASKS", "4"},
+        {"SLURM_PROCID", "0"},
+        {"SLURM_TASKS_PER_NODE", "2(x"}},
+       "SLURM_TASKS_PER_NODE"},
   };
   for (const Refusal& c : cases) {
     WorkerOptions o;

@@ -174,9 +174,9 @@ class WorkerBinaryTest : public ::testing::Test {
     return args;
   }
 
-  // Starts `world` ranks on loopback and returns their exit codes.
-  std::vector<int> RunRanks(int world, const std::vector<std::string>& more,
-                            std::chrono::seconds timeout) {
+  // Starts `world` ranks on loopback; destroying them kills them.
+  std::vector<std::unique_ptr<WorkerProcess>> StartRanks(
+      int world, const std::vector<std::string>& more) {
     const int port = FreePort();
     EXPECT_GT(port, 0);
     std::vector<std::unique_ptr<WorkerProcess>> ranks;
@@ -192,6 +192,13 @@ class WorkerBinaryTest : public ::testing::Test {
               {"MASTER_PORT", std::to_string(port)}},
           dir_ + "/rank" + std::to_string(r)));
     }
+    return ranks;
+  }
+
+  // Starts `world` ranks on loopback and returns their exit codes.
+  std::vector<int> RunRanks(int world, const std::vector<std::string>& more,
+                            std::chrono::seconds timeout) {
+    std::vector<std::unique_ptr<WorkerProcess>> ranks = StartRanks(world, more);
     std::vector<int> codes;
     for (auto& p : ranks) {
       codes.push_back(p->Wait(timeout));
@@ -201,7 +208,7 @@ class WorkerBinaryTest : public ::testing::Test {
   }
 
   std::string EventsFile(int rank) const {
-    return dir_ + "/attempt/rank" + std::to_string(rank) + ".mllog";
+    return dir_ + "/" + attempt_ + "/rank" + std::to_string(rank) + ".mllog";
   }
 
   // Trains `config` on two ranks and expects its target within its budget.
@@ -215,7 +222,8 @@ class WorkerBinaryTest : public ::testing::Test {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    const auto accuracies = WithKey(ReadEvents(EventsFile(0)), "eval_accuracy");
+    const std::vector<Event> events = ReadEvents(EventsFile(0));
+    const auto accuracies = WithKey(events, "eval_accuracy");
     ASSERT_EQ(accuracies.size(), static_cast<size_t>(info->epochs));
     for (const Event* e : accuracies) {
       std::printf("%s epoch %d: accuracy %s\n", config.c_str(), e->epoch,
@@ -225,7 +233,15 @@ class WorkerBinaryTest : public ::testing::Test {
     std::printf("%s on 2 ranks: %.1f s\n", config.c_str(), seconds);
   }
 
+  // The value of rank `rank`'s hpcai500_param_checksum ("" when absent).
+  std::string Checksum(int rank) const {
+    const std::vector<Event> events = ReadEvents(EventsFile(rank));
+    const auto checksums = WithKey(events, "hpcai500_param_checksum");
+    return checksums.size() == 1 ? checksums[0]->value : "";
+  }
+
   std::string dir_;
+  std::string attempt_ = "attempt";  // folder of the events files
   std::string config_ = "fashion_mnist_smoke";
 };
 
@@ -265,6 +281,29 @@ TEST_F(WorkerBinaryTest, AloneItTrainsAndReportsEveryEpoch) {
       std::stod(
           WithKey(events, "hpcai500_forward_flops_per_sample").at(0)->value),
       1e6);
+  // Every batch's forward pass is counted: 320 samples of a model whose work
+  // does not depend on the data. The step's time splits into its parts.
+  const std::string& stats =
+      WithKey(events, "hpcai500_epoch_stats").at(0)->value;
+  auto member = [&](const std::string& name) {
+    const size_t at = stats.find("\"" + name + "\": ");
+    EXPECT_NE(at, std::string::npos) << name << " in " << stats;
+    return at == std::string::npos
+               ? -1.0
+               : std::stod(stats.substr(at + name.size() + 4));
+  };
+  EXPECT_DOUBLE_EQ(
+      member("forward_flops"),
+      320 * std::stod(WithKey(events, "hpcai500_forward_flops_per_sample")
+                          .at(0)
+                          ->value));
+  EXPECT_GT(member("other_ops"), 0);
+  EXPECT_GT(member("compute_seconds"), 0);
+  EXPECT_GT(member("input_wait_seconds"), 0);
+  EXPECT_LE(member("compute_seconds") + member("input_wait_seconds"),
+            member("seconds"));
+  EXPECT_NE(WithKey(events, "eval_stop").at(0)->line.find("\"eval_seconds\": "),
+            std::string::npos);
   // Stdout carries the same lines.
   EXPECT_EQ(worker.Stdout(), ReadFile(EventsFile(0)));
 }
@@ -336,6 +375,113 @@ TEST_F(WorkerBinaryTest, SmokeConfigReachesItsTargetOnTwoRanks) {
 // The full config's whole budget: a few minutes on two CPU cores.
 TEST_F(WorkerBinaryTest, FashionMnistReachesItsTargetOnTwoRanks) {
   TrainToTarget("fashion_mnist", std::chrono::seconds(840));
+}
+
+// Determinism mode: the same seed and config give bit-identical parameters.
+TEST_F(WorkerBinaryTest, DeterministicRunsEndWithBitIdenticalParameters) {
+  const std::vector<std::string> args = {"--steps-per-epoch", "3", "--threads",
+                                         "1", "--deterministic"};
+  ASSERT_EQ(RunRanks(2, args, std::chrono::seconds(180)),
+            std::vector<int>({0, 0}));
+  const std::string first = Checksum(0);
+  EXPECT_EQ(first.size(), 18u) << first;  // 16 hex digits, quoted
+  EXPECT_EQ(Checksum(1), first);          // the ranks agree
+  attempt_ = "second";
+  ASSERT_EQ(RunRanks(2, args, std::chrono::seconds(180)),
+            std::vector<int>({0, 0}));
+  EXPECT_EQ(Checksum(0), first);
+  // A different seed trains to different parameters.
+  attempt_ = "other_seed";
+  std::vector<std::string> other = args;
+  other.insert(other.end(), {"--seed", "7"});
+  ASSERT_EQ(RunRanks(1, other, std::chrono::seconds(180)),
+            std::vector<int>({0}));
+  EXPECT_NE(Checksum(0), first);
+}
+
+// Killed after a checkpoint, then resumed with --resume: the same final
+// parameters as an uninterrupted run, bit for bit.
+TEST_F(WorkerBinaryTest,
+       KilledAndResumedRunEndsWithTheUninterruptedParameters) {
+  const std::string checkpoints = dir_ + "/checkpoints";
+  const std::vector<std::string> args = {
+      "--steps-per-epoch", "3", "--epochs",        "3",
+      "--threads",         "1", "--deterministic", "--checkpoint-dir",
+      checkpoints};
+  attempt_ = "uninterrupted";
+  std::vector<std::string> elsewhere = args;
+  elsewhere.back() = dir_ + "/uninterrupted_checkpoints";
+  ASSERT_EQ(RunRanks(2, elsewhere, std::chrono::seconds(240)),
+            std::vector<int>({0, 0}));
+  const std::string uninterrupted = Checksum(0);
+  ASSERT_FALSE(uninterrupted.empty());
+
+  attempt_ = "killed";
+  {
+    auto ranks = StartRanks(2, args);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(180);
+    while (ReadFile(EventsFile(0)).find("\"hpcai500_checkpoint\"") ==
+               std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }  // SIGKILL to both ranks
+  const std::vector<Event> killed = ReadEvents(EventsFile(0));
+  const auto saved = WithKey(killed, "hpcai500_checkpoint");
+  ASSERT_FALSE(saved.empty());
+  EXPECT_TRUE(WithKey(killed, "run_stop").empty())
+      << "killed too late to test a resume";
+
+  attempt_ = "resumed";
+  std::vector<std::string> resume = args;
+  resume.push_back("--resume");
+  ASSERT_EQ(RunRanks(2, resume, std::chrono::seconds(240)),
+            std::vector<int>({0, 0}));
+  const std::vector<Event> rank1 = ReadEvents(EventsFile(1));
+  const auto resumed = WithKey(rank1, "hpcai500_resume");
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_GE(std::stoi(resumed[0]->value), saved.back()->epoch);
+  EXPECT_LT(std::stoi(resumed[0]->value), 3);
+  // Only the epochs after the checkpoint ran again.
+  EXPECT_EQ(WithKey(ReadEvents(EventsFile(0)), "epoch_start").size(),
+            static_cast<size_t>(3 - std::stoi(resumed[0]->value)));
+  EXPECT_EQ(Checksum(0), uninterrupted);
+  EXPECT_EQ(Checksum(1), uninterrupted);
+}
+
+TEST_F(WorkerBinaryTest, ResumeWithoutCheckpointStartsFreshAndSaysSo) {
+  ASSERT_EQ(RunRanks(1,
+                     {"--steps-per-epoch", "2", "--epochs", "1", "--resume",
+                      "--checkpoint-dir", dir_ + "/empty"},
+                     std::chrono::seconds(120)),
+            std::vector<int>({0}));
+  const std::vector<Event> events = ReadEvents(EventsFile(0));
+  const auto resumed = WithKey(events, "hpcai500_resume");
+  ASSERT_EQ(resumed.size(), 1u);
+  EXPECT_EQ(resumed[0]->value, "null");
+  EXPECT_EQ(WithKey(ReadEvents(EventsFile(0)), "epoch_start").size(), 1u);
+  EXPECT_TRUE(
+      std::filesystem::exists(dir_ + "/empty/checkpoint-epoch-000001.pt"));
+}
+
+TEST_F(WorkerBinaryTest, TruncatedCheckpointAbortsTheResumeNamingTheFile) {
+  const std::string checkpoints = dir_ + "/checkpoints";
+  std::filesystem::create_directories(checkpoints);
+  const std::string file = checkpoints + "/checkpoint-epoch-000001.pt";
+  std::ofstream(file) << "PK\x03\x04 cut short";
+  WorkerProcess worker(
+      ConfigArgs(EventsFile(0), {"--steps-per-epoch", "2", "--resume",
+                                 "--checkpoint-dir", checkpoints}),
+      {}, dir_ + "/truncated");
+  EXPECT_EQ(worker.Wait(std::chrono::seconds(120)), 1);
+  const std::vector<Event> events = ReadEvents(EventsFile(0));
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().key, "run_stop");
+  EXPECT_NE(events.back().line.find("\"status\": \"aborted\""),
+            std::string::npos);
+  EXPECT_NE(events.back().line.find(file), std::string::npos)
+      << events.back().line;
 }
 
 }  // namespace
