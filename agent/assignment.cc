@@ -103,6 +103,10 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   RETURN_IF_ERROR(CheckOneOf("spec.device", spec.device(), {"cpu", "cuda"}));
   RETURN_IF_ERROR(
       CheckOneOf("spec.precision", spec.precision(), {"fp32", "bf16", "fp16"}));
+  if (!spec.compression().empty()) {  // empty: a coordinator before v0.2
+    RETURN_IF_ERROR(CheckOneOf("spec.compression", spec.compression(),
+                               {"none", "fp16", "bf16", "powersgd"}));
+  }
   RETURN_IF_ERROR(CheckRange("spec.epochs", spec.epochs(), 1, 100000));
   RETURN_IF_ERROR(CheckRange("spec.batch_size", spec.batch_size(), 1, 65536));
   RETURN_IF_ERROR(CheckRange("world_size", a.world_size(), 1, kMaxWorldSize));
@@ -157,25 +161,28 @@ absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
     RankPlan rank = RankPaths(plan.dir, a.ranks(local));
     rank.local_rank = local;
     rank.launch.cwd = plan.dir;
-    rank.launch.argv = {node.worker_path,
-                        "--workload",
-                        spec.workload(),
-                        "--config",
-                        spec.config(),
-                        "--epochs",
-                        absl::StrCat(spec.epochs()),
-                        "--batch-size",
-                        absl::StrCat(spec.batch_size()),
-                        "--precision",
-                        spec.precision(),
-                        "--device",
-                        spec.device(),
-                        "--seed",
-                        absl::StrCat(spec.seed()),
-                        "--events-file",
-                        rank.events_path,
-                        "--threads",
-                        absl::StrCat(threads)};
+    rank.launch.argv = {
+        node.worker_path,
+        "--workload",
+        spec.workload(),
+        "--config",
+        spec.config(),
+        "--epochs",
+        absl::StrCat(spec.epochs()),
+        "--batch-size",
+        absl::StrCat(spec.batch_size()),
+        "--precision",
+        spec.precision(),
+        "--compression",
+        spec.compression().empty() ? std::string("none") : spec.compression(),
+        "--device",
+        spec.device(),
+        "--seed",
+        absl::StrCat(spec.seed()),
+        "--events-file",
+        rank.events_path,
+        "--threads",
+        absl::StrCat(threads)};
     std::vector<std::string> overrides = {
         absl::StrCat("RANK=", rank.rank),
         absl::StrCat("WORLD_SIZE=", a.world_size()),

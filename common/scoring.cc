@@ -33,11 +33,13 @@ absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,
   const EventLine* accuracy = nullptr;
   double forward_flops = -1;
   int64_t samples = 0;
+  double energy_joules = 0;
   int64_t eval_ms = 0;
   std::map<int, int64_t> eval_started;  // epoch -> time_ms, rank 0
   for (const EventLine& e : events) {
     if (e.key == "hpcai500_epoch_stats") {
       samples += static_cast<int64_t>(NumberOr(e.value, "samples", 0));
+      energy_joules += NumberOr(e.value, "energy_joules", 0);
     }
     if (e.rank != 0) continue;
     if (e.key == "run_start") {
@@ -90,6 +92,11 @@ absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,
                                    score.target(), score.exponent()));
   score.set_reached_target(score.quality() >= score.target());
   score.set_convention(kFlopConvention);
+  if (energy_joules > 0) {
+    score.set_energy_joules(energy_joules);
+    const double watts = energy_joules / score.train_seconds();
+    score.set_valid_flops_per_watt(score.valid_flops() / watts);
+  }
   return score;
 }
 

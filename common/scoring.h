@@ -27,7 +27,9 @@ double ValidFlops(double flops, double quality, double target, double n);
 // hpcai500_epoch_stats samples; training seconds are rank 0's run_start to
 // run_stop minus its evaluation intervals (eval_start..eval_stop). Returns
 // FailedPrecondition naming what is missing (no run_stop, no accuracy, no
-// forward FLOPs, zero training time).
+// forward FLOPs, zero training time). Energy is the sum of every rank's
+// hpcai500_epoch_stats energy_joules (each rank reports only the domains it
+// owns); with it, Valid FLOPS per watt = VFLOPS / (energy / training seconds).
 absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,
                                    const ConfigInfo& config,
                                    const WorkloadInfo& workload);

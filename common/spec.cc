@@ -118,6 +118,14 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
   }
   RETURN_IF_ERROR(
       CheckOneOf("level", spec.level(), {"hardware", "system", "free"}));
+  // LARS changes the optimizer the reference recipe fixes: free level only.
+  if (config->optimizer == "lars" && spec.level() != "free") {
+    return FieldError("config",
+                      absl::StrCat("config '", spec.config(),
+                                   "' uses LARS, which only level free allows "
+                                   "(level is '",
+                                   spec.level(), "')"));
+  }
   RETURN_IF_ERROR(CheckRange("nodes", spec.nodes(), 1, kMaxNodes));
   RETURN_IF_ERROR(
       CheckRange("ranks_per_node", spec.ranks_per_node(), 1, kMaxRanksPerNode));
@@ -127,6 +135,13 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
       CheckOneOf("precision", spec.precision(), {"fp32", "bf16", "fp16"}));
   if (spec.precision() == "fp16" && spec.device() != "cuda") {
     return FieldError("precision", "fp16 needs device cuda");
+  }
+  RETURN_IF_ERROR(CheckOneOf("compression", spec.compression(),
+                             {"none", "fp16", "bf16", "powersgd"}));
+  if (spec.compression() == "bf16" && spec.device() != "cuda") {
+    return FieldError("compression",
+                      "bf16 needs device cuda (NCCL); Gloo carries bf16 only "
+                      "from LibTorch 2.2");
   }
   RETURN_IF_ERROR(CheckRange("seed", spec.seed(), 0, kMaxSeed));
   RETURN_IF_ERROR(
@@ -142,6 +157,11 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
   // The hardware level keeps the reference recipe: only the hardware and
   // the reference's two precision variants (fp32 at its batch, mixed
   // precision at twice that) may differ.
+  if (spec.level() == "hardware" && spec.compression() != "none") {
+    return FieldError("compression",
+                      "level hardware keeps the reference software stack; "
+                      "compression needs level system or free");
+  }
   if (spec.level() == "hardware") {
     const int reference = spec.precision() == "fp32" ? config->batch_size
                                                      : 2 * config->batch_size;
@@ -176,6 +196,7 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
   }
   v1::RunSpec spec;
   spec.set_repetitions(1);
+  spec.set_compression("none");
   using Setter = std::function<absl::Status(const YAML::Node&)>;
   auto str = [](absl::string_view field,
                 void (v1::RunSpec::*set)(const std::string&),
@@ -204,6 +225,7 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
       {"level", str("level", &v1::RunSpec::set_level, &spec)},
       {"device", str("device", &v1::RunSpec::set_device, &spec)},
       {"precision", str("precision", &v1::RunSpec::set_precision, &spec)},
+      {"compression", str("compression", &v1::RunSpec::set_compression, &spec)},
       {"system", str("system", &v1::RunSpec::set_system, &spec)},
       {"nodes", integer("nodes", &v1::RunSpec::set_nodes, &spec)},
       {"ranks_per_node",
@@ -263,6 +285,7 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
   out << YAML::Key << "device" << YAML::Value << spec.device();
   out << YAML::Key << "batch_size" << YAML::Value << spec.batch_size();
   out << YAML::Key << "precision" << YAML::Value << spec.precision();
+  out << YAML::Key << "compression" << YAML::Value << spec.compression();
   out << YAML::Key << "seed" << YAML::Value << spec.seed();
   out << YAML::Key << "system" << YAML::Value << spec.system();
   out << YAML::Key << "epochs" << YAML::Value << spec.epochs();

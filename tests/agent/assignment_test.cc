@@ -19,6 +19,7 @@ v1::Assignment GoodStart() {
   spec->set_config("fashion_mnist_smoke");
   spec->set_device("cpu");
   spec->set_precision("fp32");
+  spec->set_compression("powersgd");
   spec->set_epochs(3);
   spec->set_batch_size(64);
   spec->set_seed(42);
@@ -53,13 +54,28 @@ TEST(PlanAttempt, BuildsArgvAndEnvironmentPerLocalRank) {
   EXPECT_EQ(second.rank, 3);
   EXPECT_EQ(second.local_rank, 1);
   const std::string dir = "/var/lib/agent/runs/12/attempt-2";
-  EXPECT_EQ(
-      second.launch.argv,
-      (std::vector<std::string>{
-          "/opt/bin/hpcai500-worker", "--workload", "image_classification",
-          "--config", "fashion_mnist_smoke", "--epochs", "3", "--batch-size",
-          "64", "--precision", "fp32", "--device", "cpu", "--seed", "42",
-          "--events-file", dir + "/rank-3.events", "--threads", "4"}));
+  EXPECT_EQ(second.launch.argv,
+            (std::vector<std::string>{"/opt/bin/hpcai500-worker",
+                                      "--workload",
+                                      "image_classification",
+                                      "--config",
+                                      "fashion_mnist_smoke",
+                                      "--epochs",
+                                      "3",
+                                      "--batch-size",
+                                      "64",
+                                      "--precision",
+                                      "fp32",
+                                      "--compression",
+                                      "powersgd",
+                                      "--device",
+                                      "cpu",
+                                      "--seed",
+                                      "42",
+                                      "--events-file",
+                                      dir + "/rank-3.events",
+                                      "--threads",
+                                      "4"}));
   EXPECT_EQ(second.launch.stdout_path, dir + "/rank-3.stdout");
   EXPECT_EQ(second.launch.stderr_path, dir + "/rank-3.stderr");
   EXPECT_EQ(second.pid_path, dir + "/rank-3.pid");
@@ -145,6 +161,11 @@ INSTANTIATE_TEST_SUITE_P(
             "UnknownPrecision",
             [](v1::Assignment& a) { a.mutable_spec()->set_precision("int4"); },
             "spec.precision"},
+        BadCase{"UnknownCompression",
+                [](v1::Assignment& a) {
+                  a.mutable_spec()->set_compression("--rm");
+                },
+                "spec.compression"},
         BadCase{"ZeroEpochs",
                 [](v1::Assignment& a) { a.mutable_spec()->set_epochs(0); },
                 "spec.epochs"},

@@ -56,6 +56,23 @@ TEST(ScoreRun, ScoresTwoRankFixtureFromEveryInput) {
   EXPECT_FALSE(score->convention().empty());
 }
 
+TEST(ScoreRun, ValidFlopsPerWattFromEveryRanksEnergy) {
+  std::vector<EventLine> events =
+      LoadEvents({"events/fmnist_rank0.mllog", "events/fmnist_rank1.mllog"});
+  absl::StatusOr<v1::Score> without = ScoreRun(events, SmokeConfig(), Ic());
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->energy_joules(), 0);
+  EXPECT_EQ(without->valid_flops_per_watt(), 0);
+  for (EventLine& e : events) {
+    if (e.key == "hpcai500_epoch_stats") e.value["energy_joules"] = 250.0;
+  }
+  absl::StatusOr<v1::Score> score = ScoreRun(events, SmokeConfig(), Ic());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_DOUBLE_EQ(score->energy_joules(), 1000.0);  // 2 ranks x 2 epochs
+  // 1000 J over 20 s of training is 50 W on average.
+  EXPECT_DOUBLE_EQ(score->valid_flops_per_watt(), score->valid_flops() / 50.0);
+}
+
 TEST(ScoreRun, RefusesARunWithoutAccuracy) {
   std::vector<EventLine> events = LoadEvents({"events/aborted_rank0.mllog"});
   absl::StatusOr<v1::Score> score = ScoreRun(events, SmokeConfig(), Ic());

@@ -47,6 +47,18 @@ TEST(RunSpec, AcceptsAGoodSpecAndFillsDefaults) {
   EXPECT_TRUE(spec->ranked());
 }
 
+TEST(RunSpec, AcceptsLarsAtTheFreeLevelOnly) {
+  const std::string lars = absl::StrReplaceAll(
+      kGood, {{"config: fashion_mnist_smoke", "config: imagenet_lars"}});
+  EXPECT_TRUE(
+      Parse(absl::StrReplaceAll(lars, {{"level: system", "level: free"}}))
+          .ok());
+  absl::StatusOr<v1::RunSpec> hardware =
+      Parse(absl::StrReplaceAll(lars, {{"level: system", "level: hardware"}}));
+  ASSERT_FALSE(hardware.ok());
+  EXPECT_NE(hardware.status().message().find("LARS"), std::string::npos);
+}
+
 TEST(RunSpec, FewerEpochsMakeItUnranked) {
   absl::StatusOr<v1::RunSpec> spec = Parse(std::string(kGood) + "epochs: 1\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -88,8 +100,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "field 'workload': unknown workload 'chess'"},
         Refusal{"config: fashion_mnist_smoke", "config: mnist",
                 "field 'config': unknown config 'mnist'"},
-        Refusal{"config: fashion_mnist_smoke", "config: imagenet",
-                "field 'config': config 'imagenet' is not implemented"},
+        Refusal{"config: fashion_mnist_smoke", "config: imagenet_lars",
+                "field 'config': config 'imagenet_lars' uses LARS, which only "
+                "level free allows"},
         Refusal{"level: system", "level: anything",
                 "field 'level': must be one of hardware, system, free"},
         Refusal{"nodes: 1", "nodes: 0", "field 'nodes': must be between 1"},
@@ -105,6 +118,11 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"precision: fp32", "precision: fp16",
                 "field 'precision': fp16 needs device cuda"},
         Refusal{"seed: 1", "seed: -1", "field 'seed': must be between 0"},
+        Refusal{"seed: 1\n", "seed: 1\ncompression: zip\n",
+                "field 'compression': must be one of none, fp16, bf16, "
+                "powersgd"},
+        Refusal{"seed: 1\n", "seed: 1\ncompression: bf16\n",
+                "field 'compression': bf16 needs device cuda"},
         Refusal{"system: local-cpu", "system: [a, b]",
                 "field 'system': must be a string"},
         Refusal{"seed: 1\n", "seed: 1\nepochs: 1000\n",
@@ -136,6 +154,24 @@ TEST(RunSpec, HardwareLevelKeepsTheReferenceBatch) {
                                "batch_size: " + std::to_string(2 * reference)},
                               {"precision: fp32", "precision: bf16"}});
   EXPECT_TRUE(Parse(yaml).ok()) << Parse(yaml).status();
+}
+
+TEST(RunSpec, CompressionDefaultsToNoneAndNeedsAFreerLevelThanHardware) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->compression(), "none");
+  spec = Parse(std::string(kGood) + "compression: powersgd\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->compression(), "powersgd");
+  absl::StatusOr<v1::RunSpec> hardware =
+      Parse(absl::StrReplaceAll(std::string(kGood) + "compression: fp16\n",
+                                {{"level: system", "level: hardware"}}));
+  ASSERT_FALSE(hardware.ok());
+  EXPECT_NE(hardware.status().message().find(
+                "field 'compression': level hardware keeps the reference "
+                "software stack"),
+            std::string::npos)
+      << hardware.status();
 }
 
 TEST(RunSpec, RefusesANonMapping) {
