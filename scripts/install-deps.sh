@@ -10,7 +10,7 @@ PACKAGES=(
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist
-  libturbojpeg0-dev python3-torch python3-torchvision
+  libturbojpeg0-dev python3-torch python3-torchvision libhdf5-dev
   chromium
   procps curl
 )

@@ -54,7 +54,9 @@ const char* const kFlags[] = {"workload",
                               "checkpoint-dir",
                               "resume",
                               "watchdog-seconds",
-                              "collective-timeout-seconds"};
+                              "collective-timeout-seconds",
+                              "model",
+                              "mllog-submission"};
 
 // Flags that may stand alone ("--resume") meaning true.
 bool IsBoolFlag(const std::string& name) {
@@ -122,6 +124,58 @@ bool SlurmTasksOnNode(const std::string& text, int node, int* tasks) {
   return false;
 }
 
+// The models the worker builds (worker/models.h, worker/resnet.h).
+bool IsKnownModel(const std::string& model) {
+  for (const char* known :
+       {"resnet_small", "resnet18", "resnet34", "resnet50", "resnet101"}) {
+    if (model == known) return true;
+  }
+  return false;
+}
+
+// Parses "org=ORG,platform=PLATFORM[,status=STATUS]" into `o`.
+bool ReadMllogSubmission(const std::string& text, WorkerOptions* o,
+                         std::string* error) {
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value =
+        eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (eq == std::string::npos || value.empty()) {
+      *error = "--mllog-submission: '" + item + "' is not key=value";
+      return false;
+    }
+    if (key == "org") {
+      o->mllog_org = value;
+    } else if (key == "platform") {
+      o->mllog_platform = value;
+    } else if (key == "status") {
+      if (value != "onprem" && value != "cloud" && value != "preview" &&
+          value != "research") {
+        *error = "--mllog-submission: status '" + value +
+                 "' is not onprem, cloud, preview or research";
+        return false;
+      }
+      o->mllog_status = value;
+    } else {
+      *error = "--mllog-submission: unknown key '" + key +
+               "' (org, platform, status)";
+      return false;
+    }
+  }
+  if (o->mllog_org.empty() || o->mllog_platform.empty()) {
+    *error = "--mllog-submission needs org=... and platform=...";
+    return false;
+  }
+  o->mllog_submission = true;
+  return true;
+}
+
 bool IsKnownFlag(const std::string& name) {
   for (const char* flag : kFlags) {
     if (name == flag) return true;
@@ -149,6 +203,10 @@ std::string WorkerUsage() {
          "         [--bucket-mb MB] [--deterministic] [--checkpoint-dir DIR]\n"
          "         [--resume] [--watchdog-seconds N (0: off, default 300)]\n"
          "         [--collective-timeout-seconds N (default 180)]\n"
+         "         [--model "
+         "resnet_small|resnet18|resnet34|resnet50|resnet101]\n"
+         "         [--data DIR|synthetic]\n"
+         "         [--mllog-submission org=ORG,platform=PLATFORM[,status=S]]\n"
          "Trains one rank of a registry config and prints its event lines.\n"
          "Rank layout from torchrun's RANK, WORLD_SIZE, LOCAL_RANK,\n"
          "LOCAL_WORLD_SIZE; or OpenMPI's "
@@ -256,6 +314,24 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
       return ParseOutcome::kError;
     }
     o.config.data_dir = flags["data"];
+    if (flags["data"] == "synthetic") o.config.real_data = false;
+  }
+  if (flags.count("model")) {
+    if (!IsKnownModel(flags["model"])) {
+      *error = "--model: '" + flags["model"] +
+               "' is not resnet_small, resnet18, resnet34, resnet50 or "
+               "resnet101";
+      return ParseOutcome::kError;
+    }
+    o.config.model = flags["model"];
+  }
+  if (!flags.count("batch-size") && o.precision != "fp32" &&
+      o.config.dataset == "imagenet") {
+    o.config.batch_size *= 2;
+  }
+  if (flags.count("mllog-submission") &&
+      !ReadMllogSubmission(flags["mllog-submission"], &o, error)) {
+    return ParseOutcome::kError;
   }
   if (flags.count("events-file")) {
     if (flags["events-file"].empty()) {

@@ -36,6 +36,16 @@ struct WorkerOptions {
   int watchdog_seconds = 300;            // --watchdog-seconds; 0 disables
   int collective_timeout_seconds = 180;  // --collective-timeout-seconds
 
+  // Image classification (issue 4). --model overrides config.model;
+  // --data synthetic sets config.real_data = false (random tensors shaped
+  // like config.dataset's samples: the run is unranked).
+  // --mllog-submission org=ORG,platform=PLATFORM[,status=S] adds MLPerf's
+  // submission keys so the log passes MLCommons' compliance checker.
+  bool mllog_submission = false;
+  std::string mllog_org;
+  std::string mllog_platform;
+  std::string mllog_status = "onprem";  // onprem | cloud | preview | research
+
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
@@ -60,7 +70,9 @@ enum class ParseOutcome { kRun, kHelp, kError };
 // SLURM_NODEID). World > 1 also needs MASTER_ADDR and MASTER_PORT. Threads
 // default to hardware_threads / local ranks. Returns kError with *error
 // naming the flag, variable, workload or config at fault (unknown, out of
-// range, or a config the worker does not implement).
+// range, or a config the worker does not implement). An imagenet config
+// without --batch-size doubles its per-rank batch in bf16/fp16 (the
+// reference recipe: 128 in fp32, 256 in mixed precision).
 ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
                               const Registry& registry, const EnvLookup& env,
                               unsigned hardware_threads, WorkerOptions* out,

@@ -193,9 +193,14 @@ TEST(WorkerFlags, RefusesBadInputNamingIt) {
       {Smoke({"--bogus", "1"}), {}, "--bogus"},
       {{"--workload", "image_classification", "--config", "nope"}, {}, "nope"},
       {{"--workload", "nope", "--config", "fashion_mnist"}, {}, "nope"},
-      {{"--workload", "image_classification", "--config", "imagenet"},
+      {Smoke({"--model", "resnet7"}), {}, "resnet7"},
+      {Smoke({"--mllog-submission", "org=x"}), {}, "platform="},
+      {Smoke({"--mllog-submission", "org=x,platform=y,colour=z"}),
        {},
-       "not implemented"},
+       "colour"},
+      {Smoke({"--mllog-submission", "org=x,platform=y,status=orbit"}),
+       {},
+       "orbit"},
       {{"--config", "fashion_mnist"}, {}, "--workload"},
       {Smoke({"--epochs", "0"}), {}, "--epochs"},
       {Smoke({"--batch-size", "x"}), {}, "--batch-size"},
@@ -242,6 +247,69 @@ TEST(WorkerFlags, RefusesBadInputNamingIt) {
     EXPECT_NE(error.find(c.named), std::string::npos)
         << "error '" << error << "' does not name " << c.named;
   }
+}
+
+TEST(WorkerFlags, RefusesAConfigListedButNotImplemented) {
+  std::string error;
+  std::optional<Registry> registry = Registry::Parse(
+      "[workload image_classification]\n"
+      "[config image_classification/later]\ntarget = 0.5\nepochs = 1\n"
+      "batch_size = 8\nimplemented = false\n",
+      &error);
+  ASSERT_TRUE(registry) << error;
+  WorkerOptions o;
+  EXPECT_EQ(ParseWorkerFlags(
+                {"--workload", "image_classification", "--config", "later"},
+                *registry, FakeEnv({}), 8, &o, &error),
+            ParseOutcome::kError);
+  EXPECT_NE(error.find("not implemented"), std::string::npos) << error;
+}
+
+TEST(WorkerFlags, ModelDataAndSubmissionFlagsOverrideTheConfig) {
+  WorkerOptions o;
+  std::string error;
+  ASSERT_EQ(Parse({"--workload", "image_classification", "--config", "cifar10",
+                   "--model", "resnet34", "--data", "synthetic",
+                   "--mllog-submission", "org=Acme,platform=box-8"},
+                  &o, &error),
+            ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.config.model, "resnet34");
+  EXPECT_EQ(o.config.dataset, "cifar10");  // synthetic samples shaped like it
+  EXPECT_FALSE(o.config.real_data);
+  EXPECT_TRUE(o.mllog_submission);
+  EXPECT_EQ(o.mllog_org, "Acme");
+  EXPECT_EQ(o.mllog_platform, "box-8");
+  EXPECT_EQ(o.mllog_status, "onprem");
+
+  WorkerOptions plain;
+  ASSERT_EQ(Parse({"--workload", "image_classification", "--config", "cifar10"},
+                  &plain, &error),
+            ParseOutcome::kRun);
+  EXPECT_EQ(plain.config.model, "resnet18");
+  EXPECT_TRUE(plain.config.real_data);
+  EXPECT_FALSE(plain.mllog_submission);
+}
+
+TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {
+  WorkerOptions fp32, bf16, given;
+  std::string error;
+  const std::vector<std::string> imagenet = {
+      "--workload", "image_classification", "--config", "imagenet"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = imagenet;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  ASSERT_EQ(Parse(with({}), &fp32, &error), ParseOutcome::kRun) << error;
+  ASSERT_EQ(Parse(with({"--precision", "bf16"}), &bf16, &error),
+            ParseOutcome::kRun);
+  ASSERT_EQ(Parse(with({"--precision", "bf16", "--batch-size", "100"}), &given,
+                  &error),
+            ParseOutcome::kRun);
+  EXPECT_EQ(fp32.config.batch_size, 128);
+  EXPECT_EQ(bf16.config.batch_size, 256);
+  EXPECT_EQ(given.config.batch_size, 100);
 }
 
 TEST(WorkerFlags, HelpAsksForUsage) {

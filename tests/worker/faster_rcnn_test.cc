@@ -1,0 +1,201 @@
+#include "worker/faster_rcnn.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace hpcai500::worker {
+namespace {
+
+constexpr int64_t kHeight = 96;
+constexpr int64_t kWidth = 144;
+
+// A small but complete configuration: ResNet-18 C4, few proposals.
+FasterRCNNOptions SmallOptions() {
+  FasterRCNNOptions o;
+  o.backbone_depth = 18;
+  o.representation_size = 64;
+  o.rpn_pre_nms_top_n_train = 300;
+  o.rpn_post_nms_top_n_train = 100;
+  o.rpn_pre_nms_top_n_test = 200;
+  o.rpn_post_nms_top_n_test = 50;
+  o.rpn_batch_size_per_image = 64;
+  o.box_batch_size_per_image = 64;
+  o.seed = 11;
+  return o;
+}
+
+// Two images with a bright "cyclone" and an elongated "river" band in a few
+// channels, and their boxes (x1, y1, x2, y2).
+struct Batch {
+  torch::Tensor images;
+  std::vector<DetectionTarget> targets;
+};
+
+Batch SyntheticBatch() {
+  torch::manual_seed(1);
+  Batch batch;
+  batch.images = 0.1 * torch::randn({2, 16, kHeight, kWidth});
+  auto paint = [&](int64_t b, int64_t x1, int64_t y1, int64_t x2, int64_t y2,
+                   int64_t channel) {
+    batch.images[b]
+        .narrow(0, channel, 3)
+        .narrow(1, y1, y2 - y1)
+        .narrow(2, x1, x2 - x1)
+        .add_(2.0);
+  };
+  paint(0, 20, 30, 52, 62, 0);
+  paint(1, 10, 10, 42, 42, 0);
+  paint(1, 60, 50, 140, 70, 6);
+  batch.targets.push_back({torch::tensor({{20.f, 30.f, 52.f, 62.f}}),
+                           torch::tensor({1}, torch::kLong)});
+  batch.targets.push_back(
+      {torch::tensor({{10.f, 10.f, 42.f, 42.f}, {60.f, 50.f, 140.f, 70.f}}),
+       torch::tensor({1, 3}, torch::kLong)});
+  return batch;
+}
+
+TEST(FasterRCNN, TrainingReturnsFiniteNamedLosses) {
+  FasterRCNN model(SmallOptions());
+  model->train();
+  Batch batch = SyntheticBatch();
+  auto losses = model->Losses(batch.images, batch.targets);
+  std::vector<std::string> names;
+  for (const auto& [name, value] : losses) {
+    names.push_back(name);
+    EXPECT_EQ(value.dim(), 0) << name;
+    EXPECT_TRUE(std::isfinite(value.item<float>())) << name;
+    EXPECT_GE(value.item<float>(), 0.0f) << name;
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"loss_box_reg", "loss_classifier",
+                                      "loss_objectness", "loss_rpn_box_reg"}));
+  // With 5 classes at init the classifier starts near log(5).
+  EXPECT_NEAR(losses["loss_classifier"].item<float>(), std::log(5.0), 0.2);
+}
+
+TEST(FasterRCNN, SgdStepsOnAFixedBatchReduceTheLoss) {
+  FasterRCNN model(SmallOptions());
+  model->train();
+  Batch batch = SyntheticBatch();
+  torch::optim::SGD sgd(model->parameters(),
+                        torch::optim::SGDOptions(0.01).momentum(0.9));
+  std::vector<float> totals;
+  double seconds = 0;
+  constexpr int kSteps = 12;
+  for (int step = 0; step < kSteps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    sgd.zero_grad();
+    torch::Tensor loss =
+        FasterRCNNImpl::TotalLoss(model->Losses(batch.images, batch.targets));
+    loss.backward();
+    sgd.step();
+    seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    totals.push_back(loss.item<float>());
+  }
+  std::printf("train step (batch 2, %ldx%ld, resnet18 C4): %.3f s\n",
+              static_cast<long>(kHeight), static_cast<long>(kWidth),
+              seconds / kSteps);
+  const float first = (totals[0] + totals[1]) / 2;
+  const float last = (totals[kSteps - 1] + totals[kSteps - 2]) / 2;
+  std::printf("total loss: first two %.3f, last two %.3f\n", first, last);
+  EXPECT_LT(last, 0.8f * first) << "first " << first << " last " << last;
+}
+
+TEST(FasterRCNN, GradientsReachTheBackboneAndUnusedStagesAreDropped) {
+  FasterRCNN model(SmallOptions());
+  model->train();
+  Batch batch = SyntheticBatch();
+  FasterRCNNImpl::TotalLoss(model->Losses(batch.images, batch.targets))
+      .backward();
+  bool saw_conv1 = false;
+  for (const auto& item : model->named_parameters()) {
+    EXPECT_EQ(item.key().find("layer4"), std::string::npos)
+        << item.key() << " is never used with C4 features";
+    if (item.key() == "backbone.conv1.weight") {
+      saw_conv1 = true;
+      ASSERT_TRUE(item.value().grad().defined());
+      EXPECT_GT(item.value().grad().abs().sum().item<float>(), 0.0f);
+    }
+  }
+  EXPECT_TRUE(saw_conv1);
+}
+
+TEST(FasterRCNN, AnImageWithoutBoxesGivesFiniteLosses) {
+  FasterRCNN model(SmallOptions());
+  model->train();
+  Batch batch = SyntheticBatch();
+  batch.targets[0] = {torch::zeros({0, 4}), torch::zeros({0}, torch::kLong)};
+  batch.targets[1] = batch.targets[0];
+  auto losses = model->Losses(batch.images, batch.targets);
+  for (const auto& [name, value] : losses) {
+    EXPECT_TRUE(std::isfinite(value.item<float>())) << name;
+  }
+  EXPECT_EQ(losses["loss_box_reg"].item<float>(), 0.0f);
+  EXPECT_EQ(losses["loss_rpn_box_reg"].item<float>(), 0.0f);
+  torch::Tensor total = FasterRCNNImpl::TotalLoss(losses);
+  total.backward();
+  EXPECT_GT(total.item<float>(), 0.0f);
+}
+
+TEST(FasterRCNN, EvaluationReturnsDetectionsInsideTheImage) {
+  FasterRCNNOptions options = SmallOptions();
+  FasterRCNN model(options);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  Batch batch = SyntheticBatch();
+  std::vector<Detections> detections = model->Detect(batch.images);
+  ASSERT_EQ(detections.size(), 2u);
+  int64_t total = 0;
+  for (const Detections& d : detections) {
+    const int64_t n = d.boxes.size(0);
+    total += n;
+    ASSERT_EQ(d.boxes.sizes(), (std::vector<int64_t>{n, 4}));
+    ASSERT_EQ(d.scores.size(0), n);
+    ASSERT_EQ(d.labels.size(0), n);
+    EXPECT_LE(n, options.detections_per_image);
+    if (n == 0) continue;
+    EXPECT_GE(d.boxes.min().item<float>(), 0.0f);
+    EXPECT_LE(d.boxes.select(1, 2).max().item<float>(), kWidth);
+    EXPECT_LE(d.boxes.select(1, 3).max().item<float>(), kHeight);
+    EXPECT_TRUE(
+        (d.boxes.select(1, 2) > d.boxes.select(1, 0)).all().item<bool>());
+    EXPECT_GE(d.scores.min().item<float>(), options.box_score_threshold);
+    EXPECT_LE(d.scores.max().item<float>(), 1.0f);
+    EXPECT_GE(d.labels.min().item<int64_t>(), 0);
+    EXPECT_LT(d.labels.max().item<int64_t>(), options.num_classes);
+    // Sorted by decreasing score.
+    EXPECT_TRUE((d.scores.slice(0, 1) <= d.scores.slice(0, 0, n - 1))
+                    .all()
+                    .item<bool>());
+  }
+  // An untrained head scores every class near 1/5 > 0.05: detections exist.
+  EXPECT_GT(total, 0);
+}
+
+TEST(FasterRCNN, RejectsBadInputsNamingTheProblem) {
+  FasterRCNN model(SmallOptions());
+  Batch batch = SyntheticBatch();
+  batch.targets[1].labels = torch::tensor({1, 4}, torch::kLong);
+  try {
+    model->Losses(batch.images, batch.targets);
+    FAIL() << "label 4 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("target 1"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(model->Detect(torch::zeros({1, 3, kHeight, kWidth})),
+               std::invalid_argument);
+  FasterRCNNOptions bad = SmallOptions();
+  bad.feature_stage = 7;
+  EXPECT_THROW(FasterRCNN{bad}, std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hpcai500::worker

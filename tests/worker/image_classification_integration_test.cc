@@ -1,0 +1,313 @@
+// Runs the real hpcai500-worker on the image-classification paths of issue 4:
+// synthetic data (unranked, MLPerf-compatible log), a tiny generated CIFAR-10,
+// a tiny generated ImageNet folder tree, and a missing data folder.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifdef HPCAI500_HAVE_TURBOJPEG
+#include <turbojpeg.h>
+#endif
+
+namespace {
+
+using nlohmann::json;
+
+const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+
+std::string TempDir(const std::string& name) {
+  std::string dir = std::string(::testing::TempDir()) + "/ic_it_" + name + "_" +
+                    std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Runs the worker with `args` (rank 0 of 1, two threads); returns its exit
+// code. Output goes to files in `dir`.
+int RunWorker(const std::vector<std::string>& args, const std::string& dir) {
+  std::string command = "env -u RANK -u WORLD_SIZE timeout 240 ";
+  command += kWorker;
+  for (const std::string& a : args) command += " '" + a + "'";
+  command += " --threads 2 > " + dir + "/stdout 2> " + dir + "/stderr";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The ":::MLLOG {...}" lines of an events file, parsed.
+std::vector<json> ReadLog(const std::string& path) {
+  std::vector<json> lines;
+  std::ifstream in(path);
+  const std::string prefix = ":::MLLOG ";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    lines.push_back(json::parse(line.substr(prefix.size())));
+  }
+  return lines;
+}
+
+std::vector<json> WithKey(const std::vector<json>& log,
+                          const std::string& key) {
+  std::vector<json> out;
+  for (const json& line : log) {
+    if (line["key"] == key) out.push_back(line);
+  }
+  return out;
+}
+
+// Position of the first line with `key`, or -1.
+int FirstIndex(const std::vector<json>& log, const std::string& key) {
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (log[i]["key"] == key) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// ResNet-18 (the cifar10 config's model) on synthetic 32x32 data for two
+// steps, with MLPerf's submission keys; run once for the tests below.
+class SyntheticRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(TempDir("synthetic"));
+    exit_code_ = RunWorker(
+        {"--workload", "image_classification", "--config", "cifar10", "--data",
+         "synthetic", "--epochs", "1", "--steps-per-epoch", "2", "--batch-size",
+         "8", "--mllog-submission", "org=Acme,platform=two-cores",
+         "--events-file", *dir_ + "/events"},
+        *dir_);
+    log_ = new std::vector<json>(ReadLog(*dir_ + "/events"));
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+    delete log_;
+  }
+
+  static std::string* dir_;
+  static int exit_code_;
+  static std::vector<json>* log_;
+};
+std::string* SyntheticRun::dir_ = nullptr;
+int SyntheticRun::exit_code_ = -1;
+std::vector<json>* SyntheticRun::log_ = nullptr;
+
+TEST_F(SyntheticRun, TrainsTwoStepsReportsThroughputAndIsUnranked) {
+  ASSERT_EQ(exit_code_, 0) << ReadText(*dir_ + "/stderr");
+  const std::vector<json> stats = WithKey(*log_, "hpcai500_epoch_stats");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0]["value"]["samples"], 16);
+  EXPECT_GT(stats[0]["value"]["throughput"].get<double>(), 0.0);
+  EXPECT_EQ(stats[0]["value"]["corrupt_samples"], 0);
+  ASSERT_EQ(WithKey(*log_, "hpcai500_unranked").size(), 1u);
+  const std::vector<json> config = WithKey(*log_, "hpcai500_config");
+  ASSERT_EQ(config.size(), 1u);
+  EXPECT_EQ(config[0]["metadata"]["model"], "resnet18");
+  EXPECT_EQ(config[0]["metadata"]["dataset"], "synthetic");
+  const std::vector<json> top5 = WithKey(*log_, "eval_top5");
+  const std::vector<json> top1 = WithKey(*log_, "eval_accuracy");
+  ASSERT_EQ(top5.size(), 1u);
+  ASSERT_EQ(top1.size(), 1u);
+  EXPECT_GE(top5[0]["value"].get<double>(), top1[0]["value"].get<double>());
+}
+
+// The REQUIRED constraints of MLCommons' compliance checker for training
+// ruleset 4.0.0 (mlcommons/logging, mlperf_logging/compliance_checker/
+// training_4.0.0/common.yaml and open_common.yaml; open_resnet.yaml was not
+// in the reference index we could read, so its hyperparameter rules are
+// checked as the brief names them: present once, with the right types).
+TEST_F(SyntheticRun, LogMeetsTheMlperfComplianceRules) {
+  ASSERT_EQ(exit_code_, 0) << ReadText(*dir_ + "/stderr");
+  const std::vector<json>& log = *log_;
+  for (const std::string key :
+       {"submission_org", "submission_platform", "submission_division",
+        "submission_status", "submission_benchmark", "init_stop", "run_start",
+        "run_stop", "train_samples", "eval_samples", "global_batch_size",
+        "opt_name", "opt_base_learning_rate", "opt_learning_rate_warmup_epochs",
+        "opt_weight_decay", "label_smoothing"}) {
+    EXPECT_EQ(WithKey(log, key).size(), 1u) << key << " exactly once";
+  }
+  for (const std::string key :
+       {"cache_clear", "init_start", "eval_accuracy", "block_start",
+        "block_stop", "epoch_start", "epoch_stop", "eval_start", "eval_stop"}) {
+    EXPECT_GE(WithKey(log, key).size(), 1u) << key << " at least once";
+  }
+  EXPECT_EQ(WithKey(log, "submission_org")[0]["value"], "Acme");
+  EXPECT_EQ(WithKey(log, "submission_platform")[0]["value"], "two-cores");
+  EXPECT_EQ(WithKey(log, "submission_division")[0]["value"], "open");
+  EXPECT_EQ(WithKey(log, "submission_status")[0]["value"], "onprem");
+  EXPECT_EQ(WithKey(log, "submission_benchmark")[0]["value"], "resnet");
+  EXPECT_TRUE(WithKey(log, "cache_clear")[0].contains("value"));
+  EXPECT_TRUE(
+      WithKey(log, "global_batch_size")[0]["value"].is_number_integer());
+  EXPECT_EQ(WithKey(log, "opt_name")[0]["value"], "sgd");
+  EXPECT_TRUE(
+      WithKey(log, "opt_base_learning_rate")[0]["value"].is_number_float());
+  EXPECT_TRUE(WithKey(log, "opt_weight_decay")[0]["value"].is_number());
+  EXPECT_TRUE(WithKey(log, "label_smoothing")[0]["value"].is_number());
+  EXPECT_TRUE(WithKey(log, "train_samples")[0]["value"].is_number_integer());
+
+  // Ordering: init_start < init_stop < run_start < every block, epoch and
+  // eval line < run_stop.
+  const int init_start = FirstIndex(log, "init_start");
+  const int init_stop = FirstIndex(log, "init_stop");
+  const int run_start = FirstIndex(log, "run_start");
+  const int run_stop = FirstIndex(log, "run_stop");
+  EXPECT_LT(init_start, init_stop);
+  EXPECT_LT(init_stop, run_start);
+  for (size_t i = 0; i < log.size(); ++i) {
+    const std::string key = log[i]["key"];
+    const json& meta = log[i]["metadata"];
+    if (key == "init_start") {
+      EXPECT_LT(static_cast<int>(i), run_start);
+    }
+    if (key == "block_start") {
+      EXPECT_GT(static_cast<int>(i), run_start);
+      ASSERT_TRUE(meta.contains("epoch_count") &&
+                  meta.contains("first_epoch_num"));
+      EXPECT_GT(meta["epoch_count"].get<int>(), 0);
+    }
+    if (key == "block_stop") {
+      EXPECT_TRUE(meta.contains("first_epoch_num"));
+    }
+    if (key == "epoch_start" || key == "epoch_stop" || key == "eval_start" ||
+        key == "eval_stop" || key == "eval_accuracy") {
+      EXPECT_TRUE(meta.contains("epoch_num")) << key;
+      EXPECT_GT(static_cast<int>(i), run_start) << key;
+      EXPECT_LT(static_cast<int>(i), run_stop) << key;
+    }
+  }
+  EXPECT_EQ(log[run_stop]["metadata"]["status"], "success");
+  // The checker reads time_ms; init_stop must come within minutes of
+  // init_start.
+  EXPECT_LE(log[init_start]["time_ms"].get<int64_t>(),
+            log[init_stop]["time_ms"].get<int64_t>());
+}
+
+// CIFAR-10 binary batches of `records` random records each.
+void WriteCifar(const std::string& dir, int records) {
+  std::mt19937 rng(5);
+  std::vector<std::string> files = {"data_batch_1.bin", "data_batch_2.bin",
+                                    "data_batch_3.bin", "data_batch_4.bin",
+                                    "data_batch_5.bin", "test_batch.bin"};
+  for (const std::string& name : files) {
+    std::ofstream out(dir + "/" + name, std::ios::binary);
+    for (int r = 0; r < records; ++r) {
+      out.put(static_cast<char>(rng() % 10));
+      for (int b = 0; b < 3072; ++b) out.put(static_cast<char>(rng() % 256));
+    }
+  }
+}
+
+TEST(ImageClassificationWorker, TrainsCifar10FromBinaryBatches) {
+  const std::string dir = TempDir("cifar");
+  std::filesystem::create_directories(dir + "/cifar");
+  WriteCifar(dir + "/cifar", 6);
+  ASSERT_EQ(
+      RunWorker({"--workload", "image_classification", "--config", "cifar10",
+                 "--data", dir + "/cifar", "--epochs", "1", "--steps-per-epoch",
+                 "2", "--batch-size", "8", "--events-file", dir + "/events"},
+                dir),
+      0)
+      << ReadText(dir + "/stderr");
+  const std::vector<json> log = ReadLog(dir + "/events");
+  EXPECT_EQ(WithKey(log, "train_samples")[0]["value"], 16);
+  EXPECT_EQ(WithKey(log, "eval_samples")[0]["value"], 6);
+  EXPECT_TRUE(WithKey(log, "hpcai500_unranked").empty());
+  const std::vector<json> stats = WithKey(log, "hpcai500_epoch_stats");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0]["value"]["samples"], 16);
+  const double top1 = WithKey(log, "eval_accuracy")[0]["value"];
+  const double top5 = WithKey(log, "eval_top5")[0]["value"];
+  EXPECT_GE(top1, 0.0);
+  EXPECT_GE(top5, top1);
+  EXPECT_LE(top5, 1.0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ImageClassificationWorker, MissingDataFolderAbortsNamingIt) {
+  const std::string dir = TempDir("missing");
+  const std::string data = dir + "/no_such_cifar";
+  EXPECT_EQ(
+      RunWorker({"--workload", "image_classification", "--config", "cifar10",
+                 "--data", data, "--events-file", dir + "/events"},
+                dir),
+      1);
+  const std::vector<json> stop = WithKey(ReadLog(dir + "/events"), "run_stop");
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_EQ(stop[0]["metadata"]["status"], "aborted");
+  EXPECT_NE(stop[0]["metadata"]["reason"].get<std::string>().find(data),
+            std::string::npos)
+      << stop[0];
+  std::filesystem::remove_all(dir);
+}
+
+#ifdef HPCAI500_HAVE_TURBOJPEG
+// Writes a width x height JPEG of random pixels.
+void WriteJpeg(const std::string& path, int width, int height,
+               std::mt19937& rng) {
+  std::vector<unsigned char> rgb(static_cast<size_t>(width) * height * 3);
+  for (auto& p : rgb) p = static_cast<unsigned char>(rng() % 256);
+  tjhandle tj = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(tj, rgb.data(), width, 0, height, TJPF_RGB, &jpeg,
+                        &size, TJSAMP_420, 85, 0),
+            0);
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(jpeg), size);
+  tjFree(jpeg);
+  tjDestroy(tj);
+}
+
+TEST(ImageClassificationWorker, TrainsFromAnImageFolderTree) {
+  const std::string dir = TempDir("folder");
+  std::mt19937 rng(3);
+  for (const std::string split : {"train", "val"}) {
+    for (const std::string cls : {"n01", "n02"}) {
+      const std::string folder = dir + "/imagenet/" + split + "/" + cls;
+      std::filesystem::create_directories(folder);
+      for (int i = 0; i < 2; ++i) {
+        WriteJpeg(folder + "/" + std::to_string(i) + ".JPEG", 80, 60, rng);
+      }
+    }
+  }
+  // One corrupt file: counted and skipped, never a crash.
+  std::ofstream(dir + "/imagenet/train/n02/broken.JPEG") << "not a jpeg";
+  ASSERT_EQ(
+      RunWorker({"--workload", "image_classification", "--config", "imagenet",
+                 "--model", "resnet18", "--data", dir + "/imagenet", "--epochs",
+                 "1", "--batch-size", "5", "--events-file", dir + "/events"},
+                dir),
+      0)
+      << ReadText(dir + "/stderr");
+  const std::vector<json> log = ReadLog(dir + "/events");
+  EXPECT_EQ(WithKey(log, "eval_samples")[0]["value"], 4);
+  const std::vector<json> stats = WithKey(log, "hpcai500_epoch_stats");
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0]["value"]["corrupt_samples"], 1);
+  EXPECT_EQ(stats[0]["value"]["samples"], 4);  // 5 files, one corrupt
+  EXPECT_EQ(WithKey(log, "opt_name")[0]["value"], "sgd");
+  EXPECT_EQ(WithKey(log, "eval_top5")[0]["value"], 1.0);  // two classes
+  std::filesystem::remove_all(dir);
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,143 @@
+// Faster R-CNN (Ren et al. 2015) for the Extreme Weather workload: a ResNet
+// backbone taking the 16 CAM5 channels, one feature level (C4, stride 16, by
+// default; C5, stride 32, optional), a region proposal network with anchors
+// sized and shaped for cyclones and atmospheric rivers, RoIAlign 7x7, and a
+// two-FC box head with classification and class-specific regression. Images
+// are used at their own size, never resized.
+//
+// Boxes: float [K, 4] rows (x1, y1, x2, y2) in input pixels (see
+// worker/detection_ops.h); class labels int64 [K] in 0..num_classes-1
+// (background is internal). Training: Losses(); evaluation: Detect().
+//
+// Thread-safety: one thread uses a module at a time (LibTorch's rule); the
+// samplers inside advance with every training call.
+#ifndef HPCAI500_WORKER_FASTER_RCNN_H_
+#define HPCAI500_WORKER_FASTER_RCNN_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/detection_ops.h"
+#include "worker/resnet.h"
+
+namespace hpcai500::worker {
+
+struct FasterRCNNOptions {
+  int backbone_depth = 18;  // 18, 34, 50 or 101
+  int64_t in_channels = 16;
+  int64_t num_classes = 4;  // foreground classes
+  int feature_stage = 4;    // 4: C4 (stride 16); 5: C5 (stride 32)
+
+  // Anchors: area size^2 (input pixels), height / width = ratio. The
+  // defaults suit the reduced 96 x 144 grid; scale sizes with the grid.
+  std::vector<double> anchor_sizes = {16, 32, 64, 128};
+  std::vector<double> anchor_aspect_ratios = {0.25, 0.5, 1.0, 2.0, 4.0};
+
+  // Region proposal network.
+  int64_t rpn_pre_nms_top_n_train = 1000;
+  int64_t rpn_post_nms_top_n_train = 500;
+  int64_t rpn_pre_nms_top_n_test = 500;
+  int64_t rpn_post_nms_top_n_test = 300;
+  double rpn_nms_threshold = 0.7;
+  double rpn_fg_iou = 0.7;
+  double rpn_bg_iou = 0.3;
+  int64_t rpn_batch_size_per_image = 256;
+  double rpn_positive_fraction = 0.5;
+
+  // RoI box head.
+  int64_t roi_output_size = 7;
+  int64_t roi_sampling_ratio = 2;
+  int64_t representation_size = 1024;  // width of the two FC layers
+  double box_fg_iou = 0.5;
+  double box_bg_iou = 0.5;
+  int64_t box_batch_size_per_image = 512;
+  double box_positive_fraction = 0.25;
+  double box_score_threshold = 0.05;
+  double box_nms_threshold = 0.5;
+  int64_t detections_per_image = 100;
+
+  uint64_t seed = 0;  // seeds the anchor and proposal samplers
+};
+
+// Ground truth of one image.
+struct DetectionTarget {
+  torch::Tensor boxes;   // float [K, 4], x1 y1 x2 y2 pixels; K may be 0
+  torch::Tensor labels;  // int64 [K] in 0..num_classes-1
+};
+
+// Detections of one image, by decreasing score.
+struct Detections {
+  torch::Tensor boxes;   // float [D, 4] inside the image
+  torch::Tensor scores;  // float [D] in [score_threshold, 1]
+  torch::Tensor labels;  // int64 [D] in 0..num_classes-1
+};
+
+class FasterRCNNImpl : public torch::nn::Module {
+ public:
+  // Throws std::invalid_argument for a bad option (naming it).
+  explicit FasterRCNNImpl(const FasterRCNNOptions& options);
+
+  // Training losses for images [B, in_channels, H, W] and one target per
+  // image: "loss_objectness", "loss_rpn_box_reg", "loss_classifier",
+  // "loss_box_reg" (scalars; their sum is the training loss). Works in train
+  // or eval mode (BatchNorm follows the module's mode). Throws
+  // std::invalid_argument on a shape mismatch or a label out of range.
+  std::map<std::string, torch::Tensor> Losses(
+      const torch::Tensor& images, const std::vector<DetectionTarget>& targets);
+
+  // Detections per image after score threshold and per-class NMS. Callers
+  // evaluating should put the module in eval mode and hold a NoGradGuard.
+  std::vector<Detections> Detect(const torch::Tensor& images);
+
+  // Sum of the Losses() dict.
+  static torch::Tensor TotalLoss(
+      const std::map<std::string, torch::Tensor>& losses);
+
+  const FasterRCNNOptions& options() const { return options_; }
+  ResNet& backbone() { return backbone_; }
+
+ private:
+  struct RpnOutput {
+    torch::Tensor objectness;  // [B, N] logits
+    torch::Tensor deltas;      // [B, N, 4]
+    torch::Tensor anchors;     // [N, 4]
+  };
+
+  torch::Tensor FeatureMap(const torch::Tensor& images);
+  RpnOutput Rpn(const torch::Tensor& features, int64_t image_height,
+                int64_t image_width);
+  // Proposals per image (detached), [P_i, 4].
+  std::vector<torch::Tensor> Proposals(const RpnOutput& rpn,
+                                       int64_t image_height,
+                                       int64_t image_width, bool training);
+  // Box-head logits [K, num_classes + 1] and deltas [K, 4 (num_classes + 1)]
+  // for proposals (one tensor per image).
+  std::pair<torch::Tensor, torch::Tensor> BoxHead(
+      const torch::Tensor& features, const std::vector<torch::Tensor>& boxes);
+  void CheckInputs(const torch::Tensor& images,
+                   const std::vector<DetectionTarget>* targets) const;
+
+  // Constant after construction.
+  FasterRCNNOptions options_;
+  double stride_ = 16;
+  int64_t num_anchors_ = 0;  // per location
+
+  ResNet backbone_{nullptr};
+  torch::nn::Conv2d rpn_conv_{nullptr}, rpn_objectness_{nullptr},
+      rpn_deltas_{nullptr};
+  torch::nn::Linear fc6_{nullptr}, fc7_{nullptr}, cls_score_{nullptr},
+      bbox_pred_{nullptr};
+  // Advanced by every Losses() call.
+  std::unique_ptr<detection::BalancedSampler> rpn_sampler_;
+  std::unique_ptr<detection::BalancedSampler> box_sampler_;
+};
+TORCH_MODULE(FasterRCNN);
+
+}  // namespace hpcai500::worker
+
+#endif  // HPCAI500_WORKER_FASTER_RCNN_H_
