@@ -333,6 +333,13 @@ class Lars final : public torch::optim::SGD {
   const double weight_decay_;
 };
 
+// The CUDA device of a local rank. An agent gives each rank exactly its own
+// GPU (CUDA_VISIBLE_DEVICES), which the rank then sees as device 0; a rank
+// started without that sees every GPU of the node and takes its local rank's.
+int CudaDeviceIndex(int local_rank) {
+  return torch::cuda::device_count() == 1 ? 0 : local_rank;
+}
+
 // One rank of an image-classification run.
 class Trainer {
  public:
@@ -340,7 +347,8 @@ class Trainer {
       : o_(options),
         log_(log),
         device_(options.device == "cuda"
-                    ? torch::Device(torch::kCUDA, options.local_rank)
+                    ? torch::Device(torch::kCUDA,
+                                    CudaDeviceIndex(options.local_rank))
                     : torch::Device(torch::kCPU)) {}
 
   void Run() {
@@ -827,7 +835,8 @@ std::string CheckRunnable(const WorkerOptions& options) {
     if (!torch::cuda::is_available()) {
       return "--device cuda: no CUDA device is available to this LibTorch";
     }
-    if (options.local_rank >= static_cast<int>(torch::cuda::device_count())) {
+    if (torch::cuda::device_count() > 1 &&
+        options.local_rank >= static_cast<int>(torch::cuda::device_count())) {
       return "--device cuda: LOCAL_RANK " + std::to_string(options.local_rank) +
              " has no GPU (" + std::to_string(torch::cuda::device_count()) +
              " visible)";
