@@ -6,8 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/spec.h"
 #include "common/status_macros.h"
 
 namespace hpcai500::agent {
@@ -16,9 +16,13 @@ namespace {
 constexpr int kMaxWorldSize = 65536;
 constexpr size_t kMaxNameLength = 64;
 
+// How this file's errors name a field: "assignment: <name>".
+std::string Field(absl::string_view name) {
+  return absl::StrCat("assignment: ", name);
+}
+
 absl::Status Invalid(absl::string_view field, absl::string_view reason) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("assignment: ", field, ": ", reason));
+  return absl::InvalidArgumentError(absl::StrCat(Field(field), ": ", reason));
 }
 
 bool IsName(absl::string_view s) {
@@ -37,15 +41,6 @@ absl::Status CheckName(absl::string_view field, absl::string_view value) {
   return absl::OkStatus();
 }
 
-absl::Status CheckRange(absl::string_view field, int64_t value, int64_t low,
-                        int64_t high) {
-  if (value < low || value > high) {
-    return Invalid(field, absl::StrCat("must be between ", low, " and ", high,
-                                       ", got ", value));
-  }
-  return absl::OkStatus();
-}
-
 // A host name or an IPv4/IPv6 address: letters, digits, '.', '-', ':'.
 absl::Status CheckHost(absl::string_view field, absl::string_view host) {
   bool ok = !host.empty() && host.size() <= 253 &&
@@ -58,16 +53,6 @@ absl::Status CheckHost(absl::string_view field, absl::string_view host) {
                                        host.substr(0, 80), "'"));
   }
   return absl::OkStatus();
-}
-
-absl::Status CheckOneOf(absl::string_view field, absl::string_view value,
-                        std::initializer_list<absl::string_view> allowed) {
-  for (absl::string_view a : allowed) {
-    if (value == a) return absl::OkStatus();
-  }
-  return Invalid(field,
-                 absl::StrCat("must be one of ", absl::StrJoin(allowed, " | "),
-                              ", got '", value.substr(0, 80), "'"));
 }
 
 // The device a local rank sees: the local_rank-th entry of the agent's own
@@ -87,9 +72,9 @@ std::string VisibleDevice(const std::vector<std::string>& env, int local_rank) {
 }  // namespace
 
 absl::Status ValidateAttemptKey(const v1::AttemptKey& key) {
-  RETURN_IF_ERROR(CheckRange("key.run_id", key.run_id(), 1,
-                             std::numeric_limits<int64_t>::max()));
-  return CheckRange("key.attempt", key.attempt(), 0, 1000000);
+  RETURN_IF_ERROR(CheckInRange(Field("key.run_id"), key.run_id(), 1,
+                               std::numeric_limits<int64_t>::max()));
+  return CheckInRange(Field("key.attempt"), key.attempt(), 0, 1000000);
 }
 
 absl::Status ValidateStartAssignment(const v1::Assignment& a) {
@@ -100,20 +85,23 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   const v1::RunSpec& spec = a.spec();
   RETURN_IF_ERROR(CheckName("spec.workload", spec.workload()));
   RETURN_IF_ERROR(CheckName("spec.config", spec.config()));
-  RETURN_IF_ERROR(CheckOneOf("spec.device", spec.device(), {"cpu", "cuda"}));
+  RETURN_IF_ERROR(CheckOneOf(Field("spec.device"), spec.device(), kDevices));
   RETURN_IF_ERROR(
-      CheckOneOf("spec.precision", spec.precision(), {"fp32", "bf16", "fp16"}));
+      CheckOneOf(Field("spec.precision"), spec.precision(), kPrecisions));
   if (!spec.compression().empty()) {  // empty: a coordinator before v0.2
-    RETURN_IF_ERROR(CheckOneOf("spec.compression", spec.compression(),
-                               {"none", "fp16", "bf16", "powersgd"}));
+    RETURN_IF_ERROR(CheckOneOf(Field("spec.compression"), spec.compression(),
+                               kCompressions));
   }
-  RETURN_IF_ERROR(CheckRange("spec.epochs", spec.epochs(), 1, 100000));
-  RETURN_IF_ERROR(CheckRange("spec.batch_size", spec.batch_size(), 1, 65536));
-  RETURN_IF_ERROR(CheckRange("world_size", a.world_size(), 1, kMaxWorldSize));
+  RETURN_IF_ERROR(CheckInRange(Field("spec.epochs"), spec.epochs(), 1, 100000));
   RETURN_IF_ERROR(
-      CheckRange("node_rank", a.node_rank(), 0, a.world_size() - 1));
+      CheckInRange(Field("spec.batch_size"), spec.batch_size(), 1, 65536));
+  RETURN_IF_ERROR(
+      CheckInRange(Field("world_size"), a.world_size(), 1, kMaxWorldSize));
+  RETURN_IF_ERROR(
+      CheckInRange(Field("node_rank"), a.node_rank(), 0, a.world_size() - 1));
   RETURN_IF_ERROR(CheckHost("master_addr", a.master_addr()));
-  RETURN_IF_ERROR(CheckRange("master_port", a.master_port(), 1, 65535));
+  RETURN_IF_ERROR(
+      CheckInRange(Field("master_port"), a.master_port(), 1, 65535));
   if (a.ranks().empty()) return Invalid("ranks", "must not be empty");
   std::set<int> seen;
   for (int i = 0; i < a.ranks_size(); ++i) {

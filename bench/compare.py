@@ -5,6 +5,7 @@ and prints a Markdown table with images/s and the ratio ours / PyTorch.
   bench/compare.py train-step [--build-dir DIR] [--threads N] [--rounds N]
   bench/compare.py epoch      [--build-dir DIR] [--threads N] [--steps N]
   bench/compare.py input      [--build-dir DIR] [--images N]
+  bench/compare.py detection  [--build-dir DIR] [--threads N] [--steps N]
 
 Each round runs both sides one after the other (the order alternates between
 rounds, so a load change on a shared machine hits both alike); the ratio
@@ -106,6 +107,32 @@ def train_step(a):
                      f"{' channels-last' if a.channels_last else ''}",
                      ours, peer, ratio))
     table("Training step (synthetic data, median step after warm-up)", rows)
+
+
+def detection(a):
+    bench = binary(a.build_dir, "hpcai500-train-step-bench")
+    rows = []
+    for depth in a.depths.split(","):
+        model = f"faster_rcnn_resnet{depth}"
+        args = ["--model", model, "--height", str(a.height), "--width",
+                str(a.width), "--batch", str(a.batch), "--boxes",
+                str(a.boxes), "--threads", str(a.threads), "--warmup",
+                str(a.warmup), "--steps", str(a.steps), "--channels-last",
+                str(a.channels_last)]
+        ours_cmd = [bench] + args
+        if a.conv_box_head is not None:
+            ours_cmd += ["--conv-box-head", str(a.conv_box_head)]
+        pairs = side_by_side(
+            ours_cmd, [PYTHON, os.path.join(PEERS, "detection_step.py")] + args,
+            a.rounds)
+        ours, peer, ratio = summarize(pairs)
+        head = pairs[0][0].get("conv_box_head")
+        rows.append((f"{model} C4 {a.height}x{a.width} batch {a.batch}, "
+                     f"{a.boxes} boxes/image, fp32 cpu threads {a.threads}"
+                     f"{', conv box head' if head else ', linear box head'}",
+                     ours, peer, ratio))
+    table("Faster R-CNN training step (synthetic batch, median step after "
+          "warm-up; images/s = samples/s)", rows)
 
 
 def prepare_fashion_root(root):
@@ -239,11 +266,24 @@ def main():
     i.add_argument("--images", type=int, default=200)
     i.add_argument("--images-dir", help="an existing JPEG folder tree")
     i.add_argument("--passes", type=int, default=3)
+    d = sub.add_parser("detection")
+    d.add_argument("--threads", type=int, default=os.cpu_count())
+    d.add_argument("--depths", default="18",
+                   help="comma-separated backbone depths (18,50)")
+    d.add_argument("--height", type=int, default=96)
+    d.add_argument("--width", type=int, default=144)
+    d.add_argument("--batch", type=int, default=2)
+    d.add_argument("--boxes", type=int, default=3)
+    d.add_argument("--warmup", type=int, default=1)
+    d.add_argument("--steps", type=int, default=3)
+    d.add_argument("--channels-last", type=int, choices=[0, 1], default=0)
+    d.add_argument("--conv-box-head", type=int, choices=[0, 1], default=None,
+                   help="our side only (default: FasterRCNNOptions')")
     a = p.parse_args()
     if a.rounds < 1:
         sys.exit("compare.py: --rounds must be >= 1")
     {"train-step": train_step, "epoch": epoch,
-     "input": input_pipeline}[a.bench](a)
+     "input": input_pipeline, "detection": detection}[a.bench](a)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,22 @@ std::string ScoreSummary(const v1::Score& score) {
       " (", score.reached_target() ? "reached" : "below target", ")\n",
       "  FLOPS        ", FormatFlops(score.flops()), "\n", "  Valid FLOPS  ",
       FormatFlops(score.valid_flops()), " (n = ", score.exponent(), ")\n");
+}
+
+// Energy of the training epochs, the average power it means, and Valid FLOPS
+// per watt (HPC AI500 V2.0); for a score with energy_joules > 0.
+std::string EnergySummary(const v1::Score& score) {
+  std::string text =
+      absl::StrFormat("  energy       %.1f J", score.energy_joules());
+  if (score.train_seconds() > 0) {
+    absl::StrAppendFormat(&text, " (%.1f W average over %.2f s)",
+                          score.energy_joules() / score.train_seconds(),
+                          score.train_seconds());
+  }
+  absl::StrAppend(&text, "\n  per watt     ",
+                  FormatFlops(score.valid_flops_per_watt()),
+                  "/W (Valid FLOPS / average power)\n");
+  return text;
 }
 
 }  // namespace
@@ -129,6 +146,10 @@ int Commands::Watch(int64_t run_id) {
   bool seen_any = false;
   bool final = false;
   while (reader->Read(&update)) {
+    // An update's log lines are what happened up to its snapshot of the run:
+    // they come before the state they led to (a watch that begins after the
+    // run was placed gets "queued: ..." in the log and state STARTING).
+    for (const std::string& line : update.log()) out_ << line << "\n";
     if (update.has_run()) {
       if (!seen_any || update.run().state() != last.state()) {
         out_ << "run " << run_id << ": " << RunStateName(update.run().state())
@@ -137,7 +158,6 @@ int Commands::Watch(int64_t run_id) {
       last = update.run();
       seen_any = true;
     }
-    for (const std::string& line : update.log()) out_ << line << "\n";
     out_.flush();
     if (update.final()) final = true;
   }
@@ -235,6 +255,7 @@ int Commands::Show(int64_t run_id, bool json) {
          << " s (evaluation " << absl::StrFormat("%.2f", score.eval_seconds())
          << " s)\n"
          << "  convention   " << score.convention() << "\n";
+    if (score.energy_joules() > 0) out_ << EnergySummary(score);
   }
   return kExitOk;
 }
@@ -292,17 +313,26 @@ int Commands::Leaderboard(const std::string& workload,
     out_ << "no results yet\n";
     return kExitOk;
   }
-  std::vector<std::vector<std::string>> rows;
+  // Workloads are ranked apart: one table each, never one mixed ordering.
+  std::vector<std::string> workloads;
+  std::map<std::string, std::vector<std::vector<std::string>>> tables;
   for (const v1::LeaderboardRow& row : response.rows()) {
-    rows.push_back({RankText(row), row.system(), row.name(), row.config(),
-                    FormatFlops(row.valid_flops()),
-                    FormatQualityVsTarget(row.quality(), row.target()),
-                    absl::StrCat(row.runs()),
-                    row.ranked() ? "ranked" : "unranked"});
+    auto [it, added] = tables.try_emplace(row.workload());
+    if (added) workloads.push_back(row.workload());
+    it->second.push_back({RankText(row), row.system(), row.name(), row.config(),
+                          FormatFlops(row.valid_flops()),
+                          FormatQualityVsTarget(row.quality(), row.target()),
+                          absl::StrCat(row.runs()),
+                          row.ranked() ? "ranked" : "unranked"});
   }
-  out_ << FormatTable({"rank", "system", "name", "config", "Valid FLOPS",
-                       "quality / target", "runs", "status"},
-                      rows, /*right_aligned=*/{0, 4, 5, 6});
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    if (workloads.size() > 1) {
+      out_ << (i > 0 ? "\n" : "") << workloads[i] << "\n";
+    }
+    out_ << FormatTable({"rank", "system", "name", "config", "Valid FLOPS",
+                         "quality / target", "runs", "status"},
+                        tables[workloads[i]], /*right_aligned=*/{0, 4, 5, 6});
+  }
   return kExitOk;
 }
 

@@ -62,6 +62,38 @@ std::string SetWorkloadKey(WorkloadInfo& w, std::string_view key,
   return "";
 }
 
+const std::string kYears = "is not a list of years (e.g. 1979 1980)";
+
+// "1979 1980 ..." (spaces or commas between), each in 1000..9999.
+bool ParseYears(std::string_view s, std::vector<int>* out) {
+  out->clear();
+  size_t pos = 0;
+  while (pos < s.size()) {
+    if (s[pos] == ' ' || s[pos] == ',' || s[pos] == '\t') {
+      ++pos;
+      continue;
+    }
+    size_t end = s.find_first_of(" ,\t", pos);
+    if (end == std::string_view::npos) end = s.size();
+    int64_t year = 0;
+    if (!ParseInt(s.substr(pos, end - pos), &year) || year < 1000 ||
+        year > 9999) {
+      return false;
+    }
+    out->push_back(static_cast<int>(year));
+    pos = end;
+  }
+  return !out->empty();
+}
+
+// "HEIGHTxWIDTH", both positive.
+bool ParseGrid(std::string_view s, int64_t* height, int64_t* width) {
+  const size_t x = s.find('x');
+  if (x == std::string_view::npos) return false;
+  return ParseInt(s.substr(0, x), height) && ParseInt(s.substr(x + 1), width) &&
+         *height > 0 && *width > 0;
+}
+
 std::string SetConfigKey(ConfigInfo& c, std::string_view key,
                          std::string_view value) {
   auto number = [&](double* out) -> std::string {
@@ -109,6 +141,20 @@ std::string SetConfigKey(ConfigInfo& c, std::string_view key,
     return boolean(&c.real_data);
   else if (key == "implemented")
     return boolean(&c.implemented);
+  else if (key == "train_years")
+    return ParseYears(value, &c.train_years) ? "" : "train_years " + kYears;
+  else if (key == "eval_years")
+    return ParseYears(value, &c.eval_years) ? "" : "eval_years " + kYears;
+  else if (key == "generate_samples")
+    return integer(&c.generate_samples);
+  else if (key == "rois_per_image")
+    return integer(&c.rois_per_image);
+  else if (key == "box_head_width")
+    return integer(&c.box_head_width);
+  else if (key == "generate_grid")
+    return ParseGrid(value, &c.generate_height, &c.generate_width)
+               ? ""
+               : "generate_grid is not HEIGHTxWIDTH (e.g. 96x144)";
   else
     return "unknown config key '" + std::string(key) + "'";
   return "";
@@ -185,6 +231,23 @@ std::optional<Registry> Registry::Parse(std::string_view text,
     if (c.target <= 0 || c.epochs <= 0 || c.batch_size <= 0) {
       *error = "config " + c.workload + "/" + c.name +
                ": target, epochs and batch_size must be positive";
+      return std::nullopt;
+    }
+    if (c.dataset == "extreme_weather" &&
+        (c.train_years.empty() || c.eval_years.empty())) {
+      *error = "config " + c.workload + "/" + c.name +
+               ": dataset extreme_weather needs train_years and eval_years";
+      return std::nullopt;
+    }
+    if (c.rois_per_image < 0 || c.box_head_width < 0) {
+      *error = "config " + c.workload + "/" + c.name +
+               ": rois_per_image and box_head_width must not be negative";
+      return std::nullopt;
+    }
+    if (c.generate_samples < 0 ||
+        (c.generate_samples > 0 && c.generate_height == 0)) {
+      *error = "config " + c.workload + "/" + c.name +
+               ": generate_samples needs a positive count and generate_grid";
       return std::nullopt;
     }
   }

@@ -41,6 +41,21 @@ struct ConfigInfo {
   int64_t eval_samples = 0;   // 0: all
   bool real_data = true;
   bool implemented = true;
+  // Extreme Weather: the years whose <data_dir>/climo_YYYY.h5 files train
+  // and evaluate.
+  std::vector<int> train_years;
+  std::vector<int> eval_years;
+  // > 0: the data are generated (hpcai500-worker make-ewa): a year file
+  // missing from data_dir is written with this many samples on this grid,
+  // seeded by its year. 0: real data, never generated.
+  int64_t generate_samples = 0;
+  int64_t generate_height = 0;
+  int64_t generate_width = 0;
+  // Extreme Weather detector size: RoIs sampled per image for the box head
+  // and the width of its two fully connected layers (0: Faster R-CNN's
+  // 512 and 1024).
+  int64_t rois_per_image = 0;
+  int64_t box_head_width = 0;
 };
 
 class Registry {

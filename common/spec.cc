@@ -23,8 +23,13 @@ constexpr int kMaxRepetitions = 100;
 constexpr int64_t kMaxSeed = (int64_t{1} << 31) - 1;
 constexpr size_t kMaxSpecBytes = 64 * 1024;
 
+// How this file's errors name a field: "field '<name>'".
+std::string Field(absl::string_view name) {
+  return absl::StrCat("field '", name, "'");
+}
+
 absl::Status FieldError(absl::string_view field, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("field '", field, "': ", why));
+  return absl::InvalidArgumentError(absl::StrCat(Field(field), ": ", why));
 }
 
 bool IsNameChar(char c) {
@@ -44,25 +49,6 @@ absl::Status CheckName(absl::string_view field, const std::string& value,
       return FieldError(field, absl::StrCat("character '", std::string(1, c),
                                             "' is not allowed"));
     }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckOneOf(absl::string_view field, const std::string& value,
-                        const std::vector<std::string>& allowed) {
-  for (const std::string& a : allowed) {
-    if (value == a) return absl::OkStatus();
-  }
-  return FieldError(
-      field, absl::StrCat("must be one of ", absl::StrJoin(allowed, ", "),
-                          "; got '", value, "'"));
-}
-
-absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo,
-                        int64_t hi) {
-  if (value < lo || value > hi) {
-    return FieldError(field, absl::StrCat("must be between ", lo, " and ", hi,
-                                          ", got ", value));
   }
   return absl::OkStatus();
 }
@@ -88,6 +74,25 @@ absl::StatusOr<int64_t> ScalarInt(const YAML::Node& node,
 }
 
 }  // namespace
+
+absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
+                          int64_t high) {
+  if (value < low || value > high) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": must be between ", low, " and ", high, ", got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
+                        absl::Span<const absl::string_view> allowed) {
+  for (absl::string_view a : allowed) {
+    if (value == a) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": must be one of ", absl::StrJoin(allowed, ", "),
+                   "; got '", value.substr(0, 80), "'"));
+}
 
 absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                              const Registry& registry) {
@@ -117,7 +122,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                                              "build's worker yet"));
   }
   RETURN_IF_ERROR(
-      CheckOneOf("level", spec.level(), {"hardware", "system", "free"}));
+      CheckOneOf(Field("level"), spec.level(), {"hardware", "system", "free"}));
   // LARS changes the optimizer the reference recipe fixes: free level only.
   if (config->optimizer == "lars" && spec.level() != "free") {
     return FieldError("config",
@@ -126,24 +131,25 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                                    "(level is '",
                                    spec.level(), "')"));
   }
-  RETURN_IF_ERROR(CheckRange("nodes", spec.nodes(), 1, kMaxNodes));
+  RETURN_IF_ERROR(CheckInRange(Field("nodes"), spec.nodes(), 1, kMaxNodes));
+  RETURN_IF_ERROR(CheckInRange(Field("ranks_per_node"), spec.ranks_per_node(),
+                               1, kMaxRanksPerNode));
+  RETURN_IF_ERROR(CheckOneOf(Field("device"), spec.device(), kDevices));
   RETURN_IF_ERROR(
-      CheckRange("ranks_per_node", spec.ranks_per_node(), 1, kMaxRanksPerNode));
-  RETURN_IF_ERROR(CheckOneOf("device", spec.device(), {"cpu", "cuda"}));
-  RETURN_IF_ERROR(CheckRange("batch_size", spec.batch_size(), 1, kMaxBatch));
+      CheckInRange(Field("batch_size"), spec.batch_size(), 1, kMaxBatch));
   RETURN_IF_ERROR(
-      CheckOneOf("precision", spec.precision(), {"fp32", "bf16", "fp16"}));
+      CheckOneOf(Field("precision"), spec.precision(), kPrecisions));
   if (spec.precision() == "fp16" && spec.device() != "cuda") {
     return FieldError("precision", "fp16 needs device cuda");
   }
-  RETURN_IF_ERROR(CheckOneOf("compression", spec.compression(),
-                             {"none", "fp16", "bf16", "powersgd"}));
+  RETURN_IF_ERROR(
+      CheckOneOf(Field("compression"), spec.compression(), kCompressions));
   if (spec.compression() == "bf16" && spec.device() != "cuda") {
     return FieldError("compression",
                       "bf16 needs device cuda (NCCL); Gloo carries bf16 only "
                       "from LibTorch 2.2");
   }
-  RETURN_IF_ERROR(CheckRange("seed", spec.seed(), 0, kMaxSeed));
+  RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSeed));
   RETURN_IF_ERROR(
       CheckName("system", spec.system(), 128, /*allow_spaces=*/true));
   if (spec.epochs() > config->epochs) {
@@ -151,9 +157,10 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
         "epochs", absl::StrCat("exceeds the epoch budget of ", spec.config(),
                                " (", config->epochs, "), got ", spec.epochs()));
   }
-  RETURN_IF_ERROR(CheckRange("epochs", spec.epochs(), 1, config->epochs));
   RETURN_IF_ERROR(
-      CheckRange("repetitions", spec.repetitions(), 1, kMaxRepetitions));
+      CheckInRange(Field("epochs"), spec.epochs(), 1, config->epochs));
+  RETURN_IF_ERROR(CheckInRange(Field("repetitions"), spec.repetitions(), 1,
+                               kMaxRepetitions));
   // The hardware level keeps the reference recipe: only the hardware and
   // the reference's two precision variants (fp32 at its batch, mixed
   // precision at twice that) may differ.

@@ -5,10 +5,14 @@
 #ifndef HPCAI500_COMMON_SPEC_H_
 #define HPCAI500_COMMON_SPEC_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/registry.h"
 #include "proto/hpcai500.pb.h"
 
@@ -25,6 +29,24 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
 // Checks an already-built spec (the same rules as ParseRunSpec, without
 // defaults). Used for specs that did not come from YAML.
 absl::Status ValidateRunSpec(const v1::RunSpec& spec, const Registry& registry);
+
+// The values a spec's enumerated fields take; the agent checks assignments
+// against the same lists.
+inline constexpr absl::string_view kDevices[] = {"cpu", "cuda"};
+inline constexpr absl::string_view kPrecisions[] = {"fp32", "bf16", "fp16"};
+inline constexpr absl::string_view kCompressions[] = {"none", "fp16", "bf16",
+                                                      "powersgd"};
+
+// Field checks shared by every place that checks what a remote side sends
+// (run specs here, assignments in the agent). Each returns OkStatus or
+// InvalidArgument "<what>: <reason>", `what` naming the field the way the
+// caller's messages do ("field 'seed'", "assignment: master_port"):
+//   "<what>: must be between 1 and 64, got 0"
+//   "<what>: must be one of cpu, cuda; got 'tpu'"
+absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
+                          int64_t high);
+absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
+                        absl::Span<const absl::string_view> allowed);
 
 // The spec as YAML, in the key order users write (for `show` and storage).
 std::string RunSpecToYaml(const v1::RunSpec& spec);

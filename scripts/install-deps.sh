@@ -6,6 +6,10 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev libgloo-dev zlib1g-dev
+  # Debian's LibTorch calls the system BLAS for matrix products (linear
+  # layers): without this the reference BLAS, single-threaded and several
+  # times slower. The OpenMP build follows torch's thread count.
+  libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev

@@ -36,8 +36,10 @@ constexpr char kUsage[] =
     "usage: hpcai500d [--grpc HOST:PORT] [--http HOST:PORT] [--db FILE]\n"
     "                 [--web-dir DIR] [--auth-token-file FILE] "
     "[--node-timeout-s N]\n"
+    "                 [--http-max-connections N]\n"
     "defaults: --grpc 127.0.0.1:7500 --http 127.0.0.1:7580 "
-    "--db ./hpcai500.db --node-timeout-s 60\n";
+    "--db ./hpcai500.db --node-timeout-s 60\n"
+    "          --http-max-connections 256 (more are answered 503)\n";
 
 struct Flags {
   std::string grpc = "127.0.0.1:7500";
@@ -46,6 +48,7 @@ struct Flags {
   std::string web_dir = HPCAI500_DEFAULT_WEB_DIR;
   std::string auth_token_file;
   int node_timeout_s = 60;
+  int http_max_connections = HttpServer::kDefaultMaxConnections;
   bool help = false;
 };
 
@@ -74,6 +77,8 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     if (name == "--auth-token-file") target = &flags.auth_token_file;
     std::string timeout;
     if (name == "--node-timeout-s") target = &timeout;
+    std::string max_connections;
+    if (name == "--http-max-connections") target = &max_connections;
     if (target == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown argument '", arg, "'"));
@@ -96,6 +101,14 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
       return absl::InvalidArgumentError(
           absl::StrCat("flag --node-timeout-s: must be 1..86400 seconds, got '",
                        timeout, "'"));
+    }
+    if (target == &max_connections &&
+        (!absl::SimpleAtoi(max_connections, &flags.http_max_connections) ||
+         flags.http_max_connections < 1 ||
+         flags.http_max_connections > 65536)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag --http-max-connections: must be 1..65536, got '",
+                       max_connections, "'"));
     }
   }
   return flags;
@@ -165,7 +178,8 @@ absl::Status RunServer(const Flags& flags) {
   LogLine(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
 
 #ifdef HPCAI500_HAVE_HTTP
-  HttpServer http(coordinator.get(), flags.web_dir);
+  HttpServer http(coordinator.get(), flags.web_dir, /*threads=*/2,
+                  flags.http_max_connections);
   if (absl::Status started = http.Start(flags.http); !started.ok()) {
     server->Shutdown();
     return started;

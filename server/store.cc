@@ -82,9 +82,19 @@ CREATE TABLE nodes (
   last_seen_ms INTEGER NOT NULL
 );
 )sql",
+    // 2: a result's energy and Valid FLOPS per watt (0: not measured).
+    R"sql(
+ALTER TABLE results ADD COLUMN energy_joules REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN valid_flops_per_watt REAL NOT NULL DEFAULT 0;
+)sql",
 };
 
 constexpr int kBusyTimeoutMs = 5000;
+
+// Bytes bound as a BLOB (a serialized proto) rather than TEXT.
+struct Blob {
+  std::string bytes;
+};
 
 }  // namespace
 
@@ -100,14 +110,23 @@ class Store::Statement {
 
   bool prepared() const { return rc_ == SQLITE_OK; }
   void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, int32_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, bool v) { sqlite3_bind_int64(stmt_, i, v ? 1 : 0); }
   void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
   void Bind(int i, const std::string& v) {
     sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()),
                       SQLITE_TRANSIENT);
   }
-  void BindBlob(int i, const std::string& v) {
-    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()),
-                      SQLITE_TRANSIENT);
+  void Bind(int i, const Blob& v) {
+    sqlite3_bind_blob(stmt_, i, v.bytes.data(),
+                      static_cast<int>(v.bytes.size()), SQLITE_TRANSIENT);
+  }
+  // Binds `args` to ?1, ?2, ... in order.
+  template <typename... Args>
+  Statement& BindAll(const Args&... args) {
+    int i = 0;
+    (Bind(++i, args), ...);
+    return *this;
   }
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return rc_ = sqlite3_step(stmt_); }
@@ -124,6 +143,16 @@ class Store::Statement {
   sqlite3_stmt* stmt_ = nullptr;
   int rc_;
 };
+
+template <typename... Args>
+absl::Status Store::Write(const char* sql, const std::string& what,
+                          const Args&... args) {
+  Statement write(db_, sql);
+  if (!write.prepared() || write.BindAll(args...).Step() != SQLITE_DONE) {
+    return Error(what);
+  }
+  return absl::OkStatus();
+}
 
 int Store::SchemaVersion() {
   return static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
@@ -220,24 +249,18 @@ absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto body = [&]() -> absl::StatusOr<v1::SubmitResponse> {
     v1::SubmitResponse response;
-    Statement sub(db_,
-                  "INSERT INTO submissions (spec_yaml, created_ms) "
-                  "VALUES (?, ?)");
-    sub.Bind(1, spec_yaml);
-    sub.Bind(2, now_ms);
-    if (sub.Step() != SQLITE_DONE) return Error("storing a submission");
+    RETURN_IF_ERROR(
+        Write("INSERT INTO submissions (spec_yaml, created_ms) VALUES (?, ?)",
+              "storing a submission", spec_yaml, now_ms));
     response.set_submission_id(sqlite3_last_insert_rowid(db_));
     int repetition = 0;
     for (const v1::RunSpec& spec : run_specs) {
-      Statement run(db_,
-                    "INSERT INTO runs (submission_id, repetition, spec, "
-                    "state, created_ms) VALUES (?, ?, ?, ?, ?)");
-      run.Bind(1, response.submission_id());
-      run.Bind(2, static_cast<int64_t>(++repetition));
-      run.BindBlob(3, spec.SerializeAsString());
-      run.Bind(4, static_cast<int64_t>(v1::RUN_STATE_QUEUED));
-      run.Bind(5, now_ms);
-      if (run.Step() != SQLITE_DONE) return Error("storing a run");
+      RETURN_IF_ERROR(
+          Write("INSERT INTO runs (submission_id, repetition, "
+                "spec, state, created_ms) VALUES (?, ?, ?, ?, ?)",
+                "storing a run", response.submission_id(), ++repetition,
+                Blob{spec.SerializeAsString()},
+                static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms));
       response.add_run_ids(sqlite3_last_insert_rowid(db_));
     }
     return response;
@@ -255,16 +278,12 @@ absl::Status Store::UpdateRun(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
   v1::Run epochs_only;
   *epochs_only.mutable_epochs() = run.epochs();
-  Statement update(db_,
-                   "UPDATE runs SET state = ?, started_ms = ?, finished_ms = "
-                   "?, error = ?, epochs = ? WHERE id = ?");
-  update.Bind(1, static_cast<int64_t>(run.state()));
-  update.Bind(2, run.started_ms());
-  update.Bind(3, run.finished_ms());
-  update.Bind(4, run.error());
-  update.BindBlob(5, epochs_only.SerializeAsString());
-  update.Bind(6, run.id());
-  if (update.Step() != SQLITE_DONE) return Error("updating a run");
+  RETURN_IF_ERROR(
+      Write("UPDATE runs SET state = ?, started_ms = ?, "
+            "finished_ms = ?, error = ?, epochs = ? WHERE id = ?",
+            "updating a run", static_cast<int32_t>(run.state()),
+            run.started_ms(), run.finished_ms(), run.error(),
+            Blob{epochs_only.SerializeAsString()}, run.id()));
   if (sqlite3_changes(db_) == 0) {
     return absl::NotFoundError(absl::StrCat("no run ", run.id()));
   }
@@ -275,27 +294,18 @@ absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto body = [&]() -> absl::Status {
-    Statement save(db_,
-                   "INSERT OR REPLACE INTO attempts (run_id, number, state, "
-                   "nodes, master_addr, master_port, started_ms, finished_ms, "
-                   "error) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    save.Bind(1, run_id);
-    save.Bind(2, static_cast<int64_t>(attempt.number()));
-    save.Bind(3, attempt.state());
-    save.Bind(4, absl::StrJoin(attempt.nodes(), ","));
-    save.Bind(5, attempt.master_addr());
-    save.Bind(6, static_cast<int64_t>(attempt.master_port()));
-    save.Bind(7, attempt.started_ms());
-    save.Bind(8, attempt.finished_ms());
-    save.Bind(9, attempt.error());
-    if (save.Step() != SQLITE_DONE) return Error("storing an attempt");
-    Statement current(db_,
-                      "UPDATE runs SET current_attempt = MAX(current_attempt, "
-                      "?) WHERE id = ?");
-    current.Bind(1, static_cast<int64_t>(attempt.number()));
-    current.Bind(2, run_id);
-    if (current.Step() != SQLITE_DONE) return Error("updating a run");
-    return absl::OkStatus();
+    RETURN_IF_ERROR(
+        Write("INSERT OR REPLACE INTO attempts (run_id, number, state, nodes, "
+              "master_addr, master_port, started_ms, finished_ms, error) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              "storing an attempt", run_id, attempt.number(), attempt.state(),
+              absl::StrJoin(attempt.nodes(), ","), attempt.master_addr(),
+              attempt.master_port(), attempt.started_ms(),
+              attempt.finished_ms(), attempt.error()));
+    return Write(
+        "UPDATE runs SET current_attempt = MAX(current_attempt, ?) WHERE id "
+        "= ?",
+        "updating a run", attempt.number(), run_id);
   };
   absl::Status status = body();
   if (!status.ok()) {
@@ -348,7 +358,7 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
                      "SELECT number, state, nodes, master_addr, master_port, "
                      "started_ms, finished_ms, error FROM attempts WHERE "
                      "run_id = ? ORDER BY number");
-  attempts.Bind(1, run->id());
+  attempts.BindAll(run->id());
   int rc;
   while ((rc = attempts.Step()) == SQLITE_ROW) {
     v1::Attempt* attempt = run->add_attempts();
@@ -370,8 +380,9 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
                    "SELECT quality, target, exponent, "
                    "forward_flops_per_sample, samples, train_seconds, "
                    "eval_seconds, flops, valid_flops, reached_target, "
-                   "convention FROM results WHERE run_id = ?");
-  result.Bind(1, run->id());
+                   "convention, energy_joules, valid_flops_per_watt FROM "
+                   "results WHERE run_id = ?");
+  result.BindAll(run->id());
   rc = result.Step();
   if (rc == SQLITE_ROW) {
     v1::Score* score = run->mutable_score();
@@ -386,6 +397,8 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
     score->set_valid_flops(result.Double(8));
     score->set_reached_target(result.Int(9) != 0);
     score->set_convention(result.Text(10));
+    score->set_energy_joules(result.Double(11));
+    score->set_valid_flops_per_watt(result.Double(12));
   } else if (rc != SQLITE_DONE) {
     return Error("reading a result");
   }
@@ -433,8 +446,7 @@ Store::CountRunsByState() {
 absl::StatusOr<int32_t> Store::CurrentAttempt(int64_t run_id) {
   absl::MutexLock lock(&mu_);
   Statement get(db_, "SELECT current_attempt FROM runs WHERE id = ?");
-  get.Bind(1, run_id);
-  int rc = get.Step();
+  int rc = get.BindAll(run_id).Step();
   if (rc == SQLITE_DONE) {
     return absl::NotFoundError(absl::StrCat("no run ", run_id));
   }
@@ -455,20 +467,16 @@ absl::StatusOr<EventDisposition> Store::InsertEvent(int64_t run_id,
                    "line, error) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS "
                    "(SELECT 1 FROM runs WHERE id = ?1 AND current_attempt = "
                    "?2)");
-  insert.Bind(1, run_id);
-  insert.Bind(2, static_cast<int64_t>(attempt));
-  insert.Bind(3, static_cast<int64_t>(rank));
-  insert.Bind(4, seq);
-  insert.Bind(5, line);
-  insert.Bind(6, error);
-  if (insert.Step() != SQLITE_DONE) return Error("storing an event");
+  if (insert.BindAll(run_id, attempt, rank, seq, line, error).Step() !=
+      SQLITE_DONE) {
+    return Error("storing an event");
+  }
   if (sqlite3_changes(db_) == 1) return EventDisposition::kStored;
   Statement current(db_,
                     "SELECT 1 FROM runs WHERE id = ? AND current_attempt = ?");
-  current.Bind(1, run_id);
-  current.Bind(2, static_cast<int64_t>(attempt));
-  return current.Step() == SQLITE_ROW ? EventDisposition::kDuplicate
-                                      : EventDisposition::kStale;
+  return current.BindAll(run_id, attempt).Step() == SQLITE_ROW
+             ? EventDisposition::kDuplicate
+             : EventDisposition::kStale;
 }
 
 absl::StatusOr<int64_t> Store::ContiguousSeq(int64_t run_id, int32_t attempt,
@@ -477,17 +485,13 @@ absl::StatusOr<int64_t> Store::ContiguousSeq(int64_t run_id, int32_t attempt,
   Statement count(db_,
                   "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM events WHERE "
                   "run_id = ? AND attempt = ? AND rank = ? AND seq >= 1");
-  count.Bind(1, run_id);
-  count.Bind(2, static_cast<int64_t>(attempt));
-  count.Bind(3, static_cast<int64_t>(rank));
-  if (count.Step() != SQLITE_ROW) return Error("counting events");
+  if (count.BindAll(run_id, attempt, rank).Step() != SQLITE_ROW)
+    return Error("counting events");
   if (count.Int(0) == count.Int(1)) return count.Int(1);  // no gap
   Statement seqs(db_,
                  "SELECT seq FROM events WHERE run_id = ? AND attempt = ? AND "
                  "rank = ? AND seq >= 1 ORDER BY seq");
-  seqs.Bind(1, run_id);
-  seqs.Bind(2, static_cast<int64_t>(attempt));
-  seqs.Bind(3, static_cast<int64_t>(rank));
+  seqs.BindAll(run_id, attempt, rank);
   int64_t contiguous = 0;
   while (seqs.Step() == SQLITE_ROW && seqs.Int(0) == contiguous + 1) {
     ++contiguous;
@@ -501,8 +505,7 @@ absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(int64_t run_id,
   Statement load(db_,
                  "SELECT rank, seq, line, error FROM events WHERE run_id = ? "
                  "AND attempt = ? ORDER BY rank, seq");
-  load.Bind(1, run_id);
-  load.Bind(2, static_cast<int64_t>(attempt));
+  load.BindAll(run_id, attempt);
   std::vector<StoredEvent> events;
   int rc;
   while ((rc = load.Step()) == SQLITE_ROW) {
@@ -526,43 +529,27 @@ absl::StatusOr<int64_t> Store::CountEvents() {
 
 absl::Status Store::SaveResult(int64_t run_id, const v1::Score& score) {
   absl::MutexLock lock(&mu_);
-  Statement save(db_,
-                 "INSERT OR REPLACE INTO results (run_id, quality, target, "
-                 "exponent, forward_flops_per_sample, samples, train_seconds, "
-                 "eval_seconds, flops, valid_flops, reached_target, "
-                 "convention) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  save.Bind(1, run_id);
-  save.Bind(2, score.quality());
-  save.Bind(3, score.target());
-  save.Bind(4, score.exponent());
-  save.Bind(5, score.forward_flops_per_sample());
-  save.Bind(6, score.samples());
-  save.Bind(7, score.train_seconds());
-  save.Bind(8, score.eval_seconds());
-  save.Bind(9, score.flops());
-  save.Bind(10, score.valid_flops());
-  save.Bind(11, static_cast<int64_t>(score.reached_target() ? 1 : 0));
-  save.Bind(12, score.convention());
-  if (save.Step() != SQLITE_DONE) return Error("storing a result");
-  return absl::OkStatus();
+  return Write(
+      "INSERT OR REPLACE INTO results (run_id, quality, target, exponent, "
+      "forward_flops_per_sample, samples, train_seconds, eval_seconds, flops, "
+      "valid_flops, reached_target, convention, energy_joules, "
+      "valid_flops_per_watt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "storing a result", run_id, score.quality(), score.target(),
+      score.exponent(), score.forward_flops_per_sample(), score.samples(),
+      score.train_seconds(), score.eval_seconds(), score.flops(),
+      score.valid_flops(), score.reached_target(), score.convention(),
+      score.energy_joules(), score.valid_flops_per_watt());
 }
 
 absl::Status Store::SaveNode(const v1::Node& node) {
   absl::MutexLock lock(&mu_);
   v1::Node labels_only;
   *labels_only.mutable_labels() = node.labels();
-  Statement save(db_,
-                 "INSERT OR REPLACE INTO nodes (name, address, slots, cpus, "
-                 "gpus, labels, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?, ?)");
-  save.Bind(1, node.name());
-  save.Bind(2, node.address());
-  save.Bind(3, static_cast<int64_t>(node.slots()));
-  save.Bind(4, static_cast<int64_t>(node.cpus()));
-  save.Bind(5, static_cast<int64_t>(node.gpus()));
-  save.BindBlob(6, labels_only.SerializeAsString());
-  save.Bind(7, node.last_seen_ms());
-  if (save.Step() != SQLITE_DONE) return Error("storing a node");
-  return absl::OkStatus();
+  return Write(
+      "INSERT OR REPLACE INTO nodes (name, address, slots, cpus, gpus, "
+      "labels, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "storing a node", node.name(), node.address(), node.slots(), node.cpus(),
+      node.gpus(), Blob{labels_only.SerializeAsString()}, node.last_seen_ms());
 }
 
 absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {

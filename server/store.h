@@ -117,6 +117,11 @@ class Store {
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) const;
+  // Prepares `sql`, binds `args` to its parameters in order and runs it to
+  // completion (a statement that returns no rows); an error names `what`.
+  template <typename... Args>
+  absl::Status Write(const char* sql, const std::string& what,
+                     const Args&... args) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadAttemptsAndScore(v1::Run* run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<v1::Run>> QueryRuns(const std::string& sql)

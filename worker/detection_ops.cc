@@ -39,6 +39,31 @@ torch::Tensor SamplePositions(const torch::Tensor& start,
   return first.unsqueeze(1) + length.unsqueeze(1) * steps.unsqueeze(0);
 }
 
+// RoIAlign's bilinear weights along one axis of `size` pixels: [K, bins,
+// size], row (k, b) averaging the bin's `sampling_ratio` samples of
+// `positions` [K, bins * sampling_ratio] exactly as torchvision does
+// (samples beyond [-1, size] weigh nothing, the rest are clamped to the
+// border).
+torch::Tensor AxisWeights(const torch::Tensor& positions, int64_t size,
+                          int64_t bins, int64_t sampling_ratio) {
+  const double last = static_cast<double>(size - 1);
+  torch::Tensor valid =
+      ((positions >= -1) & (positions <= size)).to(positions.scalar_type());
+  torch::Tensor p = positions.clamp_min(0);
+  torch::Tensor low = p.floor().clamp_max(last);
+  torch::Tensor frac = torch::where(low >= last, torch::zeros_like(p), p - low);
+  torch::Tensor high = (low + 1).clamp_max(last);
+  torch::Tensor weights = torch::zeros(
+      {positions.size(0), positions.size(1), size}, positions.options());
+  weights.scatter_add_(2, low.to(torch::kLong).unsqueeze(2),
+                       ((1 - frac) * valid).unsqueeze(2));
+  weights.scatter_add_(2, high.to(torch::kLong).unsqueeze(2),
+                       (frac * valid).unsqueeze(2));
+  return weights.view({positions.size(0), bins, sampling_ratio, size})
+      .sum(/*dim=*/2)
+      .div_(static_cast<double>(sampling_ratio));
+}
+
 }  // namespace
 
 torch::Tensor BoxArea(const torch::Tensor& boxes) {
@@ -204,6 +229,43 @@ torch::Tensor RoiAlign(const torch::Tensor& features, const torch::Tensor& rois,
                                      options.output_width, options);
   torch::Tensor ys = SamplePositions(r.select(1, 2), r.select(1, 4),
                                      options.output_height, options);
+  torch::Tensor batch_index = rois.select(1, 0).to(torch::kLong);
+  if (batch_index.min().item<int64_t>() < 0 ||
+      batch_index.max().item<int64_t>() >= features.size(0)) {
+    throw std::invalid_argument("RoiAlign batch indices must lie in [0, " +
+                                std::to_string(features.size(0)) + ")");
+  }
+  const int64_t out_h = options.output_height;
+  const int64_t out_w = options.output_width;
+  if (rois.size(0) * out_h * out_w * height * width <=
+      options.separable_max_elements) {
+    // out[k, c, i, j] = sum_{h, w} Wy[k, i, h] Wx[k, j, w] F[b_k, c, h, w]:
+    // one matrix product per image with the RoIs' interpolation matrices
+    // M[k, (i, j), (h, w)] = Wy[k, i, h] Wx[k, j, w].
+    torch::Tensor wy = AxisWeights(ys, height, out_h, sr);  // [K, out_h, H]
+    torch::Tensor wx = AxisWeights(xs, width, out_w, sr);   // [K, out_w, W]
+    torch::Tensor m =
+        (wy.view({-1, out_h, 1, height, 1}) * wx.view({-1, 1, out_w, 1, width}))
+            .view({-1, out_h * out_w, height * width})
+            .to(features.scalar_type());
+    std::vector<torch::Tensor> pooled;
+    std::vector<torch::Tensor> order;
+    for (int64_t b = 0; b < features.size(0); ++b) {
+      torch::Tensor idx = torch::nonzero(batch_index == b).flatten();
+      const int64_t k = idx.size(0);
+      if (k == 0) continue;
+      // [k * out_h * out_w, H * W] x [H * W, C] -> [k, i, j, c].
+      torch::Tensor o = torch::matmul(
+          m.index_select(0, idx).view({k * out_h * out_w, height * width}),
+          features[b].reshape({channels, height * width}).t());
+      pooled.push_back(o.view({k, out_h, out_w, channels})
+                           .permute({0, 3, 1, 2})
+                           .contiguous());
+      order.push_back(idx);
+    }
+    torch::Tensor all_order = torch::cat(order);
+    return torch::cat(pooled).index_select(0, torch::argsort(all_order));
+  }
   // Samples beyond one pixel outside the map read zero; the rest are
   // clamped to the border, exactly grid_sample's "border" padding.
   torch::Tensor valid = ((ys >= -1) & (ys <= height)).unsqueeze(2) &
@@ -220,12 +282,6 @@ torch::Tensor RoiAlign(const torch::Tensor& features, const torch::Tensor& rois,
                    /*dim=*/3)
           .to(features.scalar_type());
 
-  torch::Tensor batch_index = rois.select(1, 0).to(torch::kLong);
-  if (batch_index.min().item<int64_t>() < 0 ||
-      batch_index.max().item<int64_t>() >= features.size(0)) {
-    throw std::invalid_argument("RoiAlign batch indices must lie in [0, " +
-                                std::to_string(features.size(0)) + ")");
-  }
   std::vector<torch::Tensor> pooled;
   std::vector<torch::Tensor> order;
   namespace F = torch::nn::functional;

@@ -74,6 +74,12 @@ struct RoiAlignOptions {
   double spatial_scale = 1.0;  // feature pixels per input pixel
   int64_t sampling_ratio = 2;  // samples per bin side; must be >= 1
   bool aligned = true;         // shift by -0.5 pixel as torchvision
+  // Bilinear sampling is separable, so when the RoIs' interpolation
+  // matrices (RoIs x output_height x output_width x H x W values) hold at
+  // most this many elements, RoiAlign is one matrix product per image with
+  // them (fast on small feature maps, no sample tensor); otherwise it
+  // samples with grid_sample. Same result either way.
+  int64_t separable_max_elements = int64_t{1} << 24;
 };
 
 // RoIAlign as torchvision.ops.roi_align for sampling_ratio > 0: each output

@@ -266,6 +266,7 @@ void GradientReducer::BeginStep(int64_t local_samples) {
   stats_.bytes += count.numel() * count.element_size();
   const double global = count.item<double>();
   scale_ = global > 0 ? static_cast<double>(local_samples) / global : 0.0;
+  compressing_ = !powersgd_.empty() && steps_ >= options_.powersgd_warmup_steps;
   in_step_ = true;
 }
 
@@ -303,7 +304,7 @@ void GradientReducer::Launch(size_t index) {
   std::vector<torch::Tensor> pieces;
   for (size_t k : b.params) {
     torch::Tensor g = LocalGrad(k);
-    if (!powersgd_.empty() && powersgd_[k].compressed) {
+    if (compressing_ && powersgd_[k].compressed) {
       PowerSgdMatrix& m = powersgd_[k];
       m.m = g.view({m.rows, m.cols}).add(m.error);
       m.p = m.m.mm(m.q);
@@ -350,7 +351,8 @@ void GradientReducer::FinishStep() {
   for (Bucket& b : state_) b.work->wait(collectives_->timeout());
   stats_.wait_seconds += SecondsSince(start);
 
-  if (!powersgd_.empty()) {
+  ++steps_;
+  if (compressing_) {
     FinishPowerSgd();
     return;
   }

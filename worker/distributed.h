@@ -77,6 +77,10 @@ struct ReducerOptions {
   std::string compression = "none";  // none | fp16 | bf16 | powersgd
   int powersgd_rank = 1;
   double bucket_mb = 25;
+  // powersgd: the first steps go uncompressed (the low-rank approximation
+  // and its error feedback start from a trained-in gradient, as PyTorch's
+  // start_powerSGD_iter does).
+  int64_t powersgd_warmup_steps = 0;
   uint64_t powersgd_seed = 20240601;  // same on every rank
 };
 
@@ -171,6 +175,8 @@ class GradientReducer {
   std::vector<bool> grad_ready_;          // Guarded by mu_.
   size_t next_launch_ = 0;                // Guarded by mu_.
   bool in_step_ = false;                  // Guarded by mu_.
+  int64_t steps_ = 0;                     // finished steps; Guarded by mu_.
+  bool compressing_ = false;              // PowerSGD this step; Guarded by mu_.
   double scale_ = 1;                      // local / global; Guarded by mu_.
   std::vector<PowerSgdMatrix> powersgd_;  // Guarded by mu_.
   CommStats stats_;                       // Guarded by mu_.

@@ -2,12 +2,14 @@
 
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -17,10 +19,14 @@
 
 #include "worker/checkpoint.h"
 #include "worker/data.h"
+#include "worker/detection_metrics.h"
 #include "worker/distributed.h"
 #include "worker/energy.h"
+#include "worker/ewa_data.h"
+#include "worker/faster_rcnn.h"
 #include "worker/flops.h"
 #include "worker/image_data.h"
+#include "worker/mllog_keys.h"
 #include "worker/models.h"
 #include "worker/precision.h"
 #include "worker/resnet.h"
@@ -67,7 +73,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 constexpr int64_t kSyntheticStepsPerEpoch = 100;  // when train_samples is 0
-constexpr double kLarsEta = 0.001;
 
 // Whether the run trains on random tensors (never ranked).
 bool UsesSyntheticData(const ConfigInfo& c) {
@@ -80,6 +85,20 @@ std::pair<std::array<int64_t, 3>, int64_t> SampleShapeOf(
   if (dataset == "fashion_mnist") return {{1, 28, 28}, 10};
   if (dataset == "cifar10") return {{3, 32, 32}, 10};
   return {{3, 224, 224}, 1000};  // imagenet, synthetic
+}
+
+// A batch of either workload: images with class labels (classification) or
+// with one target per image (detection).
+struct Batch {
+  torch::Tensor images;                  // float [B, C, H, W], CPU
+  torch::Tensor labels;                  // classification: int64 [B]
+  std::vector<DetectionTarget> targets;  // detection: x1 y1 x2 y2 boxes
+  int64_t size() const { return images.size(0); }
+};
+
+std::optional<Batch> FromImages(std::optional<ImageBatch> b) {
+  if (!b) return std::nullopt;
+  return Batch{std::move(b->images), std::move(b->labels), {}};
 }
 
 // One rank's training batches and its share of the evaluation set, whatever
@@ -95,9 +114,9 @@ class TrainData {
   // Starts `epoch` (1-based) of at most `max_batches` batches.
   virtual void StartEpoch(int epoch, int64_t max_batches) = 0;
   // The next batch of this rank's shard; nullopt once it is exhausted.
-  virtual std::optional<ImageBatch> NextTrain() = 0;
+  virtual std::optional<Batch> NextTrain() = 0;
   virtual void StartEval() = 0;
-  virtual std::optional<ImageBatch> NextEval() = 0;
+  virtual std::optional<Batch> NextEval() = 0;
   // Distinct samples that could not be decoded so far (skipped).
   virtual int64_t corrupt_samples() const { return 0; }
 };
@@ -119,9 +138,9 @@ class FashionMnistData final : public TrainData {
     next_ = 0;
     batches_left_ = max_batches;
   }
-  std::optional<ImageBatch> NextTrain() override {
+  std::optional<Batch> NextTrain() override {
     if (batches_left_-- <= 0) return std::nullopt;
-    return Take(data_.train, shard_, o_.config.batch_size);
+    return FromImages(Take(data_.train, shard_, o_.config.batch_size));
   }
   void StartEval() override {
     shard_.clear();
@@ -130,8 +149,8 @@ class FashionMnistData final : public TrainData {
     }
     next_ = 0;
   }
-  std::optional<ImageBatch> NextEval() override {
-    return Take(data_.test, shard_, kEvalBatch);
+  std::optional<Batch> NextEval() override {
+    return FromImages(Take(data_.test, shard_, kEvalBatch));
   }
 
  private:
@@ -177,8 +196,8 @@ class LoadedImageData final : public TrainData {
     }
     train_loader_->StartEpoch(epoch);
   }
-  std::optional<ImageBatch> NextTrain() override {
-    return train_loader_->Next();
+  std::optional<Batch> NextTrain() override {
+    return FromImages(train_loader_->Next());
   }
   void StartEval() override {
     if (!eval_loader_) {
@@ -187,7 +206,9 @@ class LoadedImageData final : public TrainData {
     }
     eval_loader_->StartEpoch(0);
   }
-  std::optional<ImageBatch> NextEval() override { return eval_loader_->Next(); }
+  std::optional<Batch> NextEval() override {
+    return FromImages(eval_loader_->Next());
+  }
   int64_t corrupt_samples() const override {
     return (train_loader_ ? train_loader_->corrupt_samples() : 0) +
            (eval_loader_ ? eval_loader_->corrupt_samples() : 0);
@@ -236,15 +257,15 @@ class SyntheticData final : public TrainData {
   void StartEpoch(int /*epoch*/, int64_t max_batches) override {
     batches_left_ = max_batches;
   }
-  std::optional<ImageBatch> NextTrain() override {
+  std::optional<Batch> NextTrain() override {
     if (batches_left_-- <= 0) return std::nullopt;
-    return ImageBatch{batch_.images(), batch_.labels()};
+    return Batch{batch_.images(), batch_.labels(), {}};
   }
   void StartEval() override { eval_done_ = false; }
-  std::optional<ImageBatch> NextEval() override {
+  std::optional<Batch> NextEval() override {
     if (eval_done_) return std::nullopt;
     eval_done_ = true;
-    return ImageBatch{batch_.images(), batch_.labels()};
+    return Batch{batch_.images(), batch_.labels(), {}};
   }
 
  private:
@@ -255,13 +276,163 @@ class SyntheticData final : public TrainData {
   bool eval_done_ = false;
 };
 
+// Writes the year files of a generated-data config that are missing from
+// its data folder (hpcai500-worker make-ewa with the config's grid, seeded
+// by the year). Processes may race: each writes its own temporary and
+// renames it, and the generator gives the same bytes to all.
+void GenerateMissingEwaYears(const ConfigInfo& c) {
+  if (c.generate_samples <= 0) return;
+  std::vector<int> years = c.train_years;
+  years.insert(years.end(), c.eval_years.begin(), c.eval_years.end());
+  std::filesystem::create_directories(c.data_dir);
+  for (int year : years) {
+    const std::string path =
+        c.data_dir + "/climo_" + std::to_string(year) + ".h5";
+    if (std::filesystem::exists(path)) continue;
+    EwaGeneratorOptions g;
+    g.out = path + ".tmp." + std::to_string(::getpid());
+    g.samples = c.generate_samples;
+    g.height = c.generate_height;
+    g.width = c.generate_width;
+    g.seed = static_cast<uint64_t>(year);
+    WriteSyntheticEwaFile(g);
+    std::filesystem::rename(g.out, path);
+  }
+}
+
+// The Extreme Weather data set: the config's train and evaluation years,
+// normalised with the training years' per-channel statistics (cached beside
+// the files). Each rank reads its shard of the epoch's permutation; the next
+// batch is read on a helper thread while the current one trains.
+class EwaData final : public TrainData {
+ public:
+  explicit EwaData(const WorkerOptions& o) : o_(o) {
+    const ConfigInfo& c = o.config;
+    GenerateMissingEwaYears(c);
+    const std::vector<std::string> train_files =
+        EwaFilesForYears(c.data_dir, c.train_years);
+    train_ = std::make_unique<EwaDataset>(train_files);
+    eval_ = std::make_unique<EwaDataset>(
+        EwaFilesForYears(c.data_dir, c.eval_years));
+    if (eval_->height() != train_->height() ||
+        eval_->width() != train_->width()) {
+      throw std::runtime_error("extreme_weather: evaluation years have a " +
+                               std::to_string(eval_->height()) + "x" +
+                               std::to_string(eval_->width()) +
+                               " grid, training years " +
+                               std::to_string(train_->height()) + "x" +
+                               std::to_string(train_->width()));
+    }
+    const EwaChannelStats stats = LoadOrComputeEwaStats(train_files);
+    train_->set_stats(stats);
+    eval_->set_stats(stats);
+    train_size_ = Limit(train_->size(), c.train_samples, "train_samples");
+    eval_size_ = Limit(eval_->size(), c.eval_samples, "eval_samples");
+  }
+  ~EwaData() override {
+    if (pending_.valid()) pending_.wait();
+  }
+  int64_t train_size() const override { return train_size_; }
+  int64_t eval_size() const override { return eval_size_; }
+  std::array<int64_t, 3> sample_shape() const override {
+    return {kEwaChannels, train_->height(), train_->width()};
+  }
+  int64_t num_classes() const override { return kEwaNumClasses; }
+  void StartEpoch(int epoch, int64_t max_batches) override {
+    Start(*train_,
+          ShardIndices(train_size_, o_.seed, epoch, o_.rank, o_.world_size),
+          o_.config.batch_size, max_batches);
+  }
+  std::optional<Batch> NextTrain() override { return Next(); }
+  void StartEval() override {
+    std::vector<int64_t> shard;
+    for (int64_t i = o_.rank; i < eval_size_; i += o_.world_size) {
+      shard.push_back(i);
+    }
+    Start(*eval_, std::move(shard), o_.config.batch_size, /*max_batches=*/0);
+  }
+  std::optional<Batch> NextEval() override { return Next(); }
+
+ private:
+  static int64_t Limit(int64_t size, int64_t wanted, const char* key) {
+    if (wanted <= 0) return size;
+    if (wanted > size) {
+      throw std::runtime_error("extreme_weather: " + std::string(key) + " " +
+                               std::to_string(wanted) + " exceeds the " +
+                               std::to_string(size) + " samples of its years");
+    }
+    return wanted;
+  }
+
+  void Start(const EwaDataset& set, std::vector<int64_t> order, int64_t batch,
+             int64_t max_batches) {
+    if (pending_.valid()) pending_.wait();
+    set_ = &set;
+    order_ = std::move(order);
+    batch_ = batch;
+    next_ = 0;
+    batches_left_ = max_batches > 0 ? max_batches : INT64_MAX;
+    Prefetch();
+  }
+
+  // Starts reading the next batch of `order_`, if any.
+  void Prefetch() {
+    const int64_t begin = std::min<int64_t>(next_, order_.size());
+    const int64_t end = std::min<int64_t>(begin + batch_, order_.size());
+    next_ = end;
+    if (begin == end || batches_left_-- <= 0) return;
+    std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
+    pending_ = std::async(std::launch::async,
+                          [set = set_, indices = std::move(indices)] {
+                            return Read(*set, indices);
+                          });
+  }
+
+  std::optional<Batch> Next() {
+    if (!pending_.valid()) return std::nullopt;
+    Batch batch = pending_.get();
+    Prefetch();
+    return batch;
+  }
+
+  // Samples `indices` as a batch; boxes turn from the dataset's [ymin, xmin,
+  // ymax, xmax] into the detector's (x1, y1, x2, y2).
+  static Batch Read(const EwaDataset& set,
+                    const std::vector<int64_t>& indices) {
+    std::vector<torch::Tensor> images;
+    Batch batch;
+    const torch::Tensor xyxy = torch::tensor({1, 0, 3, 2}, torch::kInt64);
+    for (int64_t index : indices) {
+      EwaSample sample = set.Read(index);
+      images.push_back(sample.image);
+      batch.targets.push_back(
+          {sample.boxes.index_select(1, xyxy).contiguous(), sample.labels});
+    }
+    batch.images = torch::stack(images);
+    return batch;
+  }
+
+  const WorkerOptions& o_;
+  std::unique_ptr<EwaDataset> train_;
+  std::unique_ptr<EwaDataset> eval_;
+  int64_t train_size_ = 0;
+  int64_t eval_size_ = 0;
+  // The pass in progress.
+  const EwaDataset* set_ = nullptr;
+  std::vector<int64_t> order_;
+  int64_t batch_ = 1;
+  int64_t next_ = 0;
+  int64_t batches_left_ = 0;
+  std::future<Batch> pending_;
+};
+
 // Opens the run's data. Throws std::runtime_error naming the data folder
 // when it does not exist.
 std::unique_ptr<TrainData> OpenTrainData(const WorkerOptions& o,
                                          const torch::Device& device) {
   const ConfigInfo& c = o.config;
   if (UsesSyntheticData(c)) return std::make_unique<SyntheticData>(o, device);
-  if (!std::filesystem::is_directory(c.data_dir)) {
+  if (!std::filesystem::is_directory(c.data_dir) && c.generate_samples == 0) {
     throw std::runtime_error("data folder " + c.data_dir + " of config " +
                              c.name + " (dataset " + c.dataset +
                              ") does not exist; --data DIR overrides it");
@@ -269,16 +440,25 @@ std::unique_ptr<TrainData> OpenTrainData(const WorkerOptions& o,
   if (c.dataset == "fashion_mnist") {
     return std::make_unique<FashionMnistData>(o);
   }
-  if (c.dataset == "cifar10") {
-    return std::make_unique<LoadedImageData>(
-        o, std::make_unique<Cifar10Dataset>(c.data_dir, Split::kTrain),
-        std::make_unique<Cifar10Dataset>(c.data_dir, Split::kEval));
-  }
-  return std::make_unique<LoadedImageData>(
-      o,
-      std::make_unique<ImageFolderDataset>(c.data_dir + "/train",
-                                           Split::kTrain),
-      std::make_unique<ImageFolderDataset>(c.data_dir + "/val", Split::kEval));
+  if (c.dataset == "extreme_weather") return std::make_unique<EwaData>(o);
+  // train_samples / eval_samples take a subset spread over the whole set
+  // (an image folder is sorted by class).
+  auto subsets = [&c](std::unique_ptr<ImageDataset> train,
+                      std::unique_ptr<ImageDataset> eval) {
+    return std::make_pair(
+        SpreadSubset(std::move(train), c.train_samples, "train_samples"),
+        SpreadSubset(std::move(eval), c.eval_samples, "eval_samples"));
+  };
+  auto [train, eval] =
+      c.dataset == "cifar10"
+          ? subsets(std::make_unique<Cifar10Dataset>(c.data_dir, Split::kTrain),
+                    std::make_unique<Cifar10Dataset>(c.data_dir, Split::kEval))
+          : subsets(std::make_unique<ImageFolderDataset>(c.data_dir + "/train",
+                                                         Split::kTrain),
+                    std::make_unique<ImageFolderDataset>(c.data_dir + "/val",
+                                                         Split::kEval));
+  return std::make_unique<LoadedImageData>(o, std::move(train),
+                                           std::move(eval));
 }
 
 // `model` for samples of `shape` and `num_classes` classes: ResNetSmall, or
@@ -294,6 +474,65 @@ torch::nn::AnyModule BuildModel(const std::string& model,
   r.in_channels = shape[0];
   r.small_input_stem = shape[1] <= 64;
   return torch::nn::AnyModule(ResNet(r));
+}
+
+// Grids with fewer rows use the C3 feature map (see BuildDetector).
+constexpr int64_t kMinRowsForC4 = 192;
+
+// Faster R-CNN for `c.model` (faster_rcnn_resnetN) on `shape`'s grid. The
+// default anchors suit the reduced 96-row grid; they scale with the grid's
+// height (x8 on the full 768 x 1152 one).
+FasterRCNN BuildDetector(const ConfigInfo& c,
+                         const std::array<int64_t, 3>& shape, uint64_t seed) {
+  static constexpr std::string_view kPrefix = "faster_rcnn_";
+  FasterRCNNOptions f;
+  f.backbone_depth = ResNetDepthFromName(c.model.substr(kPrefix.size()));
+  if (c.rois_per_image > 0) {
+    // Fewer sampled RoIs need fewer proposals: at most 4x as many kept for
+    // training and 2x for evaluation.
+    f.box_batch_size_per_image = c.rois_per_image;
+    f.rpn_post_nms_top_n_train =
+        std::min(f.rpn_post_nms_top_n_train, 4 * c.rois_per_image);
+    f.rpn_post_nms_top_n_test =
+        std::min(f.rpn_post_nms_top_n_test, 2 * c.rois_per_image);
+  }
+  if (c.box_head_width > 0) f.representation_size = c.box_head_width;
+  f.in_channels = shape[0];
+  f.num_classes = kEwaNumClasses;
+  // A cyclone spans a few C4 cells (stride 16) of the full grid but less
+  // than one on a reduced grid: there the detector reads C3 (stride 8).
+  f.feature_stage = shape[1] < kMinRowsForC4 ? 3 : 4;
+  const double scale = static_cast<double>(shape[1]) / 96.0;
+  for (double& size : f.anchor_sizes) size *= scale;
+  f.seed = seed;
+  return FasterRCNN(f);
+}
+
+// Class names of the Extreme Weather labels, for per-class AP.
+constexpr std::array<const char*, kEwaNumClasses> kEwaClassNames = {
+    "tropical_depression", "tropical_cyclone", "extratropical_cyclone",
+    "atmospheric_river"};
+
+// Appends one row per box to `rows`: image, label, score (-1 for ground
+// truth), then the box as ymin, xmin, ymax, xmax (from x1 y1 x2 y2).
+void AppendDetectionRows(double image, const torch::Tensor& labels,
+                         const torch::Tensor& boxes,
+                         const torch::Tensor& scores,
+                         std::vector<double>& rows) {
+  const torch::Tensor b = boxes.to(torch::kCPU, torch::kFloat64).contiguous();
+  const torch::Tensor l = labels.to(torch::kCPU, torch::kInt64).contiguous();
+  torch::Tensor sc;
+  if (scores.defined()) {
+    sc = scores.to(torch::kCPU, torch::kFloat64).contiguous();
+  }
+  const double* box = b.data_ptr<double>();
+  for (int64_t k = 0; k < l.numel(); ++k) {
+    const double* r = box + 4 * k;
+    rows.insert(rows.end(),
+                {image, static_cast<double>(l.data_ptr<int64_t>()[k]),
+                 sc.defined() ? sc.data_ptr<double>()[k] : -1.0, r[1], r[0],
+                 r[3], r[2]});
+  }
 }
 
 // LARS (layer-wise adaptive rate scaling) as MLPerf's ResNet reference uses
@@ -356,9 +595,11 @@ class Trainer {
     const ConfigInfo& c = o_.config;
     const int64_t global_batch =
         static_cast<int64_t>(c.batch_size) * o_.world_size;
-    if (o_.mllog_submission) EmitSubmission();
-    Point("submission_benchmark",
-          JsonString(o_.mllog_submission ? "resnet" : c.workload));
+    EmitMlperfSubmission(*log_, o_);
+    detection_ = c.workload == "extreme_weather";
+    Point(
+        "submission_benchmark",
+        JsonString(o_.mllog_submission && !detection_ ? "resnet" : c.workload));
     const bool synthetic = UsesSyntheticData(c);
     Point("hpcai500_config", JsonString(c.name), EventType::kPointInTime,
           {{"model", JsonString(c.model)},
@@ -377,10 +618,18 @@ class Trainer {
 
     if (o_.deterministic) EnableDeterminism(o_.threads);
     torch::manual_seed(o_.seed);
-    model_ = BuildModel(c.model, data_->sample_shape(), data_->num_classes());
-    module_ = model_.ptr();
+    if (detection_) {
+      detector_ = BuildDetector(c, data_->sample_shape(), o_.seed);
+      module_ = detector_.ptr();
+    } else {
+      model_ = BuildModel(c.model, data_->sample_shape(), data_->num_classes());
+      module_ = model_.ptr();
+    }
     module_->to(device_);
-    channels_last_ = WantsChannelsLast(o_.precision, /*asked=*/false);
+    // The detector keeps NCHW: its RoIAlign and box ops index the feature
+    // map directly.
+    channels_last_ =
+        !detection_ && WantsChannelsLast(o_.precision, /*asked=*/false);
     if (channels_last_) ToChannelsLast(*module_);
     collectives_ = std::make_unique<Collectives>(o_);
     BroadcastModelState();
@@ -389,10 +638,12 @@ class Trainer {
     // follows a cosine to zero at the end of the budget, stepped every batch.
     base_lr_ = c.lr * static_cast<double>(global_batch) / 256.0;
     optimizer_ = MakeOptimizer();
-    EmitHyperparameters();
+    EmitMlperfHyperparameters(
+        *log_, o_, MlperfRunFacts{global_batch, base_lr_, steps_per_epoch_});
     reducer_ = std::make_unique<GradientReducer>(
         collectives_.get(), module_->parameters(),
-        ReducerOptions{o_.compression, o_.powersgd_rank, o_.bucket_mb});
+        ReducerOptions{o_.compression, o_.powersgd_rank, o_.bucket_mb,
+                       o_.powersgd_warmup_steps});
     scaler_ = LossScaler::ForPrecision(o_.precision);
     const int first_epoch = Resume() + 1;
     Point("init_stop", kJsonNull, EventType::kIntervalEnd);
@@ -454,14 +705,24 @@ class Trainer {
             EventType::kPointInTime, epoch_meta);
       Point("eval_start", kJsonNull, EventType::kIntervalStart, epoch_meta);
       const double eval_started = MonotonicSeconds();
-      const auto [accuracy, top5] = Evaluate();
+      const EvalResult eval = Evaluate();
       JsonMembers eval_meta = epoch_meta;
       eval_meta.emplace_back("eval_seconds",
                              JsonDouble(MonotonicSeconds() - eval_started));
       Point("eval_stop", kJsonNull, EventType::kIntervalEnd, eval_meta);
-      Point("eval_accuracy", JsonDouble(accuracy), EventType::kPointInTime,
+      Point("eval_accuracy", JsonDouble(eval.quality), EventType::kPointInTime,
             epoch_meta);
-      Point("eval_top5", JsonDouble(top5), EventType::kPointInTime, epoch_meta);
+      if (detection_) {
+        JsonMembers ap;
+        for (size_t k = 0; k < eval.ap.size(); ++k) {
+          ap.emplace_back(kEwaClassNames[k], JsonDouble(eval.ap[k]));
+        }
+        Point("hpcai500_eval_ap50", JsonObject(ap), EventType::kPointInTime,
+              epoch_meta);
+      } else {
+        Point("eval_top5", JsonDouble(eval.top5), EventType::kPointInTime,
+              epoch_meta);
+      }
       Point("block_stop", kJsonNull, EventType::kIntervalEnd,
             {{"first_epoch_num", JsonInt(epoch)}});
       SaveCheckpointAfter(epoch);
@@ -484,11 +745,27 @@ class Trainer {
     int64_t skipped_steps = 0;  // non-finite gradients (fp16 loss scaling)
   };
 
-  // Counts the forward pass of every training batch; the first one also
-  // gives the per-sample figure the score uses.
-  torch::Tensor CountedForward(const torch::Tensor& x, EpochStats& stats) {
+  struct EvalResult {
+    double quality = 0;      // top-1 (classification) or mAP@0.5
+    double top5 = 0;         // classification
+    std::vector<double> ap;  // detection: AP@0.5 per class, NaN if absent
+  };
+
+  // The training loss of a batch already on the device, its forward pass
+  // counted (the detector's losses are part of its forward pass; the
+  // classifier's cross entropy is not counted). The first batch also gives
+  // the per-sample figure the score uses.
+  torch::Tensor ForwardLoss(const torch::Tensor& x, const torch::Tensor& y,
+                            const std::vector<DetectionTarget>& targets,
+                            EpochStats& stats) {
     FlopCounter counter;
-    torch::Tensor logits = model_.forward(x);
+    torch::Tensor logits;
+    torch::Tensor loss;
+    if (detection_) {
+      loss = FasterRCNNImpl::TotalLoss(detector_->Losses(x, targets));
+    } else {
+      logits = model_.forward(x);
+    }
     const FlopCount& batch = counter.Stop();
     stats.forward += batch;
     if (!flops_per_sample_emitted_) {
@@ -499,30 +776,11 @@ class Trainer {
             {{"convention", JsonString("convolutions and matrix products; "
                                        "multiply-add = 2")}});
     }
-    return logits;
-  }
-
-  // MLPerf's submission keys (training rules, common.yaml): open division.
-  void EmitSubmission() {
-    Point("submission_org", JsonString(o_.mllog_org));
-    Point("submission_platform", JsonString(o_.mllog_platform));
-    Point("submission_division", JsonString("open"));
-    Point("submission_status", JsonString(o_.mllog_status));
-    Point("cache_clear", "true");
-  }
-
-  // The recipe under MLPerf's hyperparameter key names.
-  void EmitHyperparameters() {
-    const ConfigInfo& c = o_.config;
-    Point("opt_name", JsonString(c.optimizer));
-    Point("opt_base_learning_rate", JsonDouble(base_lr_));
-    Point("opt_learning_rate_warmup_epochs", JsonInt(c.warmup_epochs));
-    Point("opt_momentum", JsonDouble(c.momentum));
-    Point("opt_weight_decay", JsonDouble(c.weight_decay));
-    Point("label_smoothing", JsonDouble(c.label_smoothing));
-    if (c.optimizer == "lars") {
-      Point("lars_opt_trust_coefficient", JsonDouble(kLarsEta));
-    }
+    if (detection_) return loss;
+    return torch::nn::functional::cross_entropy(
+        logits, y,
+        torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(
+            o_.config.label_smoothing));
   }
 
   // SGD with momentum, or LARS. ResNet-family models decay only conv and
@@ -549,8 +807,8 @@ class Trainer {
     torch::optim::SGDOptions defaults =
         torch::optim::SGDOptions(base_lr_).momentum(c.momentum);
     if (lars) {
-      return std::make_unique<Lars>(std::move(groups), defaults, kLarsEta,
-                                    c.weight_decay);
+      return std::make_unique<Lars>(std::move(groups), defaults,
+                                    kLarsTrustCoefficient, c.weight_decay);
     }
     return std::make_unique<torch::optim::SGD>(std::move(groups), defaults);
   }
@@ -632,14 +890,11 @@ class Trainer {
     EpochClock clock;
     energy_->StartEpoch();
     double loss_sum = 0;
-    auto cross_entropy =
-        torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(
-            o_.config.label_smoothing);
     for (int64_t step = 0; step < steps_per_epoch_; ++step) {
       SetLearningRate(LearningRate((epoch - 1) * steps_per_epoch_ + step));
       optimizer_->zero_grad();
       StepTimer wait_for_batch(&clock, Phase::kInputWait);
-      std::optional<ImageBatch> next = data_->NextTrain();
+      std::optional<Batch> next = data_->NextTrain();
       wait_for_batch.Stop();
       const int64_t local = next ? next->size() : 0;
       watchdog_->Beat();
@@ -651,14 +906,18 @@ class Trainer {
         StepTimer input_wait(&clock, Phase::kInputWait);
         torch::Tensor x = next->images.to(device_);
         if (channels_last_) x = ChannelsLastInput(x);
-        torch::Tensor y = next->labels.to(device_);
+        torch::Tensor y;
+        if (next->labels.defined()) y = next->labels.to(device_);
+        std::vector<DetectionTarget> targets;
+        for (const DetectionTarget& t : next->targets) {
+          targets.push_back({t.boxes.to(device_), t.labels.to(device_)});
+        }
         input_wait.Stop();
         StepTimer compute(&clock, Phase::kCompute);
         torch::Tensor loss;
         {
           AutocastScope autocast(o_.precision, device_);
-          loss = torch::nn::functional::cross_entropy(CountedForward(x, stats),
-                                                      y, cross_entropy);
+          loss = ForwardLoss(x, y, targets, stats);
         }
         scaler_.Scale(loss).backward();
         loss_sum += loss.item<double>() * local;
@@ -734,21 +993,31 @@ class Trainer {
           {{"epoch_num", JsonInt(epoch)}});
   }
 
-  // Top-1 and top-5 accuracy over the whole evaluation set: each rank
-  // scores its shard and the counts are summed across ranks.
-  std::pair<double, double> Evaluate() {
+  // The quality of the model on the whole evaluation set, every rank
+  // scoring its shard: top-1 and top-5 for classification, mAP@0.5 for
+  // detection. BatchNorm statistics are averaged first so every rank
+  // evaluates the same model.
+  EvalResult Evaluate() {
     watchdog_->Beat();
     watchdog_->SetPhase("evaluation (buffer all-reduce)");
     AverageFloatBuffers();
     watchdog_->SetPhase("evaluation");
     module_->eval();
     torch::NoGradGuard no_grad;
+    const EvalResult result =
+        detection_ ? EvaluateDetection() : EvaluateClassification();
+    module_->train();
+    return result;
+  }
+
+  // Correct top-1 and top-5 counts summed across ranks.
+  EvalResult EvaluateClassification() {
     int64_t correct = 0;
     int64_t correct_top5 = 0;
     int64_t seen = 0;
     const int64_t k = std::min<int64_t>(5, data_->num_classes());
     data_->StartEval();
-    while (std::optional<ImageBatch> batch = data_->NextEval()) {
+    while (std::optional<Batch> batch = data_->NextEval()) {
       watchdog_->Beat();
       torch::Tensor x = batch->images.to(device_);
       if (channels_last_) x = ChannelsLastInput(x);
@@ -770,10 +1039,86 @@ class Trainer {
         torch::kFloat64);
     watchdog_->SetPhase("evaluation (count all-reduce)");
     collectives_->AllReduceSum(counts);
-    module_->train();
     const double total = counts[2].item<double>();
-    if (total <= 0) return {0.0, 0.0};
-    return {counts[0].item<double>() / total, counts[1].item<double>() / total};
+    if (total <= 0) return {};
+    return {
+        counts[0].item<double>() / total, counts[1].item<double>() / total, {}};
+  }
+
+  // AP is not a sum over shards, so every rank's detections and ground truth
+  // are gathered (as rows, see AppendDetectionRows) and each rank scores the
+  // whole list. Image ids are unique across ranks: local index x world +
+  // rank.
+  EvalResult EvaluateDetection() {
+    constexpr int64_t kRow = 7;
+    std::vector<double> rows;
+    int64_t images = 0;
+    data_->StartEval();
+    while (std::optional<Batch> batch = data_->NextEval()) {
+      watchdog_->Beat();
+      std::vector<Detections> found;
+      {
+        AutocastScope autocast(o_.precision, device_);
+        found = detector_->Detect(batch->images.to(device_));
+      }
+      for (size_t i = 0; i < found.size(); ++i) {
+        const double image =
+            static_cast<double>(images++ * o_.world_size + o_.rank);
+        AppendDetectionRows(image, found[i].labels, found[i].boxes,
+                            found[i].scores, rows);
+        AppendDetectionRows(image, batch->targets[i].labels,
+                            batch->targets[i].boxes, torch::Tensor(), rows);
+      }
+    }
+    watchdog_->SetPhase("evaluation (detection gather)");
+    const torch::Tensor all = GatherRows(rows, kRow);
+    std::vector<Detection> detections;
+    std::vector<GroundTruth> truths;
+    const double* r = all.data_ptr<double>();
+    for (int64_t i = 0; i < all.size(0); ++i, r += kRow) {
+      const auto image = static_cast<int64_t>(r[0]);
+      const auto label = static_cast<int64_t>(r[1]);
+      const DetectionBox box = {
+          static_cast<float>(r[3]), static_cast<float>(r[4]),
+          static_cast<float>(r[5]), static_cast<float>(r[6])};
+      if (r[2] < 0) {
+        truths.push_back({image, label, box});
+      } else {
+        detections.push_back({image, label, static_cast<float>(r[2]), box});
+      }
+    }
+    const MapResult map =
+        MeanAveragePrecision(detections, truths, kEwaNumClasses, 0.5);
+    return {map.map, 0.0, map.ap};
+  }
+
+  // Every rank's `rows` (width `width`) concatenated in rank order, as a
+  // CPU float64 [N, width] tensor: the row counts are summed into one
+  // vector, then each rank's rows are placed in its slot of a zero tensor
+  // sized for the largest and summed.
+  torch::Tensor GatherRows(const std::vector<double>& rows, int64_t width) {
+    const int world = o_.world_size;
+    const int64_t mine = static_cast<int64_t>(rows.size()) / width;
+    torch::Tensor counts = torch::zeros({world}, torch::kFloat64);
+    counts[o_.rank] = static_cast<double>(mine);
+    collectives_->AllReduceSum(counts);
+    const auto largest = static_cast<int64_t>(counts.max().item<double>());
+    if (largest == 0) return torch::zeros({0, width}, torch::kFloat64);
+    torch::Tensor slots =
+        torch::zeros({world, largest, width}, torch::kFloat64);
+    if (mine > 0) {
+      slots[o_.rank]
+          .narrow(0, 0, mine)
+          .copy_(torch::from_blob(const_cast<double*>(rows.data()),
+                                  {mine, width}, torch::kFloat64));
+    }
+    collectives_->AllReduceSum(slots);
+    std::vector<torch::Tensor> parts;
+    for (int r = 0; r < world; ++r) {
+      parts.push_back(slots[r].narrow(
+          0, 0, static_cast<int64_t>(counts[r].item<double>())));
+    }
+    return torch::cat(parts).contiguous();
   }
 
   // Constant after construction.
@@ -783,8 +1128,10 @@ class Trainer {
 
   std::unique_ptr<TrainData> data_;
   int64_t steps_per_epoch_ = 0;
+  bool detection_ = false;  // extreme_weather: detector_, else model_
   torch::nn::AnyModule model_;
-  std::shared_ptr<torch::nn::Module> module_;  // model_'s module
+  FasterRCNN detector_{nullptr};
+  std::shared_ptr<torch::nn::Module> module_;  // model_'s or detector_'s
   std::unique_ptr<Collectives> collectives_;
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<StallWatchdog> watchdog_;
@@ -811,15 +1158,35 @@ std::string CheckRunnable(const WorkerOptions& options) {
   if (std::string problem = CheckCommunication(options); !problem.empty()) {
     return problem;
   }
+  const bool detector =
+      c.model == "faster_rcnn_resnet18" || c.model == "faster_rcnn_resnet34" ||
+      c.model == "faster_rcnn_resnet50" || c.model == "faster_rcnn_resnet101";
   const bool known_model = c.model == "resnet_small" || c.model == "resnet18" ||
                            c.model == "resnet34" || c.model == "resnet50" ||
-                           c.model == "resnet101";
+                           c.model == "resnet101" || detector;
   if (!known_model) {
     return "config " + c.name + ": model '" + c.model +
            "' is not built by this worker";
   }
+  if (c.workload == "extreme_weather") {
+    if (!detector || c.dataset != "extreme_weather") {
+      return "config " + c.name +
+             ": extreme_weather trains faster_rcnn_resnetN on dataset "
+             "extreme_weather, not " +
+             c.model + " on " + c.dataset;
+    }
+    if (!c.real_data) {
+      return "config " + c.name +
+             ": extreme_weather has no synthetic mode (--data synthetic); "
+             "generate data with hpcai500-worker make-ewa";
+    }
+  } else if (detector || c.dataset == "extreme_weather") {
+    return "config " + c.name + ": " + c.model + " on " + c.dataset +
+           " is an extreme_weather model, not an image_classification one";
+  }
   if (c.dataset != "fashion_mnist" && c.dataset != "cifar10" &&
-      c.dataset != "imagenet" && c.dataset != "synthetic") {
+      c.dataset != "imagenet" && c.dataset != "synthetic" &&
+      c.dataset != "extreme_weather") {
     return "config " + c.name + ": dataset '" + c.dataset +
            "' is not read by this worker";
   }
@@ -852,6 +1219,11 @@ int RunWorker(const WorkerOptions& options, EventLog* log) {
   std::string reason;
   try {
     torch::set_num_threads(options.threads);
+    if (!KeepFreedMemoryForReuse()) {
+      std::fprintf(stderr,
+                   "hpcai500-worker rank %d: malloc kept its own thresholds\n",
+                   options.rank);
+    }
     Trainer(options, log).Run();
     return 0;
   } catch (const c10::Error& e) {

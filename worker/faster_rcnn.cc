@@ -195,9 +195,21 @@ std::pair<torch::Tensor, torch::Tensor> FasterRCNNImpl::BoxHead(
   align.spatial_scale = 1.0 / stride_;
   align.sampling_ratio = options_.roi_sampling_ratio;
   align.aligned = true;
-  torch::Tensor x =
-      det::RoiAlign(features, torch::cat(rois), align).flatten(/*start_dim=*/1);
-  x = torch::relu(fc7_(torch::relu(fc6_(x))));
+  torch::Tensor pooled = det::RoiAlign(features, torch::cat(rois), align);
+  torch::Tensor x;
+  if (options_.conv_box_head && pooled.device().is_cpu()) {
+    // fc6(flatten(p)) == conv2d(p, fc6.weight viewed [out, C, s, s]): the
+    // flattened index c * s * s + i * s + j is the kernel's (c, i, j).
+    const int64_t s = options_.roi_output_size;
+    const int64_t r = options_.representation_size;
+    x = torch::relu(torch::conv2d(
+        pooled, fc6_->weight.reshape({r, pooled.size(1), s, s}), fc6_->bias));
+    x = torch::relu(
+            torch::conv2d(x, fc7_->weight.reshape({r, r, 1, 1}), fc7_->bias))
+            .flatten(/*start_dim=*/1);
+  } else {
+    x = torch::relu(fc7_(torch::relu(fc6_(pooled.flatten(/*start_dim=*/1)))));
+  }
   return {cls_score_(x), bbox_pred_(x)};
 }
 

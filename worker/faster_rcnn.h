@@ -53,6 +53,13 @@ struct FasterRCNNOptions {
   int64_t roi_output_size = 7;
   int64_t roi_sampling_ratio = 2;
   int64_t representation_size = 1024;  // width of the two FC layers
+  // On CPU, compute fc6 and fc7 as convolutions over the pooled RoI maps
+  // (fc6's weight viewed as a roi_output_size^2 kernel, fc7's as 1x1): the
+  // same parameters and the same result up to rounding, but oneDNN instead
+  // of the BLAS matrix multiply: several times faster where LibTorch's
+  // generic BLAS is the reference (netlib) one, about even with OpenBLAS
+  // (bench/RESULTS.md). Ignored on other devices.
+  bool conv_box_head = true;
   double box_fg_iou = 0.5;
   double box_bg_iou = 0.5;
   int64_t box_batch_size_per_image = 512;

@@ -49,6 +49,7 @@ const char* const kFlags[] = {"workload",
                               "steps-per-epoch",
                               "compression",
                               "powersgd-rank",
+                              "powersgd-warmup-steps",
                               "bucket-mb",
                               "deterministic",
                               "checkpoint-dir",
@@ -127,7 +128,9 @@ bool SlurmTasksOnNode(const std::string& text, int node, int* tasks) {
 // The models the worker builds (worker/models.h, worker/resnet.h).
 bool IsKnownModel(const std::string& model) {
   for (const char* known :
-       {"resnet_small", "resnet18", "resnet34", "resnet50", "resnet101"}) {
+       {"resnet_small", "resnet18", "resnet34", "resnet50", "resnet101",
+        "faster_rcnn_resnet18", "faster_rcnn_resnet34", "faster_rcnn_resnet50",
+        "faster_rcnn_resnet101"}) {
     if (model == known) return true;
   }
   return false;
@@ -200,11 +203,14 @@ std::string WorkerUsage() {
          "         [--events-file PATH] [--steps-per-epoch N]\n"
          "         [--compression none|fp16|bf16|powersgd] [--powersgd-rank "
          "N]\n"
+         "         [--powersgd-warmup-steps N (uncompressed first, default "
+         "100)]\n"
          "         [--bucket-mb MB] [--deterministic] [--checkpoint-dir DIR]\n"
          "         [--resume] [--watchdog-seconds N (0: off, default 300)]\n"
          "         [--collective-timeout-seconds N (default 180)]\n"
-         "         [--model "
-         "resnet_small|resnet18|resnet34|resnet50|resnet101]\n"
+         "         [--model resnet_small|resnet18|resnet34|resnet50|resnet101\n"
+         "                  (extreme_weather: "
+         "faster_rcnn_resnet18|34|50|101)]\n"
          "         [--data DIR|synthetic]\n"
          "         [--mllog-submission org=ORG,platform=PLATFORM[,status=S]]\n"
          "Trains one rank of a registry config and prints its event lines.\n"
@@ -353,6 +359,11 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
   if (flags.count("powersgd-rank") &&
       !ReadInt("--powersgd-rank", flags["powersgd-rank"], 1, 1024,
                &o.powersgd_rank, error)) {
+    return ParseOutcome::kError;
+  }
+  if (flags.count("powersgd-warmup-steps") &&
+      !ReadInt("--powersgd-warmup-steps", flags["powersgd-warmup-steps"], 0,
+               1000000, &o.powersgd_warmup_steps, error)) {
     return ParseOutcome::kError;
   }
   if (flags.count("bucket-mb")) {

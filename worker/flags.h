@@ -27,8 +27,11 @@ struct WorkerOptions {
   int64_t steps_per_epoch = 0;  // 0: the whole shard
 
   // Engine options (issue 3).
-  std::string compression = "none";      // none | fp16 | bf16 | powersgd
-  int powersgd_rank = 1;                 // --powersgd-rank, >= 1
+  std::string compression = "none";  // none | fp16 | bf16 | powersgd
+  int powersgd_rank = 1;             // --powersgd-rank, >= 1
+  // --powersgd-warmup-steps: steps all-reduced uncompressed before PowerSGD
+  // starts (PyTorch's start_powerSGD_iter), counted from each (re)start.
+  int powersgd_warmup_steps = 100;
   double bucket_mb = 25;                 // --bucket-mb, gradient bucket size
   bool deterministic = false;            // --deterministic
   std::string checkpoint_dir;            // --checkpoint-dir; empty: none

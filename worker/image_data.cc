@@ -565,4 +565,60 @@ int64_t ImageLoader::corrupt_samples() const {
   return corrupt_.size();
 }
 
+namespace {
+
+// The samples of a parent data set at `indices`.
+class IndexedSubset final : public ImageDataset {
+ public:
+  IndexedSubset(std::unique_ptr<ImageDataset> parent,
+                std::vector<int64_t> indices)
+      : parent_(std::move(parent)), indices_(std::move(indices)) {}
+
+  int64_t size() const override { return indices_.size(); }
+  int64_t num_classes() const override { return parent_->num_classes(); }
+  std::array<int64_t, 3> sample_shape() const override {
+    return parent_->sample_shape();
+  }
+  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override {
+    return parent_->Get(ParentIndex(index), rng, out);
+  }
+  std::string Describe(int64_t index) const override {
+    return parent_->Describe(ParentIndex(index));
+  }
+
+ private:
+  int64_t ParentIndex(int64_t index) const {
+    if (index < 0 || index >= size()) {
+      throw std::out_of_range("sample " + std::to_string(index) +
+                              " of a subset of " + std::to_string(size()));
+    }
+    return indices_[index];
+  }
+
+  // Constant after construction.
+  const std::unique_ptr<ImageDataset> parent_;
+  const std::vector<int64_t> indices_;
+};
+
+}  // namespace
+
+std::unique_ptr<ImageDataset> SpreadSubset(
+    std::unique_ptr<ImageDataset> dataset, int64_t n, const std::string& what) {
+  const int64_t size = dataset->size();
+  if (n < 0 || n > size) {
+    throw std::invalid_argument(
+        what + " " + std::to_string(n) +
+        (n < 0
+             ? " is negative"
+             : " exceeds the data set's " + std::to_string(size) + " samples"));
+  }
+  if (n == 0) return dataset;
+  std::vector<int64_t> indices(n);
+  for (int64_t i = 0; i < n; ++i) {
+    indices[i] = i * size / n;  // no overflow below 2^31 samples
+  }
+  return std::make_unique<IndexedSubset>(std::move(dataset),
+                                         std::move(indices));
+}
+
 }  // namespace hpcai500::worker

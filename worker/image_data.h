@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -141,6 +142,16 @@ class ImageFolderDataset final : public ImageDataset {
   std::vector<std::string> files_;
   std::vector<int64_t> labels_;
 };
+
+// `n` samples of `dataset` spread evenly over its index range (sample i is
+// the parent's floor(i * size / n)), so a subset of a class-sorted folder
+// tree still holds every class in proportion; the train_samples /
+// eval_samples knob of a config. Returns `dataset` itself when n is 0.
+// Throws std::invalid_argument naming `what` (e.g. "train_samples"), n and
+// the size when n < 0 or n exceeds the size. The result owns `dataset`;
+// thread-safe as the parent is.
+std::unique_ptr<ImageDataset> SpreadSubset(
+    std::unique_ptr<ImageDataset> dataset, int64_t n, const std::string& what);
 
 // A region of a width x height image, in pixels.
 struct CropBox {

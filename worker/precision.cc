@@ -2,6 +2,9 @@
 
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
+#include <malloc.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -118,8 +121,12 @@ void LossScaler::Restore(const State& state) {
   if (!enabled_) state_.scale = 1.0;
 }
 
-bool WantsChannelsLast(const std::string& precision, bool asked) {
-  return asked || precision != "fp32";
+bool WantsChannelsLast(const std::string& precision, bool /*asked*/) {
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+    throw std::invalid_argument("precision '" + precision +
+                                "' is not fp32, bf16 or fp16");
+  }
+  return true;
 }
 
 void ToChannelsLast(torch::nn::Module& module) {
@@ -146,6 +153,15 @@ void EnableDeterminism(int threads) {
   at::globalContext().setDeterministicCuDNN(true);
   at::globalContext().setBenchmarkCuDNN(false);
   torch::set_num_threads(threads);
+}
+
+bool KeepFreedMemoryForReuse() {
+  constexpr int kMmapThreshold = 32 << 20;  // glibc's maximum on 64-bit
+  constexpr int kTrimThreshold = 256 << 20;
+  // Setting either turns off glibc's own adjustment of both, so set both.
+  const bool mmap_set = ::mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1;
+  const bool trim_set = ::mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1;
+  return mmap_set && trim_set;
 }
 
 std::string ParameterChecksum(const torch::nn::Module& module) {

@@ -2,9 +2,10 @@
 """PyTorch peer of the worker's Fashion-MNIST epoch: the worker's ResNetSmall
 (worker/models.cc) written in PyTorch, trained with the loop of
 worker/engine.cc (SGD lr 0.8 with per-step cosine decay over the epoch,
-momentum 0.9, weight decay 5e-4, cross entropy, batch 64, fp32, contiguous
-NCHW as the worker uses in fp32) on torchvision.datasets.FashionMNIST through
-a DataLoader (shuffled, ToTensor + Normalize with the worker's mean/std).
+momentum 0.9, weight decay 5e-4, cross entropy, batch 64, fp32,
+channels-last as the worker trains convolutional models in every precision;
+--channels-last 0 for contiguous NCHW) on torchvision.datasets.FashionMNIST
+through a DataLoader (shuffled, ToTensor + Normalize with the worker's mean/std).
 Times the training loop only (first batch fetch to last optimizer step),
 like the worker's hpcai500_epoch_stats seconds. Prints one RESULT line.
 
@@ -70,6 +71,7 @@ def main():
     p.add_argument("--workers", type=int, default=0,
                    help="DataLoader worker processes")
     p.add_argument("--lr", type=float, default=0.8)
+    p.add_argument("--channels-last", type=int, choices=[0, 1], default=1)
     a = p.parse_args()
     if a.batch < 1 or a.threads < 1 or a.steps < 0 or a.workers < 0:
         sys.exit("fashion_epoch.py: --batch and --threads must be >= 1, "
@@ -85,6 +87,9 @@ def main():
                                          shuffle=True, num_workers=a.workers)
     steps = len(loader) if a.steps == 0 else min(a.steps, len(loader))
     model = ResNetSmall()
+    layout = (torch.channels_last if a.channels_last
+              else torch.contiguous_format)
+    model = model.to(memory_format=layout)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9,
                                 weight_decay=5e-4)
@@ -102,6 +107,7 @@ def main():
         for group in optimizer.param_groups:
             group["lr"] = lr
         optimizer.zero_grad()
+        x = x.contiguous(memory_format=layout)
         loss = loss_fn(model(x), y)
         loss.backward()
         loss_sum += loss.item() * x.shape[0]

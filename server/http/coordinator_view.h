@@ -22,6 +22,8 @@ class CoordinatorView {
   virtual absl::StatusOr<v1::Run> GetRun(int64_t run_id) = 0;
   // The newest `limit` runs, newest first.
   virtual absl::StatusOr<v1::ListRunsResponse> ListRuns(int limit) = 0;
+  // Rows grouped by (workload, config), each group ranked 1.. on its own by
+  // Valid FLOPS (unranked rows last): two workloads never share an ordering.
   // InvalidArgument for an unknown workload or config.
   virtual absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
       const v1::LeaderboardRequest& request) = 0;

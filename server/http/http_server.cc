@@ -23,6 +23,10 @@ using tcp = asio::ip::tcp;
 constexpr std::chrono::seconds kIdleTimeout(30);
 // After an accept error (e.g. out of descriptors), wait before retrying.
 constexpr std::chrono::milliseconds kAcceptRetryDelay(100);
+// How long a refused connection is drained after its 503, so that the
+// request it already sent does not turn the close into a reset that would
+// discard the answer.
+constexpr std::chrono::seconds kRefusedDrainTimeout(2);
 
 struct HostPort {
   std::string host;
@@ -59,12 +63,29 @@ absl::StatusOr<HostPort> ParseHostPort(const std::string& text) {
   return result;
 }
 
+// Holds one unit of a shared count while it lives.
+class CountedSlot {
+ public:
+  explicit CountedSlot(std::shared_ptr<std::atomic<int>> count)
+      : count_(std::move(count)) {
+    ++*count_;
+  }
+  ~CountedSlot() { --*count_; }
+  CountedSlot(const CountedSlot&) = delete;
+  CountedSlot& operator=(const CountedSlot&) = delete;
+
+ private:
+  const std::shared_ptr<std::atomic<int>> count_;
+};
+
 // One connection: read a request, answer it, repeat while keep-alive holds.
-// Runs on its own strand, so its handlers never overlap.
+// Runs on its own strand, so its handlers never overlap. It counts itself in
+// `open` while it lives.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpRouter* router)
-      : stream_(std::move(socket)), router_(router) {}
+  Session(tcp::socket socket, const HttpRouter* router,
+          std::shared_ptr<std::atomic<int>> open)
+      : stream_(std::move(socket)), router_(router), open_(std::move(open)) {}
 
   void Run() {
     asio::dispatch(stream_.get_executor(),
@@ -133,16 +154,73 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   const HttpRouter* const router_;  // Borrowed from the server.
+  const CountedSlot open_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpResponse response_;  // Kept alive while it is written.
 };
 
+// A connection over the limit: answered 503 at once without reading the
+// request, then drained briefly and closed. It counts itself in `refusing`
+// while it lives.
+class RefusedConnection
+    : public std::enable_shared_from_this<RefusedConnection> {
+ public:
+  RefusedConnection(tcp::socket socket,
+                    std::shared_ptr<std::atomic<int>> refusing)
+      : stream_(std::move(socket)), refusing_(std::move(refusing)) {}
+
+  void Run() {
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this()] { self->Write(); });
+  }
+
+ private:
+  void Write() {
+    response_ = HttpResponse(http::status::service_unavailable, 11);
+    response_.set(http::field::server, "hpcai500");
+    response_.set(http::field::content_type, "text/plain; charset=utf-8");
+    response_.set(http::field::retry_after, "1");
+    response_.body() = "too many connections\n";
+    response_.keep_alive(false);
+    response_.prepare_payload();
+    stream_.expires_after(kRefusedDrainTimeout);
+    http::async_write(
+        stream_, response_,
+        [self = shared_from_this()](beast::error_code error, size_t) {
+          if (error) return self->Close();
+          beast::error_code ignored;
+          self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+          self->Drain();
+        });
+  }
+
+  // Reads and drops what the client sent until it closes or the drain
+  // timeout (set before the write, covering both) expires.
+  void Drain() {
+    stream_.async_read_some(
+        asio::buffer(discard_),
+        [self = shared_from_this()](beast::error_code error, size_t) {
+          if (error) return self->Close();
+          self->Drain();
+        });
+  }
+
+  void Close() { stream_.close(); }
+
+  beast::tcp_stream stream_;
+  const CountedSlot refusing_;
+  HttpResponse response_;  // Kept alive while it is written.
+  char discard_[4096];
+};
+
 }  // namespace
 
-HttpServer::HttpServer(CoordinatorView* view, std::string web_dir, int threads)
+HttpServer::HttpServer(CoordinatorView* view, std::string web_dir, int threads,
+                       int max_connections)
     : router_(view, std::move(web_dir)),
       thread_count_(threads < 1 ? 1 : threads),
+      max_connections_(max_connections < 1 ? 1 : max_connections),
       acceptor_(io_) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -201,7 +279,19 @@ void HttpServer::Accept() {
       timer->async_wait([this, timer](beast::error_code) { Accept(); });
       return;
     }
-    std::make_shared<Session>(std::move(socket), &router_)->Run();
+    // Only this handler adds sessions, and accepts do not overlap, so the
+    // count cannot grow past the limit between this check and the Session.
+    // Refusals are bounded too: past as many again, a connection is closed
+    // without an answer.
+    if (open_connections_->load() >= max_connections_) {
+      if (refusing_->load() < max_connections_) {
+        std::make_shared<RefusedConnection>(std::move(socket), refusing_)
+            ->Run();
+      }  // else the socket closes as it goes out of scope
+    } else {
+      std::make_shared<Session>(std::move(socket), &router_, open_connections_)
+          ->Run();
+    }
     Accept();
   });
 }

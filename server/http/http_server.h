@@ -1,5 +1,8 @@
 // HttpServer serves HttpRouter over HTTP/1.1 (Boost.Beast) from a small
-// thread pool: the JSON API, /metrics and the leaderboard page.
+// thread pool: the JSON API, /metrics and the leaderboard page. At most
+// max_connections connections are open at once; one more is answered 503
+// (Service Unavailable) and closed (beyond as many again being refused, it is
+// closed unanswered).
 //
 // Thread-safe: Start, port and Stop may be called from any thread, but Start
 // at most once.
@@ -26,10 +29,14 @@ class HttpServer {
   // Limits on what one request may send.
   static constexpr size_t kMaxHeaderBytes = 64 * 1024;
   static constexpr size_t kMaxBodyBytes = 64 * 1024;
+  // Open connections served at once, unless the constructor says otherwise.
+  static constexpr int kDefaultMaxConnections = 256;
 
   // `view` is borrowed and must outlive the server. Files of the page are
-  // served from `web_dir`. `threads` (>= 1) handle requests.
-  HttpServer(CoordinatorView* view, std::string web_dir, int threads = 2);
+  // served from `web_dir`. `threads` (>= 1) handle requests; at most
+  // `max_connections` (>= 1) connections are served at once.
+  HttpServer(CoordinatorView* view, std::string web_dir, int threads = 2,
+             int max_connections = kDefaultMaxConnections);
   ~HttpServer();  // Stops.
 
   HttpServer(const HttpServer&) = delete;
@@ -44,6 +51,9 @@ class HttpServer {
   // The port listened on; 0 before Start succeeded.
   int port() const { return port_.load(); }
 
+  // Connections being served now (refused ones are not counted).
+  int open_connections() const { return open_connections_->load(); }
+
   // Stops accepting, drops open connections and joins the threads.
   // Idempotent.
   void Stop();
@@ -54,6 +64,13 @@ class HttpServer {
   // Constant after construction.
   const HttpRouter router_;
   const int thread_count_;
+  const int max_connections_;
+  // Connections served and connections being refused; shared with them, as
+  // they may outlive a Stop().
+  const std::shared_ptr<std::atomic<int>> open_connections_ =
+      std::make_shared<std::atomic<int>>(0);
+  const std::shared_ptr<std::atomic<int>> refusing_ =
+      std::make_shared<std::atomic<int>>(0);
 
   // Outlives every socket; io_context is itself thread-safe.
   boost::asio::io_context io_;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spec.h"
 #include "gtest/gtest.h"
 
 namespace hpcai500::agent {
@@ -117,6 +118,25 @@ TEST(PlanAttempt, ThreadsPerRankIsAtLeastOne) {
 }
 
 // Each case breaks one field; the error must name it.
+// The agent and the spec parser share one set of checks and lists (common/
+// spec.h); the agent's messages name the assignment's field.
+TEST(PlanAttempt, RefusalsUseTheSpecsChecksUnderTheAssignmentsFieldNames) {
+  v1::Assignment device = GoodStart();
+  device.mutable_spec()->set_device("tpu");
+  EXPECT_EQ(PlanAttempt(device, Node()).status().message(),
+            "assignment: spec.device: must be one of cpu, cuda; got 'tpu'");
+  v1::Assignment port = GoodStart();
+  port.set_master_port(70000);
+  EXPECT_EQ(PlanAttempt(port, Node()).status().message(),
+            "assignment: master_port: must be between 1 and 65535, got 70000");
+  // Every compression a spec may name is one the agent accepts.
+  for (absl::string_view compression : kCompressions) {
+    v1::Assignment a = GoodStart();
+    a.mutable_spec()->set_compression(std::string(compression));
+    EXPECT_TRUE(PlanAttempt(a, Node()).ok()) << compression;
+  }
+}
+
 struct BadCase {
   std::string name;
   void (*mutate)(v1::Assignment&);

@@ -94,16 +94,16 @@ TEST_F(EventTailerTest, RestartFromPersistedAckedSeqSkipsAcknowledged) {
 TEST_F(EventTailerTest, MalformedAndForeignRankLinesAreSkipped) {
   EventTailer tailer = MakeTailer();
   AppendLines(1, 1);
-  AppendToFile(events_path(), ReadAll(std::string(HPCAI500_SOURCE_DIR) +
-                                      "/tests/fixtures/events/malformed.txt"));
+  AppendToFile(events_path(), ReadFile(std::string(HPCAI500_SOURCE_DIR) +
+                                       "/tests/fixtures/events/malformed.txt"));
   AppendToFile(events_path(), EventLineText(2, /*rank=*/1));
   AppendLines(2, 2);
   EXPECT_EQ(Seqs(tailer.ReadNew()), (std::vector<int64_t>{1, 2}));
 }
 
 TEST_F(EventTailerTest, ReadsEveryLineOfTheWorkerFixture) {
-  std::string fixture = ReadAll(std::string(HPCAI500_SOURCE_DIR) +
-                                "/tests/fixtures/events/fmnist_rank0.mllog");
+  std::string fixture = ReadFile(std::string(HPCAI500_SOURCE_DIR) +
+                                 "/tests/fixtures/events/fmnist_rank0.mllog");
   ASSERT_FALSE(fixture.empty());
   AppendToFile(events_path(), fixture);
   EventTailer tailer = MakeTailer();
@@ -119,8 +119,8 @@ TEST_F(EventTailerTest, ReadsEveryLineOfTheWorkerFixture) {
 
 TEST_F(EventTailerTest, RunStopStatusOfAnAbortedWorker) {
   AppendToFile(events_path(),
-               ReadAll(std::string(HPCAI500_SOURCE_DIR) +
-                       "/tests/fixtures/events/aborted_rank0.mllog"));
+               ReadFile(std::string(HPCAI500_SOURCE_DIR) +
+                        "/tests/fixtures/events/aborted_rank0.mllog"));
   EventTailer tailer = MakeTailer();
   EXPECT_FALSE(tailer.ReadNew().empty());
   ASSERT_TRUE(tailer.run_stop_status().has_value());

@@ -35,13 +35,6 @@ v1::Assignment Start(const std::string& mode) {
   return a;
 }
 
-// A zombie waiting for its (re)parent to reap it no longer runs.
-bool ProcessExists(pid_t pid) {
-  if (::kill(pid, 0) != 0) return false;
-  PosixProcessLauncher processes;
-  return processes.StartTime(pid).ok();
-}
-
 class ProcessIntegrationTest : public ::testing::Test {
  protected:
   ProcessIntegrationTest() {
@@ -62,36 +55,41 @@ class ProcessIntegrationTest : public ::testing::Test {
   // Polls until a WorkerExited arrives (or 10 s pass); collects everything.
   std::vector<v1::AgentMessage> PollUntilExit() {
     std::vector<v1::AgentMessage> all;
-    for (int i = 0; i < 200; ++i) {
-      for (v1::AgentMessage& m : supervisor_->Poll()) {
-        bool exited = m.has_worker_exited();
-        all.push_back(std::move(m));
-        if (exited) return all;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ADD_FAILURE() << "no WorkerExited within 10 s";
+    const bool exited = WaitFor(
+        [&] {
+          for (v1::AgentMessage& m : supervisor_->Poll()) {
+            all.push_back(std::move(m));
+            if (all.back().has_worker_exited()) return true;
+          }
+          return false;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(50));
+    if (!exited) ADD_FAILURE() << "no WorkerExited within 10 s";
     return all;
   }
 
-  // The pid of the worker's child, read from its stdout.
+  // The pid of the worker's child, read from its stdout (-1 after 10 s).
   pid_t WaitForChild() {
-    for (int i = 0; i < 200; ++i) {
-      std::string out = ReadAll(RankFile(".stdout"));
-      size_t at = out.find("child ");
-      if (at != std::string::npos && out.find('\n', at) != std::string::npos) {
-        return std::stoi(out.substr(at + 6));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return -1;
+    pid_t child = -1;
+    WaitFor(
+        [&] {
+          const std::string out = ReadFile(RankFile(".stdout"));
+          const size_t at = out.find("child ");
+          if (at == std::string::npos ||
+              out.find('\n', at) == std::string::npos) {
+            return false;
+          }
+          child = std::stoi(out.substr(at + 6));
+          return true;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(50));
+    return child;
   }
 
   void ExpectGoneSoon(pid_t pid) {
-    for (int i = 0; i < 100 && ProcessExists(pid); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    EXPECT_FALSE(ProcessExists(pid)) << "process " << pid << " left behind";
+    EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pid); },
+                        std::chrono::seconds(2), std::chrono::milliseconds(20)))
+        << "process " << pid << " left behind";
   }
 
   void Cancel() {
@@ -117,7 +115,7 @@ TEST_F(ProcessIntegrationTest, WorkerRunsInItsOwnSessionWithRankEnvironment) {
   EXPECT_EQ(::getpgid(child), pid->pid);
   EXPECT_NE(::getsid(0), pid->pid);
   EXPECT_TRUE(IsSameProcessRunning(*pid, processes_));
-  EXPECT_NE(ReadAll(RankFile(".stdout"))
+  EXPECT_NE(ReadFile(RankFile(".stdout"))
                 .find("RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 "
                       "MASTER_PORT=29500"),
             std::string::npos);
@@ -151,7 +149,7 @@ TEST_F(ProcessIntegrationTest, ExitCodeAndStderrAreReported) {
   EXPECT_EQ(exited.exit_code(), 3);
   EXPECT_EQ(exited.signal(), 0);
   EXPECT_NE(exited.stderr_tail().find("failed on purpose"), std::string::npos);
-  EXPECT_NE(ReadAll(RankFile(".stderr")).find("failed on purpose"),
+  EXPECT_NE(ReadFile(RankFile(".stderr")).find("failed on purpose"),
             std::string::npos);
   absl::StatusOr<ExitRecord> recorded = ReadExitFile(RankFile(".exit"));
   ASSERT_TRUE(recorded.ok());

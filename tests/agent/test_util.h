@@ -1,4 +1,6 @@
-// Temporary directories and file appends for the agent's tests.
+// Temporary directories and file appends for the agent's tests; reading
+// files and watching processes come from tests/worker/test_util.h, shared
+// with the integration harness.
 #ifndef HPCAI500_TESTS_AGENT_TEST_UTIL_H_
 #define HPCAI500_TESTS_AGENT_TEST_UTIL_H_
 
@@ -7,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "tests/worker/test_util.h"
 
 namespace hpcai500::agent {
 
@@ -34,10 +38,9 @@ inline void AppendToFile(const std::string& path, const std::string& text) {
   out << text;
 }
 
-inline std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using ::hpcai500::testing::ProcessAlive;
+using ::hpcai500::testing::ReadFile;
+using ::hpcai500::testing::WaitFor;
 
 }  // namespace hpcai500::agent
 

@@ -371,6 +371,34 @@ TEST_F(CliTest, LeaderboardPrintsARankedTable) {
   EXPECT_EQ(service_.leaderboard_request_.config(), "fashion_mnist");
 }
 
+TEST_F(CliTest, LeaderboardPrintsOneTablePerWorkload) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    int rank = 0;
+    for (const char* workload :
+         {"extreme_weather", "extreme_weather", "image_classification"}) {
+      v1::LeaderboardRow* row = service_.leaderboard_.add_rows();
+      row->set_workload(workload);
+      row->set_rank(workload[0] == 'e' ? ++rank : 1);
+      row->set_name(std::string(workload).substr(0, 3) + "-" +
+                    std::to_string(row->rank()));
+      row->set_ranked(true);
+      row->set_runs(1);
+    }
+  }
+  EXPECT_EQ(Run({"leaderboard"}), kExitOk);
+  const std::string out = out_.str();
+  const size_t ewa = out.find("extreme_weather\nrank ");
+  const size_t ic = out.find("\n\nimage_classification\nrank ");
+  ASSERT_NE(ewa, std::string::npos) << out;
+  ASSERT_NE(ic, std::string::npos) << out;
+  // Each table holds only its workload's rows.
+  EXPECT_LT(out.find("ext-1"), ic);
+  EXPECT_LT(out.find("ext-2"), ic);
+  EXPECT_GT(out.find("ima-1"), ic);
+  EXPECT_EQ(out.find("rank "), ewa + sizeof("extreme_weather"));
+}
+
 TEST_F(CliTest, LeaderboardJsonUsesProtoFieldNames) {
   {
     absl::MutexLock lock(&service_.mu_);
@@ -400,6 +428,63 @@ TEST_F(CliTest, ShowPrintsASummaryOrJson) {
   EXPECT_EQ(json["id"], "4");
   EXPECT_EQ(json["state"], "RUN_STATE_SUCCEEDED");
   EXPECT_EQ(json["score"]["reached_target"], true);
+}
+
+TEST_F(CliTest, ShowPrintsEnergyAndValidFlopsPerWattWhenMeasured) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::Run measured =
+        FinishedRun(4, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true);
+    measured.mutable_score()->set_train_seconds(12);
+    measured.mutable_score()->set_energy_joules(5400);
+    measured.mutable_score()->set_valid_flops_per_watt(3.33e6);
+    service_.runs_[4] = measured;
+    service_.runs_[7] =
+        FinishedRun(7, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true);
+  }
+  ASSERT_EQ(Run({"show", "4"}), kExitOk);
+  EXPECT_THAT(out_.str(),
+              HasSubstr("  energy       5400.0 J (450.0 W average over "
+                        "12.00 s)\n"
+                        "  per watt     3.33 MFLOPS/W (Valid FLOPS / average "
+                        "power)\n"));
+  // A machine without energy counters: no energy lines at all.
+  ASSERT_EQ(Run({"show", "7"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("Valid FLOPS  1.50 GFLOPS"));
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("energy")));
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("per watt")));
+}
+
+TEST_F(CliTest, WatchPrintsTheLogBeforeTheStateItLedTo) {
+  // The watch began after the run was placed: its first snapshot is STARTING
+  // and carries the "queued" line from before.
+  std::vector<v1::RunUpdate> updates(2);
+  updates[0].mutable_run()->set_id(5);
+  updates[0].mutable_run()->set_state(v1::RUN_STATE_STARTING);
+  updates[0].add_log("queued: image_classification/fashion_mnist_smoke");
+  updates[0].add_log("attempt 1: placed on node-a");
+  *updates[1].mutable_run() =
+      FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true);
+  updates[1].add_log("epoch 1/1 done");
+  updates[1].set_final(true);
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.updates_[5] = updates;
+  }
+  EXPECT_EQ(Run({"watch", "5"}), kExitOk);
+  const std::string out = out_.str();
+  const size_t queued = out.find("queued: image_classification");
+  const size_t placed = out.find("attempt 1: placed on node-a");
+  const size_t starting = out.find("run 5: starting");
+  const size_t epoch = out.find("epoch 1/1 done");
+  const size_t succeeded = out.find("run 5: succeeded");
+  ASSERT_NE(queued, std::string::npos) << out;
+  ASSERT_NE(starting, std::string::npos) << out;
+  ASSERT_NE(succeeded, std::string::npos) << out;
+  EXPECT_LT(queued, placed) << out;
+  EXPECT_LT(placed, starting) << out;
+  EXPECT_LT(starting, epoch) << out;
+  EXPECT_LT(epoch, succeeded) << out;
 }
 
 TEST_F(CliTest, ListAndNodesPrintTables) {

@@ -46,5 +46,59 @@ TEST(Registry, RefusesBadNumbers) {
   EXPECT_NE(error.find("target is not a number"), std::string::npos) << error;
 }
 
+constexpr char kEwaConfig[] =
+    "[workload w]\n[config w/c]\ntarget = 0.3\nepochs = 2\n"
+    "batch_size = 2\ndataset = extreme_weather\n";
+
+TEST(Registry, ReadsYearListsAndTheGeneratedGrid) {
+  std::string error;
+  auto reg = Registry::Parse(std::string(kEwaConfig) +
+                                 "train_years = 1979, 1980 1981\n"
+                                 "eval_years = 1984\ngenerate_samples = 32\n"
+                                 "generate_grid = 96x144\n",
+                             &error);
+  ASSERT_TRUE(reg.has_value()) << error;
+  const ConfigInfo* c = reg->FindConfig("w", "c");
+  EXPECT_EQ(c->train_years, (std::vector<int>{1979, 1980, 1981}));
+  EXPECT_EQ(c->eval_years, (std::vector<int>{1984}));
+  EXPECT_EQ(c->generate_samples, 32);
+  EXPECT_EQ(c->generate_height, 96);
+  EXPECT_EQ(c->generate_width, 144);
+}
+
+TEST(Registry, RefusesExtremeWeatherConfigsWithoutYearsOrWithBadGrids) {
+  std::string error;
+  EXPECT_FALSE(
+      Registry::Parse(std::string(kEwaConfig) + "eval_years = 1984\n", &error)
+          .has_value());
+  EXPECT_NE(error.find("needs train_years and eval_years"), std::string::npos)
+      << error;
+  EXPECT_FALSE(
+      Registry::Parse(std::string(kEwaConfig) + "train_years = 79\n", &error)
+          .has_value());
+  EXPECT_NE(error.find("train_years is not a list of years"), std::string::npos)
+      << error;
+  EXPECT_FALSE(Registry::Parse(std::string(kEwaConfig) +
+                                   "train_years = 1979\neval_years = 1984\n"
+                                   "generate_grid = 96 by 144\n",
+                               &error)
+                   .has_value());
+  EXPECT_NE(error.find("generate_grid is not HEIGHTxWIDTH"), std::string::npos)
+      << error;
+}
+
+TEST(Registry, BuiltinExtremeWeatherConfigsAreImplementedWithYears) {
+  for (const ConfigInfo& c : Registry::Builtin().configs()) {
+    if (c.workload != "extreme_weather") continue;
+    EXPECT_TRUE(c.implemented) << c.name;
+    EXPECT_FALSE(c.train_years.empty()) << c.name;
+    EXPECT_FALSE(c.eval_years.empty()) << c.name;
+  }
+  const ConfigInfo* smoke =
+      Registry::Builtin().FindConfig("extreme_weather", "ewa_smoke");
+  ASSERT_NE(smoke, nullptr);
+  EXPECT_GT(smoke->generate_samples, 0);
+}
+
 }  // namespace
 }  // namespace hpcai500

@@ -1,6 +1,9 @@
 #include "server/http/http_server.h"
 
+#include <chrono>
+#include <functional>
 #include <string>
+#include <thread>
 
 #include "boost/asio/connect.hpp"
 #include "boost/asio/io_context.hpp"
@@ -133,6 +136,54 @@ TEST(HttpServer, StartTwiceIsRefusedAndStopIsIdempotent) {
             absl::StatusCode::kFailedPrecondition);
   server.Stop();
   server.Stop();
+}
+
+// Polls `done` every 10 ms for up to 5 s.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 500 && !done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+TEST(HttpServer, ConnectionOverTheLimitIsAnswered503AndClosed) {
+  FakeCoordinatorView view;
+  HttpServer server(&view, "/nonexistent", /*threads=*/2,
+                    /*max_connections=*/2);
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"),
+                               static_cast<unsigned short>(server.port()));
+  asio::io_context io;
+  // Two idle keep-alive clients hold both slots.
+  tcp::socket first(io), second(io);
+  first.connect(endpoint);
+  second.connect(endpoint);
+  ASSERT_TRUE(Eventually([&] { return server.open_connections() == 2; }))
+      << server.open_connections();
+
+  HttpResponse refused =
+      Fetch(server.port(), HttpRequest(http::verb::get, "/metrics", 11));
+  EXPECT_EQ(refused.result(), http::status::service_unavailable);
+  EXPECT_EQ(refused[http::field::retry_after], "1");
+  EXPECT_FALSE(refused.keep_alive());
+  EXPECT_EQ(server.open_connections(), 2);  // the refused one never counted
+
+  // The held connections are still served.
+  HttpRequest request(http::verb::get, "/metrics", 11);
+  request.set(http::field::host, "127.0.0.1");
+  http::write(first, request);
+  beast::flat_buffer buffer;
+  HttpResponse served;
+  http::read(first, buffer, served);
+  EXPECT_EQ(served.result(), http::status::ok);
+
+  // A freed slot takes a new connection.
+  second.close();
+  ASSERT_TRUE(Eventually([&] { return server.open_connections() == 1; }))
+      << server.open_connections();
+  EXPECT_EQ(Fetch(server.port(), HttpRequest(http::verb::get, "/metrics", 11))
+                .result(),
+            http::status::ok);
 }
 
 }  // namespace

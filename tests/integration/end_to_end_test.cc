@@ -127,6 +127,44 @@ TEST_F(EndToEnd, TwoRankRunAcrossTwoAgentsIsScoredRankedAndSurvivesRestart) {
   EXPECT_EQ(Json::parse(board_again.out)["rows"].size(), 1u);
 }
 
+TEST_F(EndToEnd, ExtremeWeatherRunsThroughTheServiceAndIsRankedApart) {
+  ASSERT_TRUE(cluster_.StartCoordinator());
+  ASSERT_TRUE(cluster_.StartAgent("node-a", 1));
+  // The whole budget of the generated-data config (the worker writes its
+  // year files into the config's data folder on first use): ranked.
+  std::string spec = cluster_.WriteSpec(
+      "ewa",
+      "name: ewa-smoke\nworkload: extreme_weather\nconfig: ewa_smoke\n"
+      "level: system\nnodes: 1\nranks_per_node: 1\ndevice: cpu\n"
+      "batch_size: 4\nprecision: fp32\nseed: 3\nsystem: loopback-cpu\n");
+  CommandResult submit = cluster_.Cli({"submit", spec, "--wait"}, seconds(900));
+  ASSERT_EQ(submit.exit_code, 0) << submit.out << submit.err;
+  EXPECT_NE(submit.out.find("map50"), std::string::npos) << submit.out;
+  const std::string run_id = FirstLine(submit.out);
+
+  Json run = Show(run_id);
+  ASSERT_TRUE(run.is_object());
+  EXPECT_EQ(run["state"], "RUN_STATE_SUCCEEDED");
+  EXPECT_EQ(run["spec"]["workload"], "extreme_weather");
+  EXPECT_TRUE(run["spec"]["ranked"].get<bool>());
+  const Json& score = run["score"];
+  EXPECT_TRUE(score["reached_target"].get<bool>());
+  EXPECT_GT(score["valid_flops"].get<double>(), 0);
+  EXPECT_GT(score["forward_flops_per_sample"].get<double>(), 1e8);
+  EXPECT_GE(score["quality"].get<double>(), score["target"].get<double>());
+
+  // Ranked on the extreme_weather board only.
+  int status = 0;
+  Json ewa = Json::parse(cluster_.HttpGet(
+      "/api/v1/leaderboard?workload=extreme_weather", &status));
+  EXPECT_EQ(status, 200);
+  ASSERT_EQ(ewa["rows"].size(), 1u) << ewa.dump();
+  EXPECT_EQ(ewa["rows"][0]["rank"], 1);
+  Json ic = Json::parse(cluster_.HttpGet(
+      "/api/v1/leaderboard?workload=image_classification", &status));
+  EXPECT_TRUE(ic["rows"].empty()) << ic.dump();
+}
+
 TEST_F(EndToEnd, CancelLeavesNoWorkerBehind) {
   ASSERT_TRUE(cluster_.StartCoordinator());
   ASSERT_TRUE(cluster_.StartAgent("node-a", 2));

@@ -6,15 +6,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 namespace hpcai500::testing {
@@ -25,6 +22,18 @@ std::vector<char*> Argv(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) out.push_back(const_cast<char*>(a.c_str()));
   out.push_back(nullptr);
   return out;
+}
+
+// Starts `argv` in its own process group, stdout and stderr appended to
+// `log_path`.
+std::unique_ptr<Subprocess> StartLogged(const std::vector<std::string>& argv,
+                                        const std::string& log_path) {
+  SubprocessOptions options;
+  options.argv = argv;
+  options.stdout_path = options.stderr_path = log_path;
+  options.append = true;
+  options.own_process_group = true;
+  return std::make_unique<Subprocess>(options);
 }
 
 }  // namespace
@@ -85,87 +94,6 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
-std::unique_ptr<ChildProcess> ChildProcess::Start(
-    const std::vector<std::string>& argv, const std::string& log_path) {
-  std::vector<char*> args = Argv(argv);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(log, 1);
-    dup2(log, 2);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, 0);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return std::unique_ptr<ChildProcess>(new ChildProcess(pid));
-}
-
-ChildProcess::~ChildProcess() {
-  if (!reaped_) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-}
-
-void ChildProcess::Signal(int sig) {
-  if (!reaped_) kill(pid_, sig);
-}
-
-int ChildProcess::Wait(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!reaped_) {
-    int status = 0;
-    pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      reaped_ = true;
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    if (std::chrono::steady_clock::now() > deadline) return -1;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return -1;
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool WaitFor(const std::function<bool()>& done,
-             std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool ProcessAlive(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  if (stat.empty()) return false;
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() &&
-         stat[paren + 2] != 'Z';
-}
-
 std::string BinaryPath(const std::string& name) {
   return std::string(HPCAI500_BINARY_DIR) + "/bin/" + name;
 }
@@ -193,11 +121,11 @@ std::string TestCluster::grpc_address() const {
 }
 
 bool TestCluster::StartCoordinator() {
-  coordinator_ = ChildProcess::Start(
-      {BinaryPath("hpcai500d"), "--grpc", grpc_address(), "--http",
-       "127.0.0.1:" + std::to_string(http_port_), "--db", db_path(),
-       "--web-dir", std::string(HPCAI500_SOURCE_DIR) + "/web"},
-      dir_ + "/hpcai500d.log");
+  coordinator_ =
+      StartLogged({BinaryPath("hpcai500d"), "--grpc", grpc_address(), "--http",
+                   "127.0.0.1:" + std::to_string(http_port_), "--db", db_path(),
+                   "--web-dir", std::string(HPCAI500_SOURCE_DIR) + "/web"},
+                  dir_ + "/hpcai500d.log");
   return WaitFor([&] { return Cli({"list"}).exit_code == 0; },
                  std::chrono::seconds(20));
 }
@@ -210,11 +138,11 @@ void TestCluster::StopCoordinator(int sig) {
 }
 
 bool TestCluster::StartAgent(const std::string& name, int slots) {
-  agents_[name] = ChildProcess::Start(
-      {BinaryPath("hpcai500-agent"), "--coordinator", grpc_address(), "--name",
-       name, "--slots", std::to_string(slots), "--workdir",
-       agent_workdir(name)},
-      dir_ + "/agent-" + name + ".log");
+  agents_[name] =
+      StartLogged({BinaryPath("hpcai500-agent"), "--coordinator",
+                   grpc_address(), "--name", name, "--slots",
+                   std::to_string(slots), "--workdir", agent_workdir(name)},
+                  dir_ + "/agent-" + name + ".log");
   return WaitFor(
       [&] {
         CommandResult nodes = Cli({"nodes"});

@@ -6,14 +6,14 @@
 #ifndef HPCAI500_TESTS_INTEGRATION_HARNESS_H_
 #define HPCAI500_TESTS_INTEGRATION_HARNESS_H_
 
-#include <sys/types.h>
-
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "tests/worker/test_util.h"  // ReadFile, FreePort, WaitFor, ...
 
 namespace hpcai500::testing {
 
@@ -27,39 +27,6 @@ struct CommandResult {
 // after `timeout`.
 CommandResult RunCommand(const std::vector<std::string>& argv,
                          std::chrono::seconds timeout);
-
-// A child process in its own process group, stdout and stderr appended to
-// `log_path`. The destructor kills it (SIGKILL) and reaps it.
-class ChildProcess {
- public:
-  static std::unique_ptr<ChildProcess> Start(
-      const std::vector<std::string>& argv, const std::string& log_path);
-  ~ChildProcess();
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-
-  pid_t pid() const { return pid_; }
-  void Signal(int sig);
-  // Waits for exit; returns the exit code, 128+signal, or -1 on timeout.
-  int Wait(std::chrono::milliseconds timeout);
-
- private:
-  explicit ChildProcess(pid_t pid) : pid_(pid) {}
-  pid_t pid_;
-  bool reaped_ = false;
-};
-
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int FreePort();
-
-// Polls `done` every 100 ms until it returns true or `timeout` passes.
-bool WaitFor(const std::function<bool()>& done,
-             std::chrono::milliseconds timeout);
-
-std::string ReadFile(const std::string& path);
-
-// True when a process with this pid exists and is not a zombie.
-bool ProcessAlive(pid_t pid);
 
 // Binaries from this build.
 std::string BinaryPath(const std::string& name);
@@ -103,8 +70,8 @@ class TestCluster {
   int grpc_port_ = 0;
   int http_port_ = 0;
   bool keep_ = false;
-  std::unique_ptr<ChildProcess> coordinator_;
-  std::map<std::string, std::unique_ptr<ChildProcess>> agents_;
+  std::unique_ptr<Subprocess> coordinator_;
+  std::map<std::string, std::unique_ptr<Subprocess>> agents_;
 };
 
 }  // namespace hpcai500::testing

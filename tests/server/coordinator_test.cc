@@ -4,12 +4,15 @@
 
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server/http/router.h"
 #include "tests/common/test_files.h"
 
 namespace hpcai500 {
@@ -445,6 +448,103 @@ TEST_F(LeaderboardTest, UnknownWorkloadIsInvalidArgument) {
   request.set_workload("chess");
   EXPECT_TRUE(
       absl::IsInvalidArgument(coordinator_->Leaderboard(request).status()));
+}
+
+// A finished, scored single-run submission written straight into the store
+// (the worker cannot train every workload here); returns its submission id.
+int64_t StoreScoredSubmission(Store& store, const std::string& workload,
+                              const std::string& config,
+                              const std::string& name, double valid_flops) {
+  v1::RunSpec spec;
+  spec.set_name(name);
+  spec.set_workload(workload);
+  spec.set_config(config);
+  spec.set_level("free");
+  spec.set_nodes(1);
+  spec.set_ranks_per_node(1);
+  spec.set_device("cpu");
+  spec.set_precision("fp32");
+  spec.set_batch_size(4);
+  spec.set_repetitions(1);
+  spec.set_system("box-" + name);
+  spec.set_ranked(true);
+  absl::StatusOr<v1::SubmitResponse> submitted =
+      store.CreateSubmission("name: " + name + "\n", {spec}, 1000);
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  const int64_t run_id = submitted->run_ids(0);
+  v1::Run run = *store.GetRun(run_id);
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  run.set_finished_ms(2000);
+  EXPECT_TRUE(store.UpdateRun(run).ok());
+  v1::Score score;
+  score.set_quality(0.5);
+  score.set_target(0.35);
+  score.set_exponent(5);
+  score.set_flops(valid_flops / 2);
+  score.set_valid_flops(valid_flops);
+  score.set_reached_target(true);
+  EXPECT_TRUE(store.SaveResult(run_id, score).ok());
+  return submitted->submission_id();
+}
+
+TEST_F(LeaderboardTest, RanksEachWorkloadApartNeverInOneOrdering) {
+  // Interleaved submissions; the best EWA score is far above every IC score.
+  const int64_t ic_low = StoreScoredSubmission(*store_, "image_classification",
+                                               "fashion_mnist", "ic-low", 5e11);
+  const int64_t ewa_low = StoreScoredSubmission(*store_, "extreme_weather",
+                                                "ewa_smoke", "ewa-low", 1e12);
+  const int64_t ic_high = StoreScoredSubmission(
+      *store_, "image_classification", "fashion_mnist", "ic-high", 2e12);
+  const int64_t ewa_high = StoreScoredSubmission(*store_, "extreme_weather",
+                                                 "ewa_smoke", "ewa-high", 9e12);
+
+  // Unfiltered: each workload's rows together, each ranked 1..k on its own.
+  v1::LeaderboardResponse all =
+      *coordinator_->Leaderboard(v1::LeaderboardRequest());
+  ASSERT_EQ(all.rows_size(), 4);
+  std::vector<std::string> order;
+  for (const v1::LeaderboardRow& row : all.rows()) {
+    order.push_back(
+        absl::StrCat(row.workload(), " ", row.rank(), " ", row.name()));
+  }
+  EXPECT_THAT(order, ElementsAre("extreme_weather 1 ewa-high",
+                                 "extreme_weather 2 ewa-low",
+                                 "image_classification 1 ic-high",
+                                 "image_classification 2 ic-low"));
+
+  // Filtered by workload: only that workload, ranked from 1.
+  for (const auto& [workload, best, second] :
+       {std::tuple{"image_classification", ic_high, ic_low},
+        std::tuple{"extreme_weather", ewa_high, ewa_low}}) {
+    v1::LeaderboardRequest request;
+    request.set_workload(workload);
+    v1::LeaderboardResponse board = *coordinator_->Leaderboard(request);
+    ASSERT_EQ(board.rows_size(), 2) << workload;
+    EXPECT_EQ(board.rows(0).submission_id(), best) << workload;
+    EXPECT_EQ(board.rows(0).rank(), 1) << workload;
+    EXPECT_EQ(board.rows(1).submission_id(), second) << workload;
+    EXPECT_EQ(board.rows(1).rank(), 2) << workload;
+    for (const v1::LeaderboardRow& row : board.rows()) {
+      EXPECT_EQ(row.workload(), workload);
+    }
+  }
+
+  // The HTTP JSON API the page reads gives the same separate rankings.
+  HttpRouter router(coordinator_.get(), "/nonexistent");
+  HttpRequest get(boost::beast::http::verb::get,
+                  "/api/v1/leaderboard?workload=extreme_weather", 11);
+  HttpResponse response = router.Handle(get);
+  ASSERT_EQ(response.result(), boost::beast::http::status::ok)
+      << response.body();
+  nlohmann::json json = nlohmann::json::parse(response.body());
+  ASSERT_EQ(json["rows"].size(), 2u) << response.body();
+  EXPECT_EQ(json["rows"][0]["name"], "ewa-high");
+  EXPECT_EQ(json["rows"][0]["rank"], 1);
+  EXPECT_EQ(json["rows"][1]["name"], "ewa-low");
+  EXPECT_EQ(json["rows"][1]["rank"], 2);
+  for (const nlohmann::json& row : json["rows"]) {
+    EXPECT_EQ(row["workload"], "extreme_weather");
+  }
 }
 
 TEST_F(CoordinatorTest, MetricsCountRunsQueueNodesAndEvents) {

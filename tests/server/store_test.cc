@@ -1,5 +1,6 @@
 #include "server/store.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -161,6 +162,55 @@ TEST_F(StoreTest, ReopenKeepsSubmissionsRunsResultsAndQueue) {
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].slots(), 4);
   EXPECT_EQ(nodes[0].labels().at("rack"), "r1");
+}
+
+TEST_F(StoreTest, ResultKeepsEnergyAndValidFlopsPerWatt) {
+  const int64_t run = RunWithAttempt(**Store::Open(path_));
+  {
+    auto store = *Store::Open(path_);
+    v1::Score score;
+    score.set_valid_flops(1.5e9);
+    score.set_train_seconds(12);
+    score.set_energy_joules(5400);
+    score.set_valid_flops_per_watt(3.33e6);
+    ASSERT_TRUE(store->SaveResult(run, score).ok());
+  }
+  v1::Run reopened = *(*Store::Open(path_))->GetRun(run);
+  EXPECT_DOUBLE_EQ(reopened.score().energy_joules(), 5400);
+  EXPECT_DOUBLE_EQ(reopened.score().valid_flops_per_watt(), 3.33e6);
+}
+
+// A file written by a version-1 hpcai500d (no energy columns) is migrated
+// on open and keeps its results, reading 0 for what it did not record.
+TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
+  int64_t run = 0;
+  {
+    auto store = *Store::Open(path_);
+    run = RunWithAttempt(*store);
+    v1::Score score;
+    score.set_valid_flops(1.5e9);
+    score.set_energy_joules(5400);
+    ASSERT_TRUE(store->SaveResult(run, score).ok());
+  }
+  {  // Turn the file back into version 1.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc =
+        sqlite3_exec(db,
+                     "ALTER TABLE results DROP COLUMN energy_joules; "
+                     "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
+                     "PRAGMA user_version = 1;",
+                     nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+  auto store = *Store::Open(path_);
+  EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
+  v1::Run migrated = *store->GetRun(run);
+  EXPECT_DOUBLE_EQ(migrated.score().valid_flops(), 1.5e9);
+  EXPECT_DOUBLE_EQ(migrated.score().energy_joules(), 0);
 }
 
 TEST_F(StoreTest, CorruptFileIsAnErrorNamingIt) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/test_util.h"
 #include "worker/data.h"
 #include "worker/models.h"
 
@@ -14,13 +15,6 @@ namespace {
 
 class IdxReaderTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::string(::testing::TempDir()) + "/idx_test_" +
-           std::to_string(::getpid());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // Writes a gzipped IDX file: magic, dims (big-endian), then `payload`.
   std::string WriteIdx(const std::string& name, uint32_t magic,
                        const std::vector<uint32_t>& dims,
@@ -41,17 +35,11 @@ class IdxReaderTest : public ::testing::Test {
     return path;
   }
 
-  std::string dir_;
+  hpcai500::testing::ScratchDir scratch_{"idx_test"};
+  const std::string dir_ = scratch_.path();
 };
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using hpcai500::testing::ErrorOf;
 
 TEST_F(IdxReaderTest, ReadsImagesAndLabelsInOrder) {
   std::vector<uint8_t> pixels(3 * 2 * 2);

@@ -182,29 +182,62 @@ TEST(RoiAlign, MatchesTheReferenceOnRandomBoxesAndBorders) {
   o.output_width = 4;
   o.spatial_scale = 0.5;
   o.sampling_ratio = 2;
-  for (bool aligned : {true, false}) {
-    o.aligned = aligned;
-    torch::Tensor out = RoiAlign(features, rois, o);
-    ASSERT_EQ(out.sizes(), (std::vector<int64_t>{5, 3, 3, 4}));
-    for (int64_t k = 0; k < rois.size(0); ++k) {
-      auto r = rois[k];
-      torch::Tensor f = features[r[0].item<int64_t>()];
-      for (int64_t c = 0; c < 3; ++c) {
-        for (int64_t i = 0; i < 3; ++i) {
-          for (int64_t j = 0; j < 4; ++j) {
-            EXPECT_NEAR(out[k][c][i][j].item<float>(),
-                        ReferenceRoiAlign(
-                            f, c, r[1].item<float>(), r[2].item<float>(),
-                            r[3].item<float>(), r[4].item<float>(), i, j, o),
-                        1e-4)
-                << "roi " << k << " aligned " << aligned;
+  // Both forms: the separable matrix products and grid_sample.
+  for (int64_t limit : {int64_t{1} << 26, int64_t{0}}) {
+    o.separable_max_elements = limit;
+    for (bool aligned : {true, false}) {
+      o.aligned = aligned;
+      torch::Tensor out = RoiAlign(features, rois, o);
+      ASSERT_EQ(out.sizes(), (std::vector<int64_t>{5, 3, 3, 4}));
+      for (int64_t k = 0; k < rois.size(0); ++k) {
+        auto r = rois[k];
+        torch::Tensor f = features[r[0].item<int64_t>()];
+        for (int64_t c = 0; c < 3; ++c) {
+          for (int64_t i = 0; i < 3; ++i) {
+            for (int64_t j = 0; j < 4; ++j) {
+              EXPECT_NEAR(out[k][c][i][j].item<float>(),
+                          ReferenceRoiAlign(
+                              f, c, r[1].item<float>(), r[2].item<float>(),
+                              r[3].item<float>(), r[4].item<float>(), i, j, o),
+                          1e-4)
+                  << "roi " << k << " aligned " << aligned << " limit "
+                  << limit;
+            }
           }
         }
       }
+      // The last box lies wholly outside the map: every sample reads zero.
+      EXPECT_EQ(out[4].abs().sum().item<float>(), 0.0f);
     }
-    // The last box lies wholly outside the map: every sample reads zero.
-    EXPECT_EQ(out[4].abs().sum().item<float>(), 0.0f);
   }
+}
+
+TEST(RoiAlign, SeparableAndSampledFormsGiveTheSameGradients) {
+  torch::manual_seed(3);
+  torch::Tensor base = torch::randn({2, 4, 6, 9});
+  torch::Tensor rois = torch::tensor({{0.f, 3.f, 2.f, 60.f, 40.f},
+                                      {1.f, -10.f, 5.f, 30.f, 90.f},
+                                      {1.f, 100.f, 20.f, 150.f, 100.f},
+                                      {0.f, 8.f, 8.f, 24.f, 24.f}});
+  RoiAlignOptions o;
+  o.spatial_scale = 1.0 / 16;
+  torch::Tensor grads[2];
+  torch::Tensor outs[2];
+  for (int form = 0; form < 2; ++form) {
+    o.separable_max_elements = form == 0 ? int64_t{1} << 26 : 0;
+    torch::Tensor f = base.clone().requires_grad_(true);
+    outs[form] = RoiAlign(f, rois, o);
+    (outs[form] * torch::arange(outs[form].numel(), torch::kFloat)
+                      .view(outs[form].sizes())
+                      .sin())
+        .sum()
+        .backward();
+    grads[form] = f.grad();
+  }
+  EXPECT_TRUE(torch::allclose(outs[0], outs[1], 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(grads[0], grads[1], 1e-4, 1e-5))
+      << (grads[0] - grads[1]).abs().max().item<float>();
+  EXPECT_GT(grads[0].abs().sum().item<float>(), 0.0f);
 }
 
 TEST(RoiAlign, IsDifferentiableWithRespectToFeatures) {

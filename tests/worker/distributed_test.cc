@@ -287,6 +287,50 @@ TEST(GradientReducer, CountsBytesSentPerCompression) {
   EXPECT_GE(none.stats[0].wait_seconds, 0.0);
 }
 
+TEST(GradientReducer, PowerSgdWarmUpStepsGoUncompressedAndExact) {
+  // Two warm-up steps send every gradient whole (the exact mean, no error
+  // feedback); the third is compressed.
+  const std::vector<torch::Tensor> g0 = RandomGrads(kShapes, 31);
+  const std::vector<torch::Tensor> g1 = RandomGrads(kShapes, 32);
+  std::vector<torch::Tensor> want;
+  for (size_t i = 0; i < kShapes.size(); ++i) {
+    want.push_back(((g0[i] + g1[i]) / 2).reshape(-1));
+  }
+  const torch::Tensor mean = torch::cat(want);
+  std::vector<std::vector<int64_t>> bytes(2);
+  std::vector<std::vector<double>> errors(2);
+  std::vector<double> feedback_during_warmup(2, -1);
+  RunRanks(2, [&](Collectives& c) {
+    ReducerOptions options = Options("powersgd", 25, 2);
+    options.powersgd_warmup_steps = 2;
+    FixedGradParams f = MakeParams(kShapes);
+    GradientReducer reducer(&c, f.params, options);
+    int64_t before = 0;
+    for (int step = 0; step < 3; ++step) {
+      f.ZeroGrad();
+      reducer.BeginStep(4);
+      f.Backward(c.rank() == 0 ? g0 : g1);
+      reducer.FinishStep();
+      bytes[c.rank()].push_back(reducer.stats().bytes - before);
+      before = reducer.stats().bytes;
+      errors[c.rank()].push_back(RelativeError(FlatGrads(f.params), mean));
+      if (step == 1) {
+        feedback_during_warmup[c.rank()] =
+            reducer.PowerSgdError(0).abs().max().item<double>();
+      }
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(bytes[r][0], kCountBytes + kNumel * 4) << "rank " << r;
+    EXPECT_EQ(bytes[r][1], kCountBytes + kNumel * 4) << "rank " << r;
+    EXPECT_EQ(bytes[r][2], kCountBytes + (64 * 2 + 64 + 288 * 2) * 4);
+    EXPECT_LT(errors[r][0], 1e-6);
+    EXPECT_LT(errors[r][1], 1e-6);
+    EXPECT_GT(errors[r][2], 1e-3);              // rank 2 of a random gradient
+    EXPECT_EQ(feedback_during_warmup[r], 0.0);  // nothing withheld yet
+  }
+}
+
 TEST(GradientReducer, PowerSgdReconstructsALowRankSumExactly) {
   // Rank r's gradient is a b_r^T: the mean is rank 1, so rank-1 PowerSGD
   // is exact and leaves no error to feed back.

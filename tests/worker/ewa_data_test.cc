@@ -1,13 +1,10 @@
 #include "worker/ewa_data.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <iterator>
 #include <limits>
 #include <set>
 #include <string>
@@ -17,19 +14,15 @@
 #include <hdf5.h>
 #endif
 
+#include "tests/worker/test_util.h"
+
 namespace hpcai500::worker {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using hpcai500::testing::ErrorOf;
+using hpcai500::testing::ReadFile;
 
 #ifndef HPCAI500_HAVE_HDF5
 
@@ -50,22 +43,14 @@ constexpr int64_t kH = 96;
 constexpr int64_t kW = 144;
 constexpr int64_t kSamples = 12;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // One generated reduced-grid file shared by the tests (generation is the
 // slow part), plus a scratch folder for copies.
 class EwaDataTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(::testing::TempDir() + "/ewa_data_test_" +
-                           std::to_string(::getpid()));
-    fs::remove_all(*dir_);
-    fs::create_directories(*dir_);
+    dir_ = new hpcai500::testing::ScratchDir("ewa_data_test");
     EwaGeneratorOptions o;
-    o.out = *dir_ + "/climo_1979.h5";
+    o.out = File();
     o.samples = kSamples;
     o.height = kH;
     o.width = kW;
@@ -73,21 +58,21 @@ class EwaDataTest : public ::testing::Test {
     WriteSyntheticEwaFile(o);
   }
   static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
     delete dir_;
+    dir_ = nullptr;
   }
-  static std::string Dir() { return *dir_; }
-  static std::string File() { return *dir_ + "/climo_1979.h5"; }
+  static std::string Dir() { return dir_->path(); }
+  static std::string File() { return Dir() + "/climo_1979.h5"; }
   static std::string CopyTo(const std::string& name) {
-    std::string to = *dir_ + "/" + name;
+    std::string to = Dir() + "/" + name;
     fs::copy_file(File(), to, fs::copy_options::overwrite_existing);
     return to;
   }
 
  private:
-  static std::string* dir_;
+  static hpcai500::testing::ScratchDir* dir_;
 };
-std::string* EwaDataTest::dir_ = nullptr;
+hpcai500::testing::ScratchDir* EwaDataTest::dir_ = nullptr;
 
 TEST_F(EwaDataTest, GeneratedFileReadsBackWithTheDatasetLayout) {
   EwaFile file(File());
@@ -141,10 +126,10 @@ TEST_F(EwaDataTest, SameSeedGivesIdenticalBytesAndAnotherSeedDoesNot) {
   o.seed = 8;
   o.out = Dir() + "/other.h5";
   WriteSyntheticEwaFile(o);
-  const std::string original = ReadAll(File());
+  const std::string original = ReadFile(File());
   ASSERT_GT(original.size(), size_t{16 * kH * kW * 4 * kSamples});
-  EXPECT_TRUE(ReadAll(Dir() + "/same.h5") == original);
-  EXPECT_FALSE(ReadAll(Dir() + "/other.h5") == original);
+  EXPECT_TRUE(ReadFile(Dir() + "/same.h5") == original);
+  EXPECT_FALSE(ReadFile(Dir() + "/other.h5") == original);
 }
 
 TEST_F(EwaDataTest, TruncatedFileIsAnErrorNamingTheFile) {

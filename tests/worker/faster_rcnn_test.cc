@@ -197,5 +197,62 @@ TEST(FasterRCNN, RejectsBadInputsNamingTheProblem) {
   EXPECT_THROW(FasterRCNN{bad}, std::invalid_argument);
 }
 
+// The convolutional form of fc6/fc7 (the CPU default) is the same function of
+// the same parameters as the linear one: equal losses, gradients and
+// detections up to float rounding.
+TEST(FasterRCNN, ConvolutionalBoxHeadMatchesTheLinearOne) {
+  FasterRCNNOptions conv_options = SmallOptions();
+  conv_options.conv_box_head = true;
+  FasterRCNNOptions linear_options = SmallOptions();
+  linear_options.conv_box_head = false;
+  FasterRCNN conv(conv_options);
+  FasterRCNN linear(linear_options);
+  {
+    torch::NoGradGuard no_grad;
+    auto from = conv->named_parameters();
+    for (auto& p : linear->named_parameters()) p.value().copy_(from[p.key()]);
+    auto buffers = conv->named_buffers();
+    for (auto& b : linear->named_buffers()) b.value().copy_(buffers[b.key()]);
+  }
+  conv->train();
+  linear->train();
+  Batch batch = SyntheticBatch();
+  auto conv_losses = conv->Losses(batch.images, batch.targets);
+  auto linear_losses = linear->Losses(batch.images, batch.targets);
+  ASSERT_EQ(conv_losses.size(), linear_losses.size());
+  for (const auto& [name, value] : conv_losses) {
+    EXPECT_NEAR(value.item<float>(), linear_losses[name].item<float>(),
+                1e-4 * (1.0 + std::abs(value.item<float>())))
+        << name;
+  }
+  FasterRCNNImpl::TotalLoss(conv_losses).backward();
+  FasterRCNNImpl::TotalLoss(linear_losses).backward();
+  auto linear_params = linear->named_parameters();
+  for (const auto& p : conv->named_parameters()) {
+    const torch::Tensor& g = p.value().grad();
+    const torch::Tensor& h = linear_params[p.key()].grad();
+    ASSERT_TRUE(g.defined() && h.defined()) << p.key();
+    EXPECT_TRUE(
+        torch::allclose(g, h, /*rtol=*/1e-3,
+                        /*atol=*/1e-5 * (1 + h.abs().max().item<float>())))
+        << p.key() << " max diff " << (g - h).abs().max().item<float>();
+  }
+  // The first parameter the head's form touches must have a real gradient.
+  EXPECT_GT(
+      conv->named_parameters()["fc6.weight"].grad().abs().sum().item<float>(),
+      0.0f);
+
+  conv->eval();
+  linear->eval();
+  torch::NoGradGuard no_grad;
+  std::vector<Detections> a = conv->Detect(batch.images);
+  std::vector<Detections> b = linear->Detect(batch.images);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].scores.size(0), b[i].scores.size(0)) << "image " << i;
+    EXPECT_TRUE(torch::allclose(a[i].scores, b[i].scores, 1e-3, 1e-5));
+  }
+}
+
 }  // namespace
 }  // namespace hpcai500::worker

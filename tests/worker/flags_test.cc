@@ -76,6 +76,7 @@ TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
   ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
   EXPECT_EQ(o.compression, "none");
   EXPECT_EQ(o.powersgd_rank, 1);
+  EXPECT_EQ(o.powersgd_warmup_steps, 100);
   EXPECT_DOUBLE_EQ(o.bucket_mb, 25);
   EXPECT_FALSE(o.deterministic);
   EXPECT_FALSE(o.resume);
@@ -84,16 +85,17 @@ TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
   EXPECT_EQ(o.collective_timeout_seconds, 180);
   EXPECT_EQ(o.rank_source, "none");
 
-  ASSERT_EQ(
-      Parse(Smoke({"--compression", "powersgd", "--powersgd-rank=4",
-                   "--bucket-mb", "0.5", "--deterministic", "--checkpoint-dir",
-                   "/ck", "--resume", "--watchdog-seconds", "0",
-                   "--collective-timeout-seconds", "30"}),
-            &o, &error),
-      ParseOutcome::kRun)
+  ASSERT_EQ(Parse(Smoke({"--compression", "powersgd", "--powersgd-rank=4",
+                         "--powersgd-warmup-steps", "7", "--bucket-mb", "0.5",
+                         "--deterministic", "--checkpoint-dir", "/ck",
+                         "--resume", "--watchdog-seconds", "0",
+                         "--collective-timeout-seconds", "30"}),
+                  &o, &error),
+            ParseOutcome::kRun)
       << error;
   EXPECT_EQ(o.compression, "powersgd");
   EXPECT_EQ(o.powersgd_rank, 4);
+  EXPECT_EQ(o.powersgd_warmup_steps, 7);
   EXPECT_DOUBLE_EQ(o.bucket_mb, 0.5);
   EXPECT_TRUE(o.deterministic);
   EXPECT_TRUE(o.resume);

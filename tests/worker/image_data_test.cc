@@ -17,39 +17,20 @@
 #include <turbojpeg.h>
 #endif
 
+#include "tests/worker/test_util.h"
+
 namespace hpcai500::worker {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  explicit TempDir(const std::string& name)
-      : path_(std::string(::testing::TempDir()) + "/" + name + "_" +
-              std::to_string(::getpid())) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TempDir = hpcai500::testing::ScratchDir;
+using hpcai500::testing::ErrorOf;
 
 void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   ASSERT_TRUE(out.good()) << path;
-}
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // --- CIFAR-10 --------------------------------------------------------------
@@ -351,6 +332,79 @@ TEST(ImageLoader, RethrowsErrorsThatAreNotCorruptSamples) {
   options.rank = 2;
   options.world_size = 2;
   EXPECT_THROW(ImageLoader(data, options), std::invalid_argument);
+}
+
+// --- Subsets (train_samples / eval_samples) -------------------------------
+
+// The parent indices a subset's samples come from, read through Get.
+std::vector<int64_t> ParentIds(const ImageDataset& subset) {
+  std::vector<int64_t> ids;
+  std::mt19937_64 rng(0);
+  float pixels[4];
+  for (int64_t i = 0; i < subset.size(); ++i) {
+    const int64_t label = subset.Get(i, rng, pixels);
+    ids.push_back(static_cast<int64_t>(pixels[0]));
+    EXPECT_EQ(label, ids.back() % 7);
+  }
+  return ids;
+}
+
+TEST(SpreadSubset, TakesNSamplesSpreadEvenlyOverTheParent) {
+  std::unique_ptr<ImageDataset> subset =
+      SpreadSubset(std::make_unique<FakeDataset>(10), 4, "train_samples");
+  EXPECT_EQ(subset->size(), 4);
+  EXPECT_EQ(subset->num_classes(), 7);
+  EXPECT_EQ(subset->sample_shape(), (std::array<int64_t, 3>{1, 2, 2}));
+  EXPECT_EQ(ParentIds(*subset), (std::vector<int64_t>{0, 2, 5, 7}));
+  EXPECT_EQ(subset->Describe(3), "fake:7");
+  std::mt19937_64 rng(0);
+  float pixels[4];
+  EXPECT_THROW(subset->Get(4, rng, pixels), std::out_of_range);
+}
+
+TEST(SpreadSubset, CoversEveryClassOfAClassSortedSet) {
+  // Like a folder tree: 7 classes of 100 samples each, in class order.
+  class Sorted final : public ImageDataset {
+   public:
+    int64_t size() const override { return 700; }
+    int64_t num_classes() const override { return 7; }
+    std::array<int64_t, 3> sample_shape() const override { return {1, 1, 1}; }
+    int64_t Get(int64_t index, std::mt19937_64&, float* out) const override {
+      out[0] = 0;
+      return index / 100;
+    }
+    std::string Describe(int64_t index) const override {
+      return std::to_string(index);
+    }
+  };
+  std::unique_ptr<ImageDataset> subset =
+      SpreadSubset(std::make_unique<Sorted>(), 14, "eval_samples");
+  std::map<int64_t, int> per_class;
+  std::mt19937_64 rng(0);
+  float pixel;
+  for (int64_t i = 0; i < subset->size(); ++i) {
+    ++per_class[subset->Get(i, rng, &pixel)];
+  }
+  ASSERT_EQ(per_class.size(), 7u);
+  for (const auto& [label, count] : per_class) EXPECT_EQ(count, 2) << label;
+}
+
+TEST(SpreadSubset, ZeroKeepsTheWholeSetAndTooManyIsAnErrorNamingBoth) {
+  auto parent = std::make_unique<FakeDataset>(10);
+  const ImageDataset* raw = parent.get();
+  EXPECT_EQ(SpreadSubset(std::move(parent), 0, "train_samples").get(), raw);
+  EXPECT_EQ(SpreadSubset(std::make_unique<FakeDataset>(10), 10, "x")->size(),
+            10);
+  const std::string error = ErrorOf([] {
+    SpreadSubset(std::make_unique<FakeDataset>(10), 11, "train_samples");
+  });
+  EXPECT_NE(error.find("train_samples 11"), std::string::npos) << error;
+  EXPECT_NE(error.find("10 samples"), std::string::npos) << error;
+  EXPECT_NE(ErrorOf([] {
+              SpreadSubset(std::make_unique<FakeDataset>(10), -1,
+                           "eval_samples");
+            }).find("eval_samples -1 is negative"),
+            std::string::npos);
 }
 
 // --- ImageNet-style folders ------------------------------------------------

@@ -2,8 +2,10 @@
 #include "worker/precision.h"
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -131,11 +133,27 @@ TEST(Autocast, Fp16OnCpuIsRefusedByName) {
   }
 }
 
-TEST(ChannelsLast, WantedForReducedPrecisionOrWhenAsked) {
-  EXPECT_FALSE(WantsChannelsLast("fp32", /*asked=*/false));
+TEST(ChannelsLast, WantedInEveryPrecisionAndUnknownOnesAreRefused) {
+  EXPECT_TRUE(WantsChannelsLast("fp32", /*asked=*/false));
   EXPECT_TRUE(WantsChannelsLast("fp32", /*asked=*/true));
   EXPECT_TRUE(WantsChannelsLast("bf16", false));
   EXPECT_TRUE(WantsChannelsLast("fp16", false));
+  try {
+    WantsChannelsLast("fp8", false);
+    FAIL() << "fp8 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'fp8'"), std::string::npos);
+  }
+}
+
+TEST(KeepFreedMemoryForReuse, LargeActivationSizedBlocksComeFromTheHeap) {
+  ASSERT_TRUE(KeepFreedMemoryForReuse());
+  // 24 MiB: mmap()ed under glibc's default (dynamic, from 128 KiB) threshold.
+  const size_t mapped_before = mallinfo2().hblks;
+  void* block = std::malloc(24 << 20);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(mallinfo2().hblks, mapped_before);
+  std::free(block);
 }
 
 TEST(ChannelsLast, ConvolutionGivesTheSameNumbersInEitherLayout) {

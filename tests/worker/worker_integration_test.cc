@@ -1,13 +1,7 @@
 // Runs the real hpcai500-worker binary: alone, as two Gloo ranks on
 // loopback, and with bad input.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -20,8 +14,13 @@
 #include <vector>
 
 #include "common/registry.h"
+#include "tests/worker/test_util.h"
 
 namespace {
+
+using hpcai500::testing::FreePort;
+using hpcai500::testing::ReadFile;
+using hpcai500::testing::ScratchDir;
 
 const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
 
@@ -33,13 +32,6 @@ struct Event {
   int epoch = 0;  // 0: none
   std::string line;
 };
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string Capture(const std::string& line, const std::string& pattern) {
   std::smatch m;
@@ -73,96 +65,43 @@ std::vector<const Event*> WithKey(const std::vector<Event>& events,
   return out;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// One worker process with its output captured in files.
-class WorkerProcess {
+// One worker process, its stdout and stderr in `<output_prefix>.stdout` and
+// `.stderr`; killed when destroyed if still running.
+class WorkerProcess : public hpcai500::testing::Subprocess {
  public:
   WorkerProcess(const std::vector<std::string>& args,
                 const std::map<std::string, std::string>& env,
                 const std::string& output_prefix)
-      : stdout_path_(output_prefix + ".stdout"),
-        stderr_path_(output_prefix + ".stderr") {
-    std::vector<std::string> argv_s = {kWorker};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<std::string> env_s;
-    for (const auto& [k, v] : env) env_s.push_back(k + "=" + v);
-    env_s.push_back("PATH=/usr/bin:/bin");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int out =
-          ::open(stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err =
-          ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      std::vector<char*> argv, envp;
-      for (auto& a : argv_s) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      for (auto& e : env_s) envp.push_back(e.data());
-      envp.push_back(nullptr);
-      ::execve(kWorker, argv.data(), envp.data());
-      ::_exit(127);
-    }
-  }
-
-  ~WorkerProcess() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // The exit code, or -1 when it did not exit normally within `timeout`
-  // (the process is then killed).
-  int Wait(std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return -1;
-  }
+      : Subprocess(Options(args, env, output_prefix)),
+        stdout_path_(output_prefix + ".stdout"),
+        stderr_path_(output_prefix + ".stderr") {}
 
   std::string Stderr() const { return ReadFile(stderr_path_); }
   std::string Stdout() const { return ReadFile(stdout_path_); }
 
  private:
+  static hpcai500::testing::SubprocessOptions Options(
+      const std::vector<std::string>& args,
+      const std::map<std::string, std::string>& env,
+      const std::string& output_prefix) {
+    hpcai500::testing::SubprocessOptions o;
+    o.argv = {kWorker};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env = std::vector<std::string>{"PATH=/usr/bin:/bin"};
+    for (const auto& [k, v] : env) o.env->push_back(k + "=" + v);
+    o.stdout_path = output_prefix + ".stdout";
+    o.stderr_path = output_prefix + ".stderr";
+    return o;
+  }
+
   const std::string stdout_path_;
   const std::string stderr_path_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
 };
 
 class WorkerBinaryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::string(::testing::TempDir()) + "/worker_it_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-           "_" + std::to_string(::getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
   void TearDown() override {
-    if (!HasFailure()) std::filesystem::remove_all(dir_);
+    if (HasFailure()) scratch_.Keep();
   }
 
   std::vector<std::string> ConfigArgs(const std::string& events_file,
@@ -240,7 +179,8 @@ class WorkerBinaryTest : public ::testing::Test {
     return checksums.size() == 1 ? checksums[0]->value : "";
   }
 
-  std::string dir_;
+  ScratchDir scratch_ = ScratchDir::ForCurrentTest("worker_it");
+  const std::string dir_ = scratch_.path();
   std::string attempt_ = "attempt";  // folder of the events files
   std::string config_ = "fashion_mnist_smoke";
 };

@@ -1,0 +1,174 @@
+// Runs the real hpcai500-worker with --mllog-submission and holds its event
+// log to the rules of MLCommons' training compliance checker (ruleset 4.0.0,
+// open division, benchmark resnet) as tests/worker/mllog_checker.h states
+// them: one test per rule family, failing with the rule's text; and a
+// LARS run against all of them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/worker/mllog_checker.h"
+#include "tests/worker/test_util.h"
+
+namespace hpcai500::worker::mllog_checker {
+namespace {
+
+using hpcai500::testing::ReadFile;
+using hpcai500::testing::ScratchDir;
+
+const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+
+std::string Joined(const Violations& v) {
+  std::string s;
+  for (const std::string& line : v) s += "  " + line + "\n";
+  return s;
+}
+
+// This process's environment without RANK and WORLD_SIZE: one rank alone.
+std::vector<std::string> SingleRankEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string var = *e;
+    if (var.rfind("RANK=", 0) == 0 || var.rfind("WORLD_SIZE=", 0) == 0) {
+      continue;
+    }
+    env.push_back(var);
+  }
+  return env;
+}
+
+// Runs the worker on `args` (rank 0 of 1, two threads) writing its events
+// to `dir`/events; returns the exit code (-1: still running after 4 min).
+int RunWorker(std::vector<std::string> args, const std::string& dir) {
+  hpcai500::testing::SubprocessOptions o;
+  o.argv = {kWorker};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  for (const char* extra : {"--threads", "2", "--events-file"}) {
+    o.argv.push_back(extra);
+  }
+  o.argv.push_back(dir + "/events");
+  o.env = SingleRankEnvironment();
+  o.stdout_path = dir + "/stdout";
+  o.stderr_path = dir + "/stderr";
+  hpcai500::testing::Subprocess worker(o);
+  return worker.Wait(std::chrono::minutes(4));
+}
+
+// Trains fashion_mnist_smoke (its two epochs, three steps each) once for
+// the tests of one fixture.
+class SubmissionLog : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir("mllog_sgd");
+    exit_code_ =
+        RunWorker({"--workload", "image_classification", "--config",
+                   "fashion_mnist_smoke", "--steps-per-epoch", "3",
+                   "--mllog-submission", "org=Acme,platform=two-cores"},
+                  dir_->path());
+    log_ = new Log(ParseText(ReadFile(dir_->path() + "/events")));
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete log_;
+  }
+  void SetUp() override {
+    ASSERT_EQ(exit_code_, 0) << ReadFile(dir_->path() + "/stderr");
+  }
+
+  static ScratchDir* dir_;
+  static int exit_code_;
+  static Log* log_;
+};
+ScratchDir* SubmissionLog::dir_ = nullptr;
+int SubmissionLog::exit_code_ = -1;
+Log* SubmissionLog::log_ = nullptr;
+
+TEST_F(SubmissionLog, EveryLineParses) {
+  EXPECT_TRUE(CheckParsing(*log_).empty()) << Joined(CheckParsing(*log_));
+  EXPECT_GT(log_->lines.size(), 20u);
+}
+
+TEST_F(SubmissionLog, CarriesTheSubmissionKeysOfTheOpenDivision) {
+  const Violations v = CheckSubmission(*log_);
+  EXPECT_TRUE(v.empty()) << Joined(v);
+}
+
+TEST_F(SubmissionLog, InitializesThenRunsInTheRequiredOrder) {
+  const Violations v = CheckInitAndRun(*log_);
+  EXPECT_TRUE(v.empty()) << Joined(v);
+}
+
+TEST_F(SubmissionLog, NumbersEveryBlockEpochAndEvaluation) {
+  const Violations v = CheckBlocksEpochsAndEvals(*log_);
+  EXPECT_TRUE(v.empty()) << Joined(v);
+}
+
+TEST_F(SubmissionLog, StatesTrainAndEvalSamplesOnce) {
+  const Violations v = CheckSampleCounts(*log_);
+  EXPECT_TRUE(v.empty()) << Joined(v);
+}
+
+TEST_F(SubmissionLog, CarriesTheResnetBenchmarkAndHyperparameterKeys) {
+  const Violations v = CheckResnet(*log_);
+  EXPECT_TRUE(v.empty()) << Joined(v);
+}
+
+// The values are the run's, not placeholders: the org and platform given,
+// two epochs of the config, the smoke config's batch and SGD recipe.
+TEST_F(SubmissionLog, ValuesAreThoseOfTheRun) {
+  auto only = [&](const std::string& key) {
+    for (const Line& l : log_->lines) {
+      if (l.key == key) return l.value;
+    }
+    ADD_FAILURE() << "no " << key;
+    return nlohmann::json();
+  };
+  EXPECT_EQ(only("submission_org"), "Acme");
+  EXPECT_EQ(only("submission_platform"), "two-cores");
+  EXPECT_EQ(only("submission_division"), "open");
+  EXPECT_EQ(only("submission_benchmark"), "resnet");
+  EXPECT_EQ(only("global_batch_size"), 64);
+  EXPECT_EQ(only("opt_name"), "sgd");
+  EXPECT_DOUBLE_EQ(only("opt_base_learning_rate").get<double>(),
+                   0.8 * 64 / 256);
+  int epochs = 0;
+  for (const Line& l : log_->lines) epochs += l.key == "epoch_stop";
+  EXPECT_EQ(epochs, 2);
+}
+
+// LARS (the free-level optimizer) on synthetic data: one ResNet-18 step of
+// four 224x224 images, so the LARS keys meet the rules too.
+TEST(LarsSubmissionLog, PassesEveryRuleAndCarriesTheLarsRecipe) {
+  const ScratchDir scratch("mllog_lars");
+  const std::string& dir = scratch.path();
+  ASSERT_EQ(RunWorker({"--workload", "image_classification", "--config",
+                       "imagenet_lars", "--data", "synthetic", "--model",
+                       "resnet18", "--batch-size", "4", "--epochs", "1",
+                       "--steps-per-epoch", "1", "--mllog-submission",
+                       "org=Acme,platform=two-cores,status=research"},
+                      dir),
+            0)
+      << ReadFile(dir + "/stderr");
+  const Log log = ParseText(ReadFile(dir + "/events"));
+  const Violations v = CheckAll(log);
+  EXPECT_TRUE(v.empty()) << Joined(v);
+  std::map<std::string, nlohmann::json> value;
+  for (const Line& l : log.lines) value[l.key] = l.value;
+  EXPECT_EQ(value["opt_name"], "lars");
+  EXPECT_EQ(value["submission_status"], "research");
+  // imagenet_lars: lr 0.256 per 256 images, momentum 0.9, wd 5e-5, 8 warm-up
+  // epochs; trust coefficient 0.001.
+  EXPECT_DOUBLE_EQ(value["lars_opt_base_learning_rate"].get<double>(),
+                   0.256 * 4 / 256);
+  EXPECT_DOUBLE_EQ(value["lars_opt_momentum"].get<double>(), 0.9);
+  EXPECT_DOUBLE_EQ(value["lars_opt_weight_decay"].get<double>(), 5e-5);
+  EXPECT_EQ(value["lars_opt_learning_rate_warmup_epochs"], 8);
+  EXPECT_DOUBLE_EQ(value["lars_opt_trust_coefficient"].get<double>(), 0.001);
+}
+
+}  // namespace
+}  // namespace hpcai500::worker::mllog_checker

@@ -1,0 +1,211 @@
+// What the tests share beyond GoogleTest: a scratch folder, a file read whole,
+// the message of a thrown exception, a free loopback port, polling, and a
+// child process with its output in files. Header-only, standard C++ and
+// POSIX, so the worker's tests build with HPCAI500_WORKER_ONLY; the
+// integration harness (tests/integration/harness.h) and the agent's tests use
+// it too.
+//
+// Not thread-safe: each object belongs to one test thread.
+#ifndef HPCAI500_TESTS_WORKER_TEST_UTIL_H_
+#define HPCAI500_TESTS_WORKER_TEST_UTIL_H_
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace hpcai500::testing {
+
+// A fresh folder `<gtest TempDir>/<name>_<pid>` (emptied if it existed),
+// removed with the object unless Keep() was called.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name)
+      : path_(std::string(::testing::TempDir()) + "/" + name + "_" +
+              std::to_string(::getpid())) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  // "<prefix>_<current test's name>", for a fixture's per-test folder.
+  static ScratchDir ForCurrentTest(const std::string& prefix) {
+    return ScratchDir(
+        prefix + "_" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  ScratchDir(ScratchDir&& other) noexcept
+      : path_(std::move(other.path_)), keep_(other.keep_) {
+    other.keep_ = true;  // the moved-from object owns nothing
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    if (keep_) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+
+  const std::string& path() const { return path_; }
+  // Leaves the folder for inspection (a test that failed).
+  void Keep() { keep_ = true; }
+
+ private:
+  std::string path_;
+  bool keep_ = false;
+};
+
+// The whole file ("" when it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The message of what `f` throws, "" when it returns.
+inline std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago; -1 when none was found.
+inline int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Polls `done` every `every` until it returns true or `timeout` passes;
+// returns its last answer.
+inline bool WaitFor(
+    const std::function<bool()>& done, std::chrono::milliseconds timeout,
+    std::chrono::milliseconds every = std::chrono::milliseconds(100)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(every);
+  }
+  return done();
+}
+
+// True when a process with this pid exists and is not a zombie.
+inline bool ProcessAlive(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() &&
+         stat[paren + 2] != 'Z';
+}
+
+// How a Subprocess starts.
+struct SubprocessOptions {
+  std::vector<std::string> argv;  // argv[0] is the executable's path
+  // The whole environment; unset: the test's own.
+  std::optional<std::vector<std::string>> env;
+  std::string stdout_path;  // may equal stderr_path: one file for both
+  std::string stderr_path;
+  bool append = false;             // else the files are truncated
+  bool own_process_group = false;  // setpgid(0, 0) in the child
+};
+
+// A child process (stdin /dev/null, no shell). The destructor kills it with
+// SIGKILL and reaps it if it is still running.
+class Subprocess {
+ public:
+  explicit Subprocess(const SubprocessOptions& options) {
+    std::vector<std::string> argv_s = options.argv;
+    std::vector<std::string> env_s =
+        options.env.value_or(std::vector<std::string>());
+    const int flags =
+        O_WRONLY | O_CREAT | (options.append ? O_APPEND : O_TRUNC);
+    pid_ = ::fork();
+    if (pid_ != 0) return;
+    if (options.own_process_group) ::setpgid(0, 0);
+    const int out = ::open(options.stdout_path.c_str(), flags, 0644);
+    const int err = options.stderr_path == options.stdout_path
+                        ? out
+                        : ::open(options.stderr_path.c_str(), flags, 0644);
+    const int in = ::open("/dev/null", O_RDONLY);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    std::vector<char*> argv, envp;
+    for (std::string& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (std::string& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    if (options.env) {
+      ::execve(argv[0], argv.data(), envp.data());
+    } else {
+      ::execv(argv[0], argv.data());
+    }
+    ::_exit(127);
+  }
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  ~Subprocess() { Kill(); }
+
+  pid_t pid() const { return pid_; }
+  // Sends `sig` unless the process was already reaped.
+  void Signal(int sig) {
+    if (pid_ > 0 && !reaped_) ::kill(pid_, sig);
+  }
+  // SIGKILL and reap, unless already reaped.
+  void Kill() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      reaped_ = true;
+    }
+  }
+  // The exit code, 128 + the signal that ended it, or -1 when it is still
+  // running after `timeout` (it is left running).
+  int Wait(std::chrono::steady_clock::duration timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (pid_ > 0 && !reaped_) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+}  // namespace hpcai500::testing
+
+#endif  // HPCAI500_TESTS_WORKER_TEST_UTIL_H_
