@@ -56,10 +56,11 @@ struct FasterRCNNOptions {
   // On CPU, compute fc6 and fc7 as convolutions over the pooled RoI maps
   // (fc6's weight viewed as a roi_output_size^2 kernel, fc7's as 1x1): the
   // same parameters and the same result up to rounding, but oneDNN instead
-  // of the BLAS matrix multiply: several times faster where LibTorch's
-  // generic BLAS is the reference (netlib) one, about even with OpenBLAS
-  // (bench/RESULTS.md). Ignored on other devices.
-  bool conv_box_head = true;
+  // of the BLAS matrix multiply. Several times faster where LibTorch's BLAS
+  // is the reference (netlib) one; with OpenBLAS (which install-deps.sh
+  // installs) the matrix multiply is faster (bench/RESULTS.md), hence off
+  // by default. Ignored on other devices.
+  bool conv_box_head = false;
   double box_fg_iou = 0.5;
   double box_bg_iou = 0.5;
   int64_t box_batch_size_per_image = 512;
