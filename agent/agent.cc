@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -75,8 +76,20 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   out.node.worker_path = options.worker_path;
   out.node.cpus = options.cpus;
   out.node.base_env = CurrentEnvironment();
+  out.node.data_dirs = options.data_dirs;
   out.kill_grace_ms = options.kill_grace_ms;
   return out;
+}
+
+// "data: imagenet=/scratch/imagenet, ..." for the start-up log.
+std::string DataLocationsLine(const AgentOptions& options) {
+  if (options.data_dirs.empty()) {
+    return "data: no --data; workers read the registry's data_dir";
+  }
+  return absl::StrCat(
+      "data: ",
+      absl::StrJoin(options.data_dirs, ", ", absl::PairFormatter("=")),
+      " (other datasets: the registry's data_dir)");
 }
 
 }  // namespace
@@ -98,6 +111,7 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
                        taken > 0 ? absl::StrCat(", took up ", taken,
                                                 " worker rank(s) from before")
                                  : ""));
+  LogInfo(DataLocationsLine(options_));
   absl::Duration backoff = kFirstBackoff;
   while (!stop->load()) {
     std::string why;

@@ -7,6 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/options.h"
+#include "common/registry.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 
@@ -67,6 +69,16 @@ std::string VisibleDevice(const std::vector<std::string>& env, int local_rank) {
     }
   }
   return absl::StrCat(local_rank);
+}
+
+// This node's directory for the data of spec's config, or "" when the node
+// maps none (the worker then reads the registry's data_dir).
+std::string NodeDataDir(const v1::RunSpec& spec, const NodeContext& node) {
+  const ConfigInfo* config =
+      Registry::Builtin().FindConfig(spec.workload(), spec.config());
+  if (config == nullptr || !ReadsNodeData(*config)) return "";
+  auto it = node.data_dirs.find(config->dataset);
+  return it == node.data_dirs.end() ? "" : it->second;
 }
 
 }  // namespace
@@ -145,6 +157,7 @@ absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
   plan.dir = AttemptDir(node.workdir, a.key());
   const int local_world = a.ranks_size();
   const int threads = std::max(1, node.cpus / local_world);
+  const std::string data_dir = NodeDataDir(spec, node);
   for (int local = 0; local < local_world; ++local) {
     RankPlan rank = RankPaths(plan.dir, a.ranks(local));
     rank.local_rank = local;
@@ -171,6 +184,9 @@ absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
         rank.events_path,
         "--threads",
         absl::StrCat(threads)};
+    if (!data_dir.empty()) {
+      rank.launch.argv.insert(rank.launch.argv.end(), {"--data", data_dir});
+    }
     std::vector<std::string> overrides = {
         absl::StrCat("RANK=", rank.rank),
         absl::StrCat("WORLD_SIZE=", a.world_size()),

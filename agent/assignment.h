@@ -8,6 +8,7 @@
 #ifndef HPCAI500_AGENT_ASSIGNMENT_H_
 #define HPCAI500_AGENT_ASSIGNMENT_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct NodeContext {
   std::string worker_path;  // the hpcai500-worker executable
   int cpus = 1;
   std::vector<std::string> base_env;  // "K=V", inherited by every worker
+  // Dataset name -> this node's absolute directory for it (--data).
+  std::map<std::string, std::string> data_dirs;
 };
 
 // One rank to start.
@@ -58,8 +61,9 @@ RankPlan RankPaths(const std::string& attempt_dir, int rank);
 
 // Validates the assignment and builds one launch per local rank: argv,
 // environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT, CUDA_VISIBLE_DEVICES for cuda) and output files. Creates
-// nothing on disk.
+// MASTER_PORT, CUDA_VISIBLE_DEVICES for cuda) and output files. When the
+// spec's built-in config reads node data (ReadsNodeData) and node.data_dirs
+// maps its dataset, argv ends with --data DIR. Creates nothing on disk.
 absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& assignment,
                                         const NodeContext& node);
 

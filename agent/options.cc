@@ -5,14 +5,17 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <system_error>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/files.h"
+#include "common/status_macros.h"
 
 namespace hpcai500::agent {
 namespace {
@@ -40,7 +43,58 @@ bool IsLabelText(absl::string_view s) {
          });
 }
 
+// path made absolute and normal, without a trailing '/'.
+absl::StatusOr<std::string> AbsolutePath(const std::string& path) {
+  std::error_code ec;
+  std::string out =
+      std::filesystem::absolute(path, ec).lexically_normal().string();
+  if (ec) return absl::InvalidArgumentError(ec.message());
+  if (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+// The datasets a node may locate: those of configs that read node data.
+std::set<std::string> LocatableDatasets() {
+  std::set<std::string> datasets;
+  for (const ConfigInfo& config : Registry::Builtin().configs()) {
+    if (ReadsNodeData(config)) datasets.insert(config.dataset);
+  }
+  return datasets;
+}
+
+// Adds one --data DATASET=DIR to *data_dirs.
+absl::Status AddDataDir(absl::string_view arg,
+                        std::map<std::string, std::string>* data_dirs) {
+  std::vector<std::string> kv = absl::StrSplit(arg, absl::MaxSplits('=', 1));
+  if (kv.size() != 2 || kv[0].empty() || kv[1].empty()) {
+    return Bad("--data", absl::StrCat("expected DATASET=DIR, got '", arg, "'"));
+  }
+  const std::string& dataset = kv[0];
+  std::set<std::string> known = LocatableDatasets();
+  if (known.count(dataset) == 0) {
+    return Bad("--data", absl::StrCat("no registry config reads dataset '",
+                                      dataset, "' from a directory (known: ",
+                                      absl::StrJoin(known, ", "), ")"));
+  }
+  if (data_dirs->count(dataset) > 0) {
+    return Bad("--data", absl::StrCat("dataset '", dataset, "' given twice"));
+  }
+  absl::StatusOr<std::string> dir = AbsolutePath(kv[1]);
+  if (!dir.ok()) return Bad("--data", dir.status().message());
+  std::error_code ec;
+  if (!std::filesystem::is_directory(*dir, ec)) {
+    return Bad("--data", absl::StrCat(dataset, ": ", *dir,
+                                      " is not an existing directory"));
+  }
+  (*data_dirs)[dataset] = *std::move(dir);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+bool ReadsNodeData(const ConfigInfo& config) {
+  return config.real_data && config.generate_samples == 0;
+}
 
 int CountGpus() {
   int count = 0;
@@ -75,6 +129,7 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
     const std::vector<std::string>& args) {
   AgentOptions options;
   std::string slots_text, workdir, labels_text, token_file, grace_text;
+  std::vector<std::string> data_args;  // repeatable
   std::map<std::string, std::string*> flags = {
       {"--coordinator", &options.coordinator},
       {"--name", &options.name},
@@ -96,12 +151,19 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
       has_value = true;
     }
     auto it = flags.find(flag);
-    if (it == flags.end()) return Bad(args[i], "unknown argument");
+    const bool is_data = flag == "--data";
+    if (it == flags.end() && !is_data) {
+      return Bad(args[i], "unknown argument");
+    }
     if (!has_value) {
       if (i + 1 >= args.size()) return Bad(flag, "needs a value");
       value = args[++i];
     }
-    *it->second = value;
+    if (is_data) {
+      data_args.push_back(value);
+    } else {
+      *it->second = value;
+    }
   }
   if (options.coordinator.empty()) return Bad("--coordinator", "is required");
   if (options.coordinator.find(':') == std::string::npos) {
@@ -132,15 +194,13 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
   if (options.address.empty()) return Bad("--address", "must not be empty");
   if (workdir.empty())
     workdir = absl::StrCat("./hpcai500-agent-", options.name);
-  std::error_code ec;
-  options.workdir =
-      std::filesystem::absolute(workdir, ec).lexically_normal().string();
-  if (ec) return Bad("--workdir", ec.message());
-  if (!options.workdir.empty() && options.workdir.back() == '/' &&
-      options.workdir.size() > 1) {
-    options.workdir.pop_back();
+  absl::StatusOr<std::string> absolute_workdir = AbsolutePath(workdir);
+  if (!absolute_workdir.ok()) {
+    return Bad("--workdir", absolute_workdir.status().message());
   }
+  options.workdir = *std::move(absolute_workdir);
   if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
+  std::error_code ec;
   options.worker_path = std::filesystem::absolute(options.worker_path, ec)
                             .lexically_normal()
                             .string();
@@ -152,6 +212,9 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
                  absl::StrCat("expected k=v,k=v, got '", pair, "'"));
     }
     options.labels[kv[0]] = kv[1];
+  }
+  for (const std::string& arg : data_args) {
+    RETURN_IF_ERROR(AddDataDir(arg, &options.data_dirs));
   }
   if (!token_file.empty()) {
     absl::StatusOr<std::string> token = ReadFileToString(token_file);

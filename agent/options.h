@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/registry.h"
 
 namespace hpcai500::agent {
 
@@ -26,19 +27,32 @@ struct AgentOptions {
   int gpus = 0;
   std::string hostname;
   int64_t kill_grace_ms = 10000;
+  // --data DATASET=DIR: where this node keeps a dataset (absolute, an
+  // existing directory), keyed by the registry's dataset name.
+  std::map<std::string, std::string> data_dirs;
 };
 
 inline constexpr char kAgentUsage[] =
     "usage: hpcai500-agent --coordinator HOST:PORT --name NAME [--slots N]\n"
     "         [--workdir DIR] [--address ADDR] [--worker PATH]\n"
     "         [--labels k=v,k=v] [--auth-token-file FILE]\n"
-    "         [--kill-grace-seconds S]\n";
+    "         [--kill-grace-seconds S] [--data DATASET=DIR]...\n"
+    "  --data DATASET=DIR  this node keeps DATASET (a registry dataset name,\n"
+    "                      e.g. imagenet) in DIR; workers of configs that\n"
+    "                      read it get --data DIR instead of the registry's\n"
+    "                      data_dir. Repeatable, one per dataset.\n";
 
 // Parses the arguments after argv[0] and fills in defaults: slots = GPUs or
 // 1, workdir ./hpcai500-agent-NAME (made absolute), worker = hpcai500-worker
-// beside this executable. InvalidArgument names the flag and the problem.
+// beside this executable. Checks that every --data DIR is an existing
+// directory (made absolute). InvalidArgument names the flag and the problem.
 absl::StatusOr<AgentOptions> ParseAgentArgs(
     const std::vector<std::string>& args);
+
+// Whether a node's --data location applies to config: it reads real data
+// from its data_dir. Synthetic data and generated data (written on first use
+// into the registry's own data_dir) are never mapped.
+bool ReadsNodeData(const ConfigInfo& config);
 
 // The number of /dev/nvidia<N> devices.
 int CountGpus();

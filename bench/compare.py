@@ -118,7 +118,8 @@ def detection(a):
                 str(a.width), "--batch", str(a.batch), "--boxes",
                 str(a.boxes), "--threads", str(a.threads), "--warmup",
                 str(a.warmup), "--steps", str(a.steps), "--channels-last",
-                str(a.channels_last)]
+                str(a.channels_last), "--rois", str(a.rois),
+                "--box-head-width", str(a.box_head_width)]
         ours_cmd = [bench] + args
         if a.conv_box_head is not None:
             ours_cmd += ["--conv-box-head", str(a.conv_box_head)]
@@ -126,9 +127,19 @@ def detection(a):
             ours_cmd, [PYTHON, os.path.join(PEERS, "detection_step.py")] + args,
             a.rounds)
         ours, peer, ratio = summarize(pairs)
-        head = pairs[0][0].get("conv_box_head")
-        rows.append((f"{model} C4 {a.height}x{a.width} batch {a.batch}, "
-                     f"{a.boxes} boxes/image, fp32 cpu threads {a.threads}"
+        first_ours, first_peer = pairs[0]
+        shape = ("feature_stage", "rois_per_image", "box_head_width")
+        if any(first_ours[k] != first_peer[k] for k in shape):
+            sys.exit("compare.py: the two sides built different detectors: "
+                     f"{ {k: first_ours[k] for k in shape} } vs "
+                     f"{ {k: first_peer[k] for k in shape} }")
+        head = first_ours.get("conv_box_head")
+        rows.append((f"{model} C{first_ours['feature_stage']} "
+                     f"{a.height}x{a.width} batch {a.batch}, "
+                     f"{a.boxes} boxes/image, "
+                     f"{first_ours['rois_per_image']} RoIs/image, head "
+                     f"{first_ours['box_head_width']}, fp32 cpu threads "
+                     f"{a.threads}"
                      f"{', conv box head' if head else ', linear box head'}",
                      ours, peer, ratio))
     table("Faster R-CNN training step (synthetic batch, median step after "
@@ -277,6 +288,10 @@ def main():
     d.add_argument("--warmup", type=int, default=1)
     d.add_argument("--steps", type=int, default=3)
     d.add_argument("--channels-last", type=int, choices=[0, 1], default=0)
+    d.add_argument("--rois", type=int, default=0,
+                   help="RoIs per image, both sides (0: 512)")
+    d.add_argument("--box-head-width", type=int, default=0,
+                   help="box head width, both sides (0: 1024)")
     d.add_argument("--conv-box-head", type=int, choices=[0, 1], default=None,
                    help="our side only (default: FasterRCNNOptions')")
     a = p.parse_args()

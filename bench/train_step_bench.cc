@@ -6,18 +6,30 @@
 // timed steps.
 //
 //   hpcai500-train-step-bench --model resnet50 --image-size 224 --batch 16
-//       [--threads N] [--warmup N] [--steps N] [--precision fp32|bf16]
-//       [--device cpu|cuda] [--channels-last 0|1] [--small-stem 0|1]
+//       [--small-stem 0|1] [common flags]
 //   hpcai500-train-step-bench --model faster_rcnn_resnet18 --height 96
-//       --width 144 --batch 2 [--boxes 3] [--conv-box-head 0|1]
-//       [--profile TRACE.json] [...]
+//       --width 144 --batch 2 [--boxes 3] [--rois N] [--box-head-width N]
+//       [--conv-box-head 0|1] [common flags]
+//   common flags: [--threads N] [--warmup N] [--steps N]
+//       [--precision fp32|bf16|fp16] [--device cpu|cuda] [--channels-last 0|1]
+//       [--profile TRACE.json]
 //
-// --small-stem defaults to 1 for images of 64 pixels or less (the CIFAR
-// stem of worker/resnet.h), else 0. The faster_rcnn_resnet{18,34,50,101}
-// models are worker/faster_rcnn.h with its default FasterRCNNOptions (16
-// input channels, C4 features) on a random [batch, 16, height, width] batch
-// with --boxes synthetic boxes per image (SyntheticTargets, the same boxes as
-// the peer's bench_boxes()); --channels-last defaults to 0 for them.
+// Every model kind runs the same set-up and timed step (BenchTrainingStep):
+// SGD (lr 0.01, momentum 0.9, weight decay 1e-4), gradients reset to none,
+// the worker's autocast and LossScaler for --precision, model and input
+// channels-last for --channels-last 1. A kind supplies only its model, its
+// input batch and its loss (a Workload).
+//
+// ResNet: worker/resnet.h with cross entropy on random labels; --small-stem
+// defaults to 1 for images of 64 pixels or less (the CIFAR stem), else 0.
+// Faster R-CNN (faster_rcnn_resnet{18,34,50,101}): the detector the worker
+// trains on a 16-channel grid of --height rows, from worker/faster_rcnn.h's
+// DetectorOptionsFor (C3 features below 192 rows, else C4; anchors scaled by
+// height / 96; --rois and --box-head-width as the registry's rois_per_image
+// and box_head_width, 0: Faster R-CNN's 512 and 1024), on a random
+// [batch, 16, height, width] batch with --boxes synthetic boxes per image
+// (SyntheticTargets, the same boxes as the peer's bench_boxes());
+// --channels-last defaults to 1 for ResNet, 0 for the detector.
 // --profile writes a chrome trace (LibTorch's legacy profiler) of one more
 // step after the timed ones; bench/profile_summary.py sums it by operator.
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -27,26 +39,34 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "worker/ewa_data.h"
 #include "worker/faster_rcnn.h"
 #include "worker/precision.h"
 #include "worker/resnet.h"
 
 namespace {
 
+namespace w = ::hpcai500::worker;
+
 struct BenchOptions {
   std::string model = "resnet50";
   int64_t image_size = 224;
-  int64_t height = 96;     // detection models
-  int64_t width = 144;     // detection models
-  int64_t boxes = 3;       // detection models: boxes per image
-  int conv_box_head = -1;  // -1: FasterRCNNOptions' default
-  std::string profile;     // detection: a chrome trace of one more step
+  int small_stem = -1;         // -1: by image size
+  int64_t height = 96;         // detection models
+  int64_t width = 144;         // detection models
+  int64_t boxes = 3;           // detection models: boxes per image
+  int64_t rois = 0;            // detection: 0 for Faster R-CNN's 512
+  int64_t box_head_width = 0;  // detection: 0 for Faster R-CNN's 1024
+  int conv_box_head = -1;      // -1: FasterRCNNOptions' default
+  std::string profile;         // a chrome trace of one more step
   int64_t batch = 16;
   int threads = 0;  // 0: LibTorch's default
   int warmup = 3;
@@ -54,7 +74,6 @@ struct BenchOptions {
   std::string precision = "fp32";
   std::string device = "cpu";
   int channels_last = -1;  // -1: 1 for ResNet, 0 for detection
-  int small_stem = -1;     // -1: by image size
 };
 
 int64_t ParseInt(const std::string& flag, const std::string& text, int64_t lo,
@@ -78,6 +97,24 @@ bool IsDetection(const std::string& model) {
   return model.rfind("faster_rcnn_", 0) == 0;
 }
 
+// Throws if a flag of one model kind is given for the other.
+void CheckFlagsFitTheModel(const std::map<std::string, std::string>& flags,
+                           bool detection) {
+  static const std::set<std::string> kDetectionOnly = {
+      "height", "width", "boxes", "rois", "box-head-width", "conv-box-head"};
+  static const std::set<std::string> kResNetOnly = {"image-size", "small-stem"};
+  for (const auto& [name, value] : flags) {
+    if (!detection && kDetectionOnly.count(name) > 0) {
+      throw std::invalid_argument("--" + name +
+                                  " applies to detection models only");
+    }
+    if (detection && kResNetOnly.count(name) > 0) {
+      throw std::invalid_argument("--" + name +
+                                  " applies to ResNet models only");
+    }
+  }
+}
+
 BenchOptions ParseFlags(int argc, char** argv) {
   std::map<std::string, std::string> flags;
   for (int i = 1; i < argc; ++i) {
@@ -93,12 +130,18 @@ BenchOptions ParseFlags(int argc, char** argv) {
       o.model = value;
     } else if (name == "image-size") {
       o.image_size = ParseInt("--image-size", value, 8, 4096);
+    } else if (name == "small-stem") {
+      o.small_stem = static_cast<int>(ParseInt("--small-stem", value, 0, 1));
     } else if (name == "height") {
       o.height = ParseInt("--height", value, 32, 8192);
     } else if (name == "width") {
       o.width = ParseInt("--width", value, 32, 8192);
     } else if (name == "boxes") {
       o.boxes = ParseInt("--boxes", value, 1, 15);
+    } else if (name == "rois") {
+      o.rois = ParseInt("--rois", value, 0, 1 << 16);
+    } else if (name == "box-head-width") {
+      o.box_head_width = ParseInt("--box-head-width", value, 0, 1 << 16);
     } else if (name == "conv-box-head") {
       o.conv_box_head =
           static_cast<int>(ParseInt("--conv-box-head", value, 0, 1));
@@ -127,24 +170,20 @@ BenchOptions ParseFlags(int argc, char** argv) {
     } else if (name == "channels-last") {
       o.channels_last =
           static_cast<int>(ParseInt("--channels-last", value, 0, 1));
-    } else if (name == "small-stem") {
-      o.small_stem = static_cast<int>(ParseInt("--small-stem", value, 0, 1));
     } else {
       throw std::invalid_argument("unknown flag --" + name);
     }
   }
-  if (IsDetection(o.model)) {
-    if (o.height % 16 != 0 || o.width % 16 != 0) {
-      throw std::invalid_argument(
-          "--height and --width must be multiples of 16 (the C4 stride) for "
-          "a detection model, got " +
-          std::to_string(o.height) + " x " + std::to_string(o.width));
-    }
-    if (o.channels_last < 0) o.channels_last = 0;
-  } else if (o.conv_box_head >= 0) {
-    throw std::invalid_argument("--conv-box-head applies to detection models");
+  const bool detection = IsDetection(o.model);
+  CheckFlagsFitTheModel(flags, detection);
+  // Multiples of 16 are never padded by the peer's GeneralizedRCNNTransform.
+  if (detection && (o.height % 16 != 0 || o.width % 16 != 0)) {
+    throw std::invalid_argument(
+        "--height and --width must be multiples of 16 for a detection model, "
+        "got " +
+        std::to_string(o.height) + " x " + std::to_string(o.width));
   }
-  if (o.channels_last < 0) o.channels_last = 1;
+  if (o.channels_last < 0) o.channels_last = detection ? 0 : 1;
   if (o.precision == "fp16" && o.device != "cuda") {
     throw std::invalid_argument("--precision fp16 runs only on --device cuda");
   }
@@ -153,6 +192,98 @@ BenchOptions ParseFlags(int argc, char** argv) {
         "--device cuda: this LibTorch sees no CUDA device");
   }
   return o;
+}
+
+const char* JsonBool(bool value) { return value ? "true" : "false"; }
+
+// What one model kind brings to the shared timed step.
+struct Workload {
+  std::shared_ptr<torch::nn::Module> model;  // not yet on the device
+  torch::Tensor input;                       // on the device, NCHW
+  // The training loss of `model` on `input` (runs under autocast).
+  std::function<torch::Tensor(const torch::Tensor& input)> loss;
+  std::string result_fields;  // JSON members naming the case
+};
+
+// ResNet (worker/resnet.h) with cross entropy on random labels.
+Workload ResNetWorkload(const BenchOptions& o, const torch::Device& device) {
+  w::ResNetOptions options;
+  options.depth = w::ResNetDepthFromName(o.model);
+  options.num_classes = o.image_size <= 64 ? 10 : 1000;
+  options.small_input_stem =
+      o.small_stem < 0 ? o.image_size <= 64 : o.small_stem == 1;
+  w::ResNet model(options);
+  torch::Tensor images =
+      torch::randn({o.batch, 3, o.image_size, o.image_size}, device);
+  torch::Tensor labels = torch::randint(
+      options.num_classes, {o.batch},
+      torch::TensorOptions().dtype(torch::kInt64).device(device));
+  return {model.ptr(), images,
+          [net = model.ptr(), labels](const torch::Tensor& x) {
+            return torch::nn::functional::cross_entropy(net->forward(x),
+                                                        labels);
+          },
+          "\"image_size\": " + std::to_string(o.image_size)};
+}
+
+// The ground truth of the detection bench, identical to bench_boxes() in
+// bench/peers/detection_step.py: box i of image b is (14 + 10 i + 6 b) x
+// (10 + 8 i + 4 b) pixels at a spread-out centre, class (b + i) % 4.
+std::vector<w::DetectionTarget> SyntheticTargets(int64_t batch, int64_t height,
+                                                 int64_t width,
+                                                 int64_t boxes_per_image,
+                                                 int64_t num_classes,
+                                                 const torch::Device& device) {
+  std::vector<w::DetectionTarget> targets;
+  const double h_img = static_cast<double>(height);
+  const double w_img = static_cast<double>(width);
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<float> rows;
+    std::vector<int64_t> labels;
+    for (int64_t i = 0; i < boxes_per_image; ++i) {
+      const double w = std::min(14.0 + 10.0 * i + 6.0 * b, 0.9 * w_img);
+      const double h = std::min(10.0 + 8.0 * i + 4.0 * b, 0.9 * h_img);
+      const double cx =
+          (std::fmod(0.15 + 0.29 * i + 0.07 * b, 0.8) + 0.1) * w_img;
+      const double cy =
+          (std::fmod(0.25 + 0.31 * i + 0.11 * b, 0.8) + 0.1) * h_img;
+      const double x1 = std::min(std::max(cx - w / 2, 0.0), w_img - w);
+      const double y1 = std::min(std::max(cy - h / 2, 0.0), h_img - h);
+      rows.insert(rows.end(),
+                  {static_cast<float>(x1), static_cast<float>(y1),
+                   static_cast<float>(x1 + w), static_cast<float>(y1 + h)});
+      labels.push_back((b + i) % num_classes);
+    }
+    targets.push_back({torch::tensor(rows).view({-1, 4}).to(device),
+                       torch::tensor(labels, torch::kLong).to(device)});
+  }
+  return targets;
+}
+
+// The worker's detector (DetectorOptionsFor) on the Extreme Weather
+// channels, with the sum of its losses on synthetic boxes.
+Workload DetectionWorkload(const BenchOptions& o, const torch::Device& device) {
+  w::FasterRCNNOptions options = w::DetectorOptionsFor(
+      o.model, w::kEwaChannels, /*rows=*/o.height, o.rois, o.box_head_width);
+  options.num_classes = w::kEwaNumClasses;
+  if (o.conv_box_head >= 0) options.conv_box_head = o.conv_box_head == 1;
+  w::FasterRCNN model(options);
+  torch::Tensor images =
+      torch::randn({o.batch, options.in_channels, o.height, o.width}, device);
+  std::vector<w::DetectionTarget> targets = SyntheticTargets(
+      o.batch, o.height, o.width, o.boxes, options.num_classes, device);
+  return {model.ptr(), images,
+          [net = model.ptr(), targets](const torch::Tensor& x) {
+            return w::FasterRCNNImpl::TotalLoss(net->Losses(x, targets));
+          },
+          "\"height\": " + std::to_string(o.height) +
+              ", \"width\": " + std::to_string(o.width) +
+              ", \"feature_stage\": " + std::to_string(options.feature_stage) +
+              ", \"rois_per_image\": " +
+              std::to_string(options.box_batch_size_per_image) +
+              ", \"box_head_width\": " +
+              std::to_string(options.representation_size) +
+              ", \"conv_box_head\": " + JsonBool(options.conv_box_head)};
 }
 
 void Synchronize(const torch::Device& device) {
@@ -186,70 +317,29 @@ StepTimes TimeSteps(const BenchOptions& o, const torch::Device& device,
   return {median, seconds.front()};
 }
 
-// The ground truth of the detection bench, identical to bench_boxes() in
-// bench/peers/detection_step.py: box i of image b is (14 + 10 i + 6 b) x
-// (10 + 8 i + 4 b) pixels at a spread-out centre, class (b + i) % 4.
-std::vector<hpcai500::worker::DetectionTarget> SyntheticTargets(
-    int64_t batch, int64_t height, int64_t width, int64_t boxes_per_image,
-    int64_t num_classes, const torch::Device& device) {
-  std::vector<hpcai500::worker::DetectionTarget> targets;
-  const double h_img = static_cast<double>(height);
-  const double w_img = static_cast<double>(width);
-  for (int64_t b = 0; b < batch; ++b) {
-    std::vector<float> rows;
-    std::vector<int64_t> labels;
-    for (int64_t i = 0; i < boxes_per_image; ++i) {
-      const double w = std::min(14.0 + 10.0 * i + 6.0 * b, 0.9 * w_img);
-      const double h = std::min(10.0 + 8.0 * i + 4.0 * b, 0.9 * h_img);
-      const double cx =
-          (std::fmod(0.15 + 0.29 * i + 0.07 * b, 0.8) + 0.1) * w_img;
-      const double cy =
-          (std::fmod(0.25 + 0.31 * i + 0.11 * b, 0.8) + 0.1) * h_img;
-      const double x1 = std::min(std::max(cx - w / 2, 0.0), w_img - w);
-      const double y1 = std::min(std::max(cy - h / 2, 0.0), h_img - h);
-      rows.insert(rows.end(),
-                  {static_cast<float>(x1), static_cast<float>(y1),
-                   static_cast<float>(x1 + w), static_cast<float>(y1 + h)});
-      labels.push_back((b + i) % num_classes);
-    }
-    targets.push_back({torch::tensor(rows).view({-1, 4}).to(device),
-                       torch::tensor(labels, torch::kLong).to(device)});
+// Trains `work`'s model on its input with SGD in o's precision and layout,
+// times the steps (and profiles one more if asked) and prints the RESULT.
+void BenchTrainingStep(const BenchOptions& o, const torch::Device& device,
+                       Workload work) {
+  torch::nn::Module& model = *work.model;
+  model.to(device);
+  torch::Tensor input = work.input;
+  if (o.channels_last == 1) {
+    w::ToChannelsLast(model);
+    input = w::ChannelsLastInput(input);
   }
-  return targets;
-}
-
-int RunDetection(const BenchOptions& o) {
-  namespace w = hpcai500::worker;
-  if (o.threads > 0) torch::set_num_threads(o.threads);
-  torch::manual_seed(0);
-  const torch::Device device(o.device == "cuda" ? torch::kCUDA : torch::kCPU);
-
-  w::FasterRCNNOptions model_options;
-  model_options.backbone_depth = w::ResNetDepthFromName(
-      o.model.substr(std::string("faster_rcnn_").size()));
-  if (o.conv_box_head >= 0) model_options.conv_box_head = o.conv_box_head == 1;
-  w::FasterRCNN model(model_options);
-  model->to(device);
-  if (o.channels_last == 1) w::ToChannelsLast(*model);
-  model->train();
-
+  model.train();
+  std::vector<torch::Tensor> params = model.parameters();
   torch::optim::SGD optimizer(
-      model->parameters(),
-      torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
-  std::vector<torch::Tensor> params = model->parameters();
+      params, torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
   w::LossScaler scaler = w::LossScaler::ForPrecision(o.precision);
-  torch::Tensor images = torch::randn(
-      {o.batch, model_options.in_channels, o.height, o.width}, device);
-  if (o.channels_last == 1) images = w::ChannelsLastInput(images);
-  const std::vector<w::DetectionTarget> targets = SyntheticTargets(
-      o.batch, o.height, o.width, o.boxes, model_options.num_classes, device);
-
   auto step = [&] {
+    // zero_grad(set_to_none=True), as PyTorch recommends for speed.
     for (torch::Tensor& p : params) p.mutable_grad().reset();
     torch::Tensor loss;
     {
       w::AutocastScope autocast(o.precision, device);
-      loss = w::FasterRCNNImpl::TotalLoss(model->Losses(images, targets));
+      loss = work.loss(input);
     }
     scaler.Scale(loss).backward();
     scaler.Step(optimizer, params);
@@ -261,73 +351,23 @@ int RunDetection(const BenchOptions& o) {
     Synchronize(device);
   }
   std::printf(
-      "RESULT {\"impl\": \"hpcai500\", \"model\": \"%s\", \"height\": "
-      "%lld, \"width\": %lld, \"batch\": %lld, \"threads\": %d, "
-      "\"precision\": \"%s\", \"device\": \"%s\", \"channels_last\": %s, "
-      "\"conv_box_head\": %s, \"steps\": %d, \"median_step_s\": %.6f, "
+      "RESULT {\"impl\": \"hpcai500\", \"model\": \"%s\", %s, \"batch\": "
+      "%lld, \"threads\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
+      "\"channels_last\": %s, \"steps\": %d, \"median_step_s\": %.6f, "
       "\"min_step_s\": %.6f, \"images_per_s\": %.3f}\n",
-      o.model.c_str(), static_cast<long long>(o.height),
-      static_cast<long long>(o.width), static_cast<long long>(o.batch),
-      torch::get_num_threads(), o.precision.c_str(), o.device.c_str(),
-      o.channels_last == 1 ? "true" : "false",
-      model_options.conv_box_head ? "true" : "false", o.steps, t.median, t.min,
-      static_cast<double>(o.batch) / t.median);
-  return 0;
+      o.model.c_str(), work.result_fields.c_str(),
+      static_cast<long long>(o.batch), torch::get_num_threads(),
+      o.precision.c_str(), o.device.c_str(), JsonBool(o.channels_last == 1),
+      o.steps, t.median, t.min, static_cast<double>(o.batch) / t.median);
 }
 
 int Run(const BenchOptions& o) {
-  namespace w = hpcai500::worker;
-  if (IsDetection(o.model)) return RunDetection(o);
   if (o.threads > 0) torch::set_num_threads(o.threads);
   torch::manual_seed(0);
   const torch::Device device(o.device == "cuda" ? torch::kCUDA : torch::kCPU);
-
-  w::ResNetOptions model_options;
-  model_options.depth = w::ResNetDepthFromName(o.model);
-  model_options.num_classes = o.image_size <= 64 ? 10 : 1000;
-  model_options.small_input_stem =
-      o.small_stem < 0 ? o.image_size <= 64 : o.small_stem == 1;
-  w::ResNet model(model_options);
-  model->to(device);
-  if (o.channels_last == 1) w::ToChannelsLast(*model);
-  model->train();
-
-  torch::optim::SGD optimizer(
-      model->parameters(),
-      torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
-  std::vector<torch::Tensor> params = model->parameters();
-  w::LossScaler scaler = w::LossScaler::ForPrecision(o.precision);
-
-  torch::Tensor images =
-      torch::randn({o.batch, 3, o.image_size, o.image_size}, device);
-  if (o.channels_last == 1) images = w::ChannelsLastInput(images);
-  torch::Tensor labels = torch::randint(
-      model_options.num_classes, {o.batch},
-      torch::TensorOptions().dtype(torch::kInt64).device(device));
-
-  const StepTimes t = TimeSteps(o, device, [&] {
-    // zero_grad(set_to_none=True), as PyTorch recommends for speed.
-    for (torch::Tensor& p : params) p.mutable_grad().reset();
-    torch::Tensor loss;
-    {
-      w::AutocastScope autocast(o.precision, device);
-      loss =
-          torch::nn::functional::cross_entropy(model->forward(images), labels);
-    }
-    scaler.Scale(loss).backward();
-    scaler.Step(optimizer, params);
-  });
-  std::printf(
-      "RESULT {\"impl\": \"hpcai500\", \"model\": \"%s\", \"image_size\": "
-      "%lld, \"batch\": %lld, \"threads\": %d, \"precision\": \"%s\", "
-      "\"device\": \"%s\", \"channels_last\": %s, \"steps\": %d, "
-      "\"median_step_s\": %.6f, \"min_step_s\": %.6f, \"images_per_s\": "
-      "%.3f}\n",
-      o.model.c_str(), static_cast<long long>(o.image_size),
-      static_cast<long long>(o.batch), torch::get_num_threads(),
-      o.precision.c_str(), o.device.c_str(),
-      o.channels_last == 1 ? "true" : "false", o.steps, t.median, t.min,
-      static_cast<double>(o.batch) / t.median);
+  BenchTrainingStep(o, device,
+                    IsDetection(o.model) ? DetectionWorkload(o, device)
+                                         : ResNetWorkload(o, device));
   return 0;
 }
 

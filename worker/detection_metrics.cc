@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +42,16 @@ double AveragePrecision(const std::vector<bool>& true_positive,
     previous_recall = recall[i];
   }
   return ap;
+}
+
+// Row kinds of DetectionEvaluator::Rows().
+constexpr double kDetectionRow = 0;
+constexpr double kTruthRow = 1;
+
+// The one conversion from the model's x1, y1, x2, y2 (xmin, ymin, xmax,
+// ymax) to a DetectionBox (ymin, xmin, ymax, xmax).
+DetectionBox FromCorners(const float* xyxy) {
+  return {xyxy[1], xyxy[0], xyxy[3], xyxy[2]};
 }
 
 }  // namespace
@@ -120,7 +131,7 @@ MapResult MeanAveragePrecision(const std::vector<Detection>& detections,
   return result;
 }
 
-void DetectionEvaluator::AddImage(const torch::Tensor& boxes,
+void DetectionEvaluator::AddImage(int64_t image, const torch::Tensor& boxes,
                                   const torch::Tensor& scores,
                                   const torch::Tensor& labels,
                                   const torch::Tensor& truth_boxes,
@@ -132,11 +143,13 @@ void DetectionEvaluator::AddImage(const torch::Tensor& boxes,
     }
     return t.detach().to(torch::kCPU, torch::kFloat).contiguous();
   };
-  torch::Tensor b = as_boxes(boxes, "boxes");
-  torch::Tensor tb = as_boxes(truth_boxes, "truth boxes");
-  torch::Tensor s = scores.detach().to(torch::kCPU, torch::kFloat).contiguous();
-  torch::Tensor l = labels.detach().to(torch::kCPU, torch::kLong).contiguous();
-  torch::Tensor tl =
+  const torch::Tensor b = as_boxes(boxes, "boxes");
+  const torch::Tensor tb = as_boxes(truth_boxes, "truth boxes");
+  const torch::Tensor s =
+      scores.detach().to(torch::kCPU, torch::kFloat).contiguous();
+  const torch::Tensor l =
+      labels.detach().to(torch::kCPU, torch::kLong).contiguous();
+  const torch::Tensor tl =
       truth_labels.detach().to(torch::kCPU, torch::kLong).contiguous();
   if (s.dim() != 1 || l.dim() != 1 || s.size(0) != b.size(0) ||
       l.size(0) != b.size(0) || tl.dim() != 1 || tl.size(0) != tb.size(0)) {
@@ -144,23 +157,67 @@ void DetectionEvaluator::AddImage(const torch::Tensor& boxes,
         "DetectionEvaluator: scores and labels must be [K] matching boxes, "
         "truth labels [G] matching truth boxes");
   }
-  const int64_t image = images_++;
-  const float* bp = b.data_ptr<float>();
+  ++images_;
+  const float* box = b.data_ptr<float>();
+  const float* score = s.data_ptr<float>();
+  const int64_t* label = l.data_ptr<int64_t>();
   for (int64_t k = 0; k < b.size(0); ++k) {
-    Detection d;
-    d.image = image;
-    d.label = l[k].item<int64_t>();
-    d.score = s[k].item<float>();
-    std::copy(bp + 4 * k, bp + 4 * k + 4, d.box.begin());
-    detections_.push_back(d);
+    detections_.push_back(
+        {image, label[k], score[k], FromCorners(box + 4 * k)});
   }
-  const float* tp = tb.data_ptr<float>();
+  const float* truth_box = tb.data_ptr<float>();
+  const int64_t* truth_label = tl.data_ptr<int64_t>();
   for (int64_t k = 0; k < tb.size(0); ++k) {
-    GroundTruth t;
-    t.image = image;
-    t.label = tl[k].item<int64_t>();
-    std::copy(tp + 4 * k, tp + 4 * k + 4, t.box.begin());
-    truths_.push_back(t);
+    truths_.push_back({image, truth_label[k], FromCorners(truth_box + 4 * k)});
+  }
+}
+
+std::vector<double> DetectionEvaluator::Rows() const {
+  std::vector<double> rows;
+  rows.reserve((detections_.size() + truths_.size()) * kRowWidth);
+  auto append = [&rows](int64_t image, int64_t label, double kind, double score,
+                        const DetectionBox& box) {
+    rows.insert(rows.end(),
+                {static_cast<double>(image), static_cast<double>(label), kind,
+                 score, box[0], box[1], box[2], box[3]});
+  };
+  for (const Detection& d : detections_) {
+    append(d.image, d.label, kDetectionRow, d.score, d.box);
+  }
+  for (const GroundTruth& t : truths_) {
+    append(t.image, t.label, kTruthRow, 0.0, t.box);
+  }
+  return rows;
+}
+
+void DetectionEvaluator::AddRows(const double* rows, int64_t count) {
+  if (count < 0 || count % kRowWidth != 0) {
+    throw std::invalid_argument(
+        "DetectionEvaluator: " + std::to_string(count) +
+        " row values are not a whole number of rows of " +
+        std::to_string(kRowWidth));
+  }
+  const int64_t n = count / kRowWidth;
+  for (int64_t i = 0; i < n; ++i) {  // all or nothing
+    const double kind = rows[i * kRowWidth + 2];
+    if (kind != kDetectionRow && kind != kTruthRow) {
+      std::ostringstream message;
+      message << "DetectionEvaluator: row " << i << " has kind " << kind
+              << ", neither 0 (detection) nor 1 (ground truth)";
+      throw std::invalid_argument(message.str());
+    }
+  }
+  for (const double* r = rows; r != rows + count; r += kRowWidth) {
+    const auto image = static_cast<int64_t>(r[0]);
+    const auto label = static_cast<int64_t>(r[1]);
+    const DetectionBox box = {
+        static_cast<float>(r[4]), static_cast<float>(r[5]),
+        static_cast<float>(r[6]), static_cast<float>(r[7])};
+    if (r[2] == kTruthRow) {
+      truths_.push_back({image, label, box});
+    } else {
+      detections_.push_back({image, label, static_cast<float>(r[3]), box});
+    }
   }
 }
 

@@ -54,19 +54,43 @@ MapResult MeanAveragePrecision(const std::vector<Detection>& detections,
                                int64_t num_classes, double iou_threshold = 0.5);
 
 // Collects a model's outputs image by image and scores them at the end.
-// Not thread-safe.
+// Ranks that each saw part of the images score them together through rows:
+// every rank's Rows() gathered into one evaluator's AddRows score as one
+// evaluator that saw every image would (detections of equal score rank in
+// the order their rows arrive). Not thread-safe.
 class DetectionEvaluator {
  public:
+  // Values per row of Rows() and AddRows(), one row per box: image, label,
+  // kind (0 detection, 1 ground truth), score (0 for ground truth), then
+  // the box as ymin, xmin, ymax, xmax (a DetectionBox).
+  static constexpr int64_t kRowWidth = 8;
+
   explicit DetectionEvaluator(int64_t num_classes, double iou_threshold = 0.5)
       : num_classes_(num_classes), iou_threshold_(iou_threshold) {}
 
-  // One image: predictions boxes [K, 4] float, scores [K], labels [K]
-  // int64; ground truth boxes [G, 4] float, labels [G] int64 (CPU or CUDA;
-  // copied). Throws std::invalid_argument for mismatched shapes.
-  void AddImage(const torch::Tensor& boxes, const torch::Tensor& scores,
-                const torch::Tensor& labels, const torch::Tensor& truth_boxes,
+  // One image with id `image`, which must be unique among all images scored
+  // together (across ranks too). Boxes come as the model gives them
+  // (worker/faster_rcnn.h): x1, y1, x2, y2 pixels, i.e. xmin, ymin, xmax,
+  // ymax. Predictions: boxes [K, 4] float, scores [K], labels [K] int64;
+  // ground truth: truth_boxes [G, 4] float, truth_labels [G] int64 (CPU or
+  // CUDA; copied). Throws std::invalid_argument for mismatched shapes.
+  void AddImage(int64_t image, const torch::Tensor& boxes,
+                const torch::Tensor& scores, const torch::Tensor& labels,
+                const torch::Tensor& truth_boxes,
                 const torch::Tensor& truth_labels);
+  // Images added with AddImage (rows merged with AddRows do not count).
   int64_t images() const { return images_; }
+
+  // Every box collected so far (added or merged) as kRowWidth values each:
+  // detections first, then ground truth, each in the order added.
+  std::vector<double> Rows() const;
+  // Adds the boxes of `count` values at `rows` (borrowed for the call), laid
+  // out as Rows() gives them. Throws std::invalid_argument when count is not
+  // a multiple of kRowWidth or a row's kind is neither 0 nor 1, adding
+  // nothing then; labels are checked by Compute().
+  void AddRows(const double* rows, int64_t count);
+
+  // Throws std::invalid_argument as MeanAveragePrecision does.
   MapResult Compute() const;
 
  private:

@@ -476,34 +476,14 @@ torch::nn::AnyModule BuildModel(const std::string& model,
   return torch::nn::AnyModule(ResNet(r));
 }
 
-// Grids with fewer rows use the C3 feature map (see BuildDetector).
-constexpr int64_t kMinRowsForC4 = 192;
-
-// Faster R-CNN for `c.model` (faster_rcnn_resnetN) on `shape`'s grid. The
-// default anchors suit the reduced 96-row grid; they scale with the grid's
-// height (x8 on the full 768 x 1152 one).
+// Faster R-CNN for `c.model` (faster_rcnn_resnetN) on `shape`'s grid, as
+// DetectorOptionsFor (worker/faster_rcnn.h) configures it.
 FasterRCNN BuildDetector(const ConfigInfo& c,
                          const std::array<int64_t, 3>& shape, uint64_t seed) {
-  static constexpr std::string_view kPrefix = "faster_rcnn_";
-  FasterRCNNOptions f;
-  f.backbone_depth = ResNetDepthFromName(c.model.substr(kPrefix.size()));
-  if (c.rois_per_image > 0) {
-    // Fewer sampled RoIs need fewer proposals: at most 4x as many kept for
-    // training and 2x for evaluation.
-    f.box_batch_size_per_image = c.rois_per_image;
-    f.rpn_post_nms_top_n_train =
-        std::min(f.rpn_post_nms_top_n_train, 4 * c.rois_per_image);
-    f.rpn_post_nms_top_n_test =
-        std::min(f.rpn_post_nms_top_n_test, 2 * c.rois_per_image);
-  }
-  if (c.box_head_width > 0) f.representation_size = c.box_head_width;
-  f.in_channels = shape[0];
+  FasterRCNNOptions f =
+      DetectorOptionsFor(c.model, /*in_channels=*/shape[0],
+                         /*rows=*/shape[1], c.rois_per_image, c.box_head_width);
   f.num_classes = kEwaNumClasses;
-  // A cyclone spans a few C4 cells (stride 16) of the full grid but less
-  // than one on a reduced grid: there the detector reads C3 (stride 8).
-  f.feature_stage = shape[1] < kMinRowsForC4 ? 3 : 4;
-  const double scale = static_cast<double>(shape[1]) / 96.0;
-  for (double& size : f.anchor_sizes) size *= scale;
   f.seed = seed;
   return FasterRCNN(f);
 }
@@ -512,28 +492,6 @@ FasterRCNN BuildDetector(const ConfigInfo& c,
 constexpr std::array<const char*, kEwaNumClasses> kEwaClassNames = {
     "tropical_depression", "tropical_cyclone", "extratropical_cyclone",
     "atmospheric_river"};
-
-// Appends one row per box to `rows`: image, label, score (-1 for ground
-// truth), then the box as ymin, xmin, ymax, xmax (from x1 y1 x2 y2).
-void AppendDetectionRows(double image, const torch::Tensor& labels,
-                         const torch::Tensor& boxes,
-                         const torch::Tensor& scores,
-                         std::vector<double>& rows) {
-  const torch::Tensor b = boxes.to(torch::kCPU, torch::kFloat64).contiguous();
-  const torch::Tensor l = labels.to(torch::kCPU, torch::kInt64).contiguous();
-  torch::Tensor sc;
-  if (scores.defined()) {
-    sc = scores.to(torch::kCPU, torch::kFloat64).contiguous();
-  }
-  const double* box = b.data_ptr<double>();
-  for (int64_t k = 0; k < l.numel(); ++k) {
-    const double* r = box + 4 * k;
-    rows.insert(rows.end(),
-                {image, static_cast<double>(l.data_ptr<int64_t>()[k]),
-                 sc.defined() ? sc.data_ptr<double>()[k] : -1.0, r[1], r[0],
-                 r[3], r[2]});
-  }
-}
 
 // LARS (layer-wise adaptive rate scaling) as MLPerf's ResNet reference uses
 // it: each parameter of the first group (conv and linear weights) has its
@@ -1046,13 +1004,10 @@ class Trainer {
   }
 
   // AP is not a sum over shards, so every rank's detections and ground truth
-  // are gathered (as rows, see AppendDetectionRows) and each rank scores the
-  // whole list. Image ids are unique across ranks: local index x world +
-  // rank.
+  // are gathered (as DetectionEvaluator rows) and each rank scores the whole
+  // list. Image ids are unique across ranks: local index x world + rank.
   EvalResult EvaluateDetection() {
-    constexpr int64_t kRow = 7;
-    std::vector<double> rows;
-    int64_t images = 0;
+    DetectionEvaluator local(kEwaNumClasses);
     data_->StartEval();
     while (std::optional<Batch> batch = data_->NextEval()) {
       watchdog_->Beat();
@@ -1062,33 +1017,17 @@ class Trainer {
         found = detector_->Detect(batch->images.to(device_));
       }
       for (size_t i = 0; i < found.size(); ++i) {
-        const double image =
-            static_cast<double>(images++ * o_.world_size + o_.rank);
-        AppendDetectionRows(image, found[i].labels, found[i].boxes,
-                            found[i].scores, rows);
-        AppendDetectionRows(image, batch->targets[i].labels,
-                            batch->targets[i].boxes, torch::Tensor(), rows);
+        local.AddImage(local.images() * o_.world_size + o_.rank, found[i].boxes,
+                       found[i].scores, found[i].labels,
+                       batch->targets[i].boxes, batch->targets[i].labels);
       }
     }
     watchdog_->SetPhase("evaluation (detection gather)");
-    const torch::Tensor all = GatherRows(rows, kRow);
-    std::vector<Detection> detections;
-    std::vector<GroundTruth> truths;
-    const double* r = all.data_ptr<double>();
-    for (int64_t i = 0; i < all.size(0); ++i, r += kRow) {
-      const auto image = static_cast<int64_t>(r[0]);
-      const auto label = static_cast<int64_t>(r[1]);
-      const DetectionBox box = {
-          static_cast<float>(r[3]), static_cast<float>(r[4]),
-          static_cast<float>(r[5]), static_cast<float>(r[6])};
-      if (r[2] < 0) {
-        truths.push_back({image, label, box});
-      } else {
-        detections.push_back({image, label, static_cast<float>(r[2]), box});
-      }
-    }
-    const MapResult map =
-        MeanAveragePrecision(detections, truths, kEwaNumClasses, 0.5);
+    const torch::Tensor all =
+        GatherRows(local.Rows(), DetectionEvaluator::kRowWidth);
+    DetectionEvaluator everyone(kEwaNumClasses);
+    everyone.AddRows(all.data_ptr<double>(), all.numel());
+    const MapResult map = everyone.Compute();
     return {map.map, 0.0, map.ap};
   }
 

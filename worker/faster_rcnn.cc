@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace hpcai500::worker {
@@ -58,7 +60,51 @@ torch::Tensor SamplerLabels(const torch::Tensor& matches) {
   return labels;
 }
 
+// The backbone depth of a faster_rcnn_resnetN model name.
+int DetectorDepth(std::string_view model) {
+  constexpr std::string_view kPrefix = "faster_rcnn_";
+  if (model.substr(0, kPrefix.size()) == kPrefix) {
+    try {
+      return ResNetDepthFromName(std::string(model.substr(kPrefix.size())));
+    } catch (const std::invalid_argument&) {
+      // Named below with the detector's model names.
+    }
+  }
+  throw std::invalid_argument(
+      "unknown detector model '" + std::string(model) +
+      "' (expected faster_rcnn_resnet18, faster_rcnn_resnet34, "
+      "faster_rcnn_resnet50 or faster_rcnn_resnet101)");
+}
+
 }  // namespace
+
+FasterRCNNOptions DetectorOptionsFor(std::string_view model,
+                                     int64_t in_channels, int64_t rows,
+                                     int64_t rois_per_image,
+                                     int64_t box_head_width) {
+  Require(in_channels >= 1 && rows >= 1,
+          "in_channels and rows must be >= 1, got " +
+              std::to_string(in_channels) + " and " + std::to_string(rows));
+  Require(rois_per_image >= 0 && box_head_width >= 0,
+          "rois_per_image and box_head_width must not be negative");
+  FasterRCNNOptions o;
+  o.backbone_depth = DetectorDepth(model);
+  o.in_channels = in_channels;
+  o.feature_stage = rows < kDetectorMinRowsForC4 ? 3 : 4;
+  const double scale =
+      static_cast<double>(rows) / static_cast<double>(kDetectorAnchorRows);
+  for (double& size : o.anchor_sizes) size *= scale;
+  if (rois_per_image > 0) {
+    // Fewer sampled RoIs need fewer proposals.
+    o.box_batch_size_per_image = rois_per_image;
+    o.rpn_post_nms_top_n_train =
+        std::min(o.rpn_post_nms_top_n_train, 4 * rois_per_image);
+    o.rpn_post_nms_top_n_test =
+        std::min(o.rpn_post_nms_top_n_test, 2 * rois_per_image);
+  }
+  if (box_head_width > 0) o.representation_size = box_head_width;
+  return o;
+}
 
 FasterRCNNImpl::FasterRCNNImpl(const FasterRCNNOptions& options)
     : options_(options) {

@@ -1,9 +1,10 @@
 // Faster R-CNN (Ren et al. 2015) for the Extreme Weather workload: a ResNet
-// backbone taking the 16 CAM5 channels, one feature level (C4, stride 16, by
-// default; C5, stride 32, optional), a region proposal network with anchors
-// sized and shaped for cyclones and atmospheric rivers, RoIAlign 7x7, and a
-// two-FC box head with classification and class-specific regression. Images
-// are used at their own size, never resized.
+// backbone taking the 16 CAM5 channels, one feature level (C3, C4 or C5 at
+// stride 8, 16 or 32; DetectorOptionsFor picks C3 or C4 by grid height), a
+// region proposal network with anchors sized and shaped for cyclones and
+// atmospheric rivers, RoIAlign 7x7, and a two-FC box head with
+// classification and class-specific regression. Images are used at their
+// own size, never resized.
 //
 // Boxes: float [K, 4] rows (x1, y1, x2, y2) in input pixels (see
 // worker/detection_ops.h); class labels int64 [K] in 0..num_classes-1
@@ -20,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "worker/detection_ops.h"
@@ -31,7 +33,7 @@ struct FasterRCNNOptions {
   int backbone_depth = 18;  // 18, 34, 50 or 101
   int64_t in_channels = 16;
   int64_t num_classes = 4;  // foreground classes
-  int feature_stage = 4;    // 4: C4 (stride 16); 5: C5 (stride 32)
+  int feature_stage = 4;    // 3: C3 (stride 8); 4: C4 (16); 5: C5 (32)
 
   // Anchors: area size^2 (input pixels), height / width = ratio. The
   // defaults suit the reduced 96 x 144 grid; scale sizes with the grid.
@@ -71,6 +73,29 @@ struct FasterRCNNOptions {
 
   uint64_t seed = 0;  // seeds the anchor and proposal samplers
 };
+
+// Grids with fewer rows than this get C3 features, others C4: a cyclone
+// spans a few C4 cells (stride 16) of the full 768-row grid but less than
+// one on a reduced grid.
+inline constexpr int64_t kDetectorMinRowsForC4 = 192;
+// The grid height the default anchor_sizes suit; DetectorOptionsFor scales
+// them by rows / kDetectorAnchorRows (x8 on the full grid).
+inline constexpr int64_t kDetectorAnchorRows = 96;
+
+// The options of the detector the worker trains for `model`
+// (faster_rcnn_resnet18, 34, 50 or 101) on images of `in_channels` x `rows`
+// x any width: C3 features below kDetectorMinRowsForC4 rows, else C4;
+// anchor sizes scaled by rows / kDetectorAnchorRows; `rois_per_image` RoIs
+// sampled per image for the box head, which caps the proposals kept at 4x
+// that in training and 2x in evaluation; fc6/fc7 `box_head_width` wide.
+// 0 for either keeps Faster R-CNN's default (512 RoIs, width 1024), as the
+// registry keys of the same names. num_classes and seed keep their defaults.
+// Throws std::invalid_argument for another model, `in_channels` or `rows`
+// below 1, or a negative count.
+FasterRCNNOptions DetectorOptionsFor(std::string_view model,
+                                     int64_t in_channels, int64_t rows,
+                                     int64_t rois_per_image,
+                                     int64_t box_head_width);
 
 // Ground truth of one image.
 struct DetectionTarget {

@@ -14,7 +14,6 @@ prepares it from /usr/share/datasets/fashion-mnist), so nothing is
 downloaded.
 """
 import argparse
-import json
 import math
 import sys
 import time
@@ -23,6 +22,8 @@ import torch
 import torchvision
 from torch import nn
 from torchvision import transforms
+
+import timing
 
 
 class ResidualBlock(nn.Module):
@@ -114,14 +115,13 @@ def main():
         samples += x.shape[0]
         optimizer.step()
     seconds = time.perf_counter() - start
-    print("RESULT " + json.dumps({
-        "impl": "pytorch", "samples": samples, "steps": steps,
+    timing.print_result({
+        "samples": samples, "steps": steps,
         "seconds": round(seconds, 4),
         "input_wait_seconds": round(input_wait, 4),
         "images_per_s": round(samples / seconds, 3),
         "train_loss": round(loss_sum / max(samples, 1), 4),
-        "threads": torch.get_num_threads(), "workers": a.workers}),
-        flush=True)
+        "threads": torch.get_num_threads(), "workers": a.workers})
 
 
 if __name__ == "__main__":

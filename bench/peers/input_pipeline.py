@@ -10,7 +10,6 @@ With --make DIR it instead writes a folder of synthetic photo-like JPEGs
 benches to read.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -20,6 +19,8 @@ import torch
 import torchvision
 from PIL import Image
 from torchvision import transforms
+
+import timing
 
 
 def make_images(root, count, width, height, quality):
@@ -83,12 +84,11 @@ def main():
         start = time.perf_counter()
         one_pass()
         best = min(best, time.perf_counter() - start)
-    print("RESULT " + json.dumps({
-        "impl": "pytorch", "images": len(data), "passes": a.passes,
+    timing.print_result({
+        "images": len(data), "passes": a.passes,
         "best_pass_s": round(best, 6),
         "images_per_s": round(len(data) / best, 3),
-        "pil": Image.__version__, "torchvision": torchvision.__version__}),
-        flush=True)
+        "pil": Image.__version__, "torchvision": torchvision.__version__})
 
 
 if __name__ == "__main__":

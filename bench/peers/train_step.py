@@ -10,13 +10,12 @@ worker/resnet.h (3x3 stride-1 conv1, no max-pool) and 10 classes; the last
 BatchNorm of each block starts at zero as in the worker (no effect on speed).
 """
 import argparse
-import json
-import statistics
 import sys
-import time
 
 import torch
 import torchvision
+
+import timing
 
 
 def build_model(name, image_size, small_stem):
@@ -41,24 +40,18 @@ def main():
     p.add_argument("--model", default="resnet50")
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--steps", type=int, default=10)
     p.add_argument("--precision", choices=["fp32", "bf16", "fp16"],
                    default="fp32")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--channels-last", type=int, choices=[0, 1], default=1)
     p.add_argument("--small-stem", type=int, choices=[0, 1], default=None)
+    timing.add_step_args(p)
     a = p.parse_args()
     if a.steps < 1 or a.batch < 1 or a.warmup < 0:
         sys.exit("train_step.py: --steps and --batch must be >= 1, "
                  "--warmup >= 0")
     if a.precision == "fp16" and a.device != "cuda":
         sys.exit("train_step.py: --precision fp16 runs only on --device cuda")
-    if a.threads > 0:
-        torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    device = torch.device(a.device)
+    device = timing.set_up(a)
     small_stem = a.image_size <= 64 if a.small_stem is None else bool(
         a.small_stem)
     model, num_classes = build_model(a.model, a.image_size, small_stem)
@@ -86,28 +79,11 @@ def main():
         scaler.step(optimizer)
         scaler.update()
 
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-
-    for _ in range(a.warmup):
-        step()
-    sync()
-    seconds = []
-    for _ in range(a.steps):
-        start = time.perf_counter()
-        step()
-        sync()
-        seconds.append(time.perf_counter() - start)
-    median = statistics.median(seconds)
-    print("RESULT " + json.dumps({
-        "impl": "pytorch", "model": a.model, "image_size": a.image_size,
-        "batch": a.batch, "threads": torch.get_num_threads(),
-        "precision": a.precision, "device": a.device,
-        "channels_last": bool(a.channels_last), "steps": a.steps,
-        "median_step_s": round(median, 6), "min_step_s": round(min(seconds), 6),
-        "images_per_s": round(a.batch / median, 3),
-        "torch": torch.__version__}), flush=True)
+    median, fastest = timing.time_steps(step, device, a.warmup, a.steps)
+    timing.print_step_result(
+        {"model": a.model, "image_size": a.image_size,
+         "precision": a.precision, "channels_last": bool(a.channels_last)},
+        a, a.batch, median, fastest)
 
 
 if __name__ == "__main__":

@@ -117,6 +117,54 @@ TEST(PlanAttempt, ThreadsPerRankIsAtLeastOne) {
   EXPECT_EQ(plan->ranks[0].launch.argv.back(), "1");
 }
 
+std::vector<std::string> DataArgs(const std::vector<std::string>& argv) {
+  auto it = std::find(argv.begin(), argv.end(), "--data");
+  return std::vector<std::string>(it, argv.end());
+}
+
+TEST(PlanAttempt, PassesTheNodesDirectoryForTheConfigsDataset) {
+  NodeContext node = Node();
+  node.data_dirs = {{"fashion_mnist", "/scratch/fashion"},
+                    {"imagenet", "/lustre/imagenet"}};
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), node);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const RankPlan& rank : plan->ranks) {
+    EXPECT_EQ(DataArgs(rank.launch.argv),
+              (std::vector<std::string>{"--data", "/scratch/fashion"}));
+  }
+}
+
+TEST(PlanAttempt, UnmappedDatasetLeavesTheRegistrysDataDir) {
+  NodeContext node = Node();
+  node.data_dirs = {{"imagenet", "/lustre/imagenet"}};
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), node);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(DataArgs(plan->ranks[0].launch.argv).empty());
+  EXPECT_EQ(plan->ranks[0].launch.argv.back(), "4");  // --threads, as before
+}
+
+TEST(PlanAttempt, GeneratedAndSyntheticDataAreNeverMapped) {
+  NodeContext node = Node();
+  node.data_dirs = {{"extreme_weather", "/lustre/ewa"},
+                    {"imagenet", "/lustre/imagenet"},
+                    {"synthetic", "/lustre/synthetic"}};
+  auto data_args = [&](const std::string& workload, const std::string& config) {
+    v1::Assignment a = GoodStart();
+    a.mutable_spec()->set_workload(workload);
+    a.mutable_spec()->set_config(config);
+    absl::StatusOr<AttemptPlan> plan = PlanAttempt(a, node);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    return plan.ok() ? DataArgs(plan->ranks[0].launch.argv)
+                     : std::vector<std::string>{"failed"};
+  };
+  EXPECT_EQ(data_args("extreme_weather", "ewa"),
+            (std::vector<std::string>{"--data", "/lustre/ewa"}));
+  EXPECT_TRUE(data_args("extreme_weather", "ewa_smoke").empty());
+  EXPECT_TRUE(data_args("image_classification", "synthetic_resnet50").empty());
+  // A config this agent's registry does not know gets nothing.
+  EXPECT_TRUE(data_args("image_classification", "not_built_in").empty());
+}
+
 // Each case breaks one field; the error must name it.
 // The agent and the spec parser share one set of checks and lists (common/
 // spec.h); the agent's messages name the assignment's field.

@@ -1,5 +1,10 @@
 #include "agent/options.h"
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/registry.h"
 #include "gtest/gtest.h"
 #include "tests/agent/test_util.h"
 
@@ -58,6 +63,93 @@ TEST(ParseAgentArgs, RefusalsNameTheFlag) {
     EXPECT_NE(options.status().message().find(c.flag), std::string::npos)
         << options.status();
   }
+}
+
+std::vector<std::string> WithData(std::vector<std::string> data_args) {
+  std::vector<std::string> args = {"--coordinator", "h:1", "--name", "n"};
+  args.insert(args.end(), data_args.begin(), data_args.end());
+  return args;
+}
+
+TEST(ParseAgentArgs, ReadsOneAbsoluteDataDirectoryPerDataset) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/imagenet");
+  std::filesystem::create_directories(dir.path() + "/cifar");
+  const std::string relative =
+      std::filesystem::relative(dir.path() + "/cifar",
+                                std::filesystem::current_path())
+          .string();
+  ASSERT_NE(relative.front(), '/');
+  absl::StatusOr<AgentOptions> options = ParseAgentArgs(
+      WithData({"--data", "imagenet=" + dir.path() + "/imagenet/",
+                "--data=cifar10=" + relative}));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->data_dirs, (std::map<std::string, std::string>{
+                                    {"cifar10", dir.path() + "/cifar"},
+                                    {"imagenet", dir.path() + "/imagenet"}}));
+}
+
+TEST(ParseAgentArgs, NoDataFlagLeavesEveryDatasetToTheRegistry) {
+  absl::StatusOr<AgentOptions> options = ParseAgentArgs(WithData({}));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->data_dirs.empty());
+}
+
+TEST(ParseAgentArgs, DataRefusalsNameTheFlagAndTheProblem) {
+  TempDir dir;
+  AppendToFile(dir.path() + "/file", "x");
+  struct Case {
+    std::vector<std::string> data_args;
+    std::string problem;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--data", "imagenet"}, "expected DATASET=DIR, got 'imagenet'"},
+           {{"--data", "=" + dir.path()}, "expected DATASET=DIR"},
+           {{"--data", "imagenet="}, "expected DATASET=DIR"},
+           {{"--data"}, "needs a value"},
+           {{"--data", "mnist=" + dir.path()}, "dataset 'mnist'"},
+           {{"--data", "synthetic=" + dir.path()}, "dataset 'synthetic'"},
+           {{"--data", "cifar10=" + dir.path(), "--data",
+             "cifar10=" + dir.path()},
+            "dataset 'cifar10' given twice"},
+           {{"--data", "imagenet=" + dir.path() + "/missing"},
+            dir.path() + "/missing is not an existing directory"},
+           {{"--data", "imagenet=" + dir.path() + "/file"},
+            dir.path() + "/file is not an existing directory"}}) {
+    absl::StatusOr<AgentOptions> options =
+        ParseAgentArgs(WithData(c.data_args));
+    ASSERT_FALSE(options.ok()) << c.problem;
+    EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(options.status().message().rfind("--data: ", 0), 0u)
+        << options.status();
+    EXPECT_NE(options.status().message().find(c.problem), std::string::npos)
+        << options.status();
+  }
+}
+
+TEST(ParseAgentArgs, UnknownDatasetRefusalListsTheLocatableOnes) {
+  absl::StatusOr<AgentOptions> options =
+      ParseAgentArgs(WithData({"--data", "mnist=/tmp"}));
+  ASSERT_FALSE(options.ok());
+  EXPECT_NE(options.status().message().find(
+                "(known: cifar10, extreme_weather, fashion_mnist, imagenet)"),
+            std::string::npos)
+      << options.status();
+}
+
+TEST(ReadsNodeData, OnlyConfigsThatReadRealDataFromADirectory) {
+  auto reads = [](const char* workload, const char* config) {
+    const ConfigInfo* info = Registry::Builtin().FindConfig(workload, config);
+    EXPECT_NE(info, nullptr) << config;
+    return info != nullptr && ReadsNodeData(*info);
+  };
+  EXPECT_TRUE(reads("image_classification", "imagenet"));
+  EXPECT_TRUE(reads("image_classification", "fashion_mnist_smoke"));
+  EXPECT_TRUE(reads("extreme_weather", "ewa"));
+  EXPECT_FALSE(reads("image_classification", "synthetic_resnet50"));
+  // Generated on first use into its own data_dir: mapping extreme_weather
+  // must not make it write into (or read) the real dataset.
+  EXPECT_FALSE(reads("extreme_weather", "ewa_smoke"));
 }
 
 }  // namespace

@@ -196,6 +196,25 @@ TEST_F(EndToEnd, CancelLeavesNoWorkerBehind) {
   EXPECT_EQ(watch.exit_code, 2) << watch.out;
 }
 
+// An empty folder as the node's Fashion-MNIST: the run fails, and the
+// worker's error names that folder, so the agent's --data reached it.
+TEST_F(EndToEnd, AgentDataFlagDecidesWhereTheWorkerReads) {
+  const std::string empty = cluster_.dir() + "/empty-fashion-mnist";
+  std::filesystem::create_directories(empty);
+  ASSERT_TRUE(cluster_.StartCoordinator());
+  ASSERT_TRUE(
+      cluster_.StartAgent("node-a", 1, {"--data", "fashion_mnist=" + empty}));
+  std::string spec = cluster_.WriteSpec(
+      "moved", Spec("moved-data", "fashion_mnist_smoke", 1, 1));
+  CommandResult submit = cluster_.Cli({"submit", spec, "--wait"}, seconds(120));
+  EXPECT_EQ(submit.exit_code, 2) << submit.out << submit.err;
+  const std::string run_id = FirstLine(submit.out);
+  EXPECT_EQ(State(run_id), "RUN_STATE_FAILED");
+  std::string stderr_text =
+      ReadFile(AttemptDir("node-a", run_id) + "/rank-0.stderr");
+  EXPECT_NE(stderr_text.find(empty + "/"), std::string::npos) << stderr_text;
+}
+
 TEST_F(EndToEnd, RefusedSpecIsNamedAndStoresNothing) {
   ASSERT_TRUE(cluster_.StartCoordinator());
   CommandResult before = cluster_.Cli({"list"});

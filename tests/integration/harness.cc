@@ -137,12 +137,19 @@ void TestCluster::StopCoordinator(int sig) {
   coordinator_.reset();
 }
 
-bool TestCluster::StartAgent(const std::string& name, int slots) {
-  agents_[name] =
-      StartLogged({BinaryPath("hpcai500-agent"), "--coordinator",
-                   grpc_address(), "--name", name, "--slots",
-                   std::to_string(slots), "--workdir", agent_workdir(name)},
-                  dir_ + "/agent-" + name + ".log");
+bool TestCluster::StartAgent(const std::string& name, int slots,
+                             const std::vector<std::string>& extra_args) {
+  std::vector<std::string> argv = {BinaryPath("hpcai500-agent"),
+                                   "--coordinator",
+                                   grpc_address(),
+                                   "--name",
+                                   name,
+                                   "--slots",
+                                   std::to_string(slots),
+                                   "--workdir",
+                                   agent_workdir(name)};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  agents_[name] = StartLogged(argv, dir_ + "/agent-" + name + ".log");
   return WaitFor(
       [&] {
         CommandResult nodes = Cli({"nodes"});

@@ -49,8 +49,10 @@ class TestCluster {
   bool StartCoordinator();
   // Sends `sig` and waits for the coordinator to exit.
   void StopCoordinator(int sig);
-  // Starts an agent and waits until `hpcai500 nodes` lists it connected.
-  bool StartAgent(const std::string& name, int slots);
+  // Starts an agent (with extra_args after the harness's own flags) and
+  // waits until `hpcai500 nodes` lists it connected.
+  bool StartAgent(const std::string& name, int slots,
+                  const std::vector<std::string>& extra_args = {});
   void StopAgent(const std::string& name, int sig);
 
   // Runs the CLI against this cluster.

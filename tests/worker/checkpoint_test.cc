@@ -4,21 +4,23 @@
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "tests/worker/test_util.h"
 #include "worker/precision.h"
 
 namespace hpcai500::worker {
 namespace {
 
 namespace fs = std::filesystem;
+using ::hpcai500::testing::ReadFile;
+using ::hpcai500::testing::ScratchDir;
 
 // A model with parameters and buffers, SGD with momentum, and a scaler.
 struct Trained {
@@ -58,15 +60,6 @@ struct Trained {
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::string(::testing::TempDir()) + "/checkpoint_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-           "_" + std::to_string(::getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::vector<std::string> FilesInDir() const {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(dir_)) {
@@ -76,15 +69,9 @@ class CheckpointTest : public ::testing::Test {
     return names;
   }
 
-  std::string dir_;
+  const ScratchDir scratch_ = ScratchDir::ForCurrentTest("checkpoint");
+  const std::string dir_ = scratch_.path();
 };
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void ExpectLoadFailsNaming(const std::string& path, TrainingState state,
                            const std::string& also) {
@@ -185,7 +172,7 @@ TEST_F(CheckpointTest, AtomicWriteShowsNoPartialFileUnderTheFinalName) {
     EXPECT_FALSE(fs::exists(path));  // only the temporary file so far
     sink("world", 5);
   });
-  EXPECT_EQ(ReadAll(path), "hello world");
+  EXPECT_EQ(ReadFile(path), "hello world");
   EXPECT_EQ(FilesInDir(), std::vector<std::string>({"file"}));
 
   // A writer that fails half way leaves the old content and no temporary.
@@ -199,7 +186,7 @@ TEST_F(CheckpointTest, AtomicWriteShowsNoPartialFileUnderTheFinalName) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("disk on fire"), std::string::npos);
   }
-  EXPECT_EQ(ReadAll(path), "hello world");
+  EXPECT_EQ(ReadFile(path), "hello world");
   EXPECT_EQ(FilesInDir(), std::vector<std::string>({"file"}));
 }
 

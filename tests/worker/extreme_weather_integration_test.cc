@@ -5,7 +5,6 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,32 +14,15 @@
 namespace {
 
 using hpcai500::testing::FreePort;
+using hpcai500::testing::ReadEvents;
 using hpcai500::testing::ReadFile;
 using hpcai500::testing::ScratchDir;
 using hpcai500::testing::Subprocess;
 using hpcai500::testing::SubprocessOptions;
+using hpcai500::testing::WithKey;
 using nlohmann::json;
 
 const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
-
-// The event lines of a file as JSON objects (":::MLLOG " stripped).
-std::vector<json> ReadEvents(const std::string& path) {
-  std::vector<json> events;
-  std::istringstream in(ReadFile(path));
-  for (std::string line; std::getline(in, line);) {
-    events.push_back(json::parse(line.substr(line.find('{'))));
-  }
-  return events;
-}
-
-std::vector<json> WithKey(const std::vector<json>& events,
-                          const std::string& key) {
-  std::vector<json> found;
-  for (const json& e : events) {
-    if (e["key"] == key) found.push_back(e);
-  }
-  return found;
-}
 
 // Starts one rank of ewa_smoke with `extra` flags, events to `events`.
 std::unique_ptr<Subprocess> StartRank(const ScratchDir& dir, int rank,

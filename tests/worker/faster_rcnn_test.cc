@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -197,7 +198,7 @@ TEST(FasterRCNN, RejectsBadInputsNamingTheProblem) {
   EXPECT_THROW(FasterRCNN{bad}, std::invalid_argument);
 }
 
-// The convolutional form of fc6/fc7 (the CPU default) is the same function of
+// The convolutional form of fc6/fc7 (conv_box_head) is the same function of
 // the same parameters as the linear one: equal losses, gradients and
 // detections up to float rounding.
 TEST(FasterRCNN, ConvolutionalBoxHeadMatchesTheLinearOne) {
@@ -252,6 +253,99 @@ TEST(FasterRCNN, ConvolutionalBoxHeadMatchesTheLinearOne) {
     ASSERT_EQ(a[i].scores.size(0), b[i].scores.size(0)) << "image " << i;
     EXPECT_TRUE(torch::allclose(a[i].scores, b[i].scores, 1e-3, 1e-5));
   }
+}
+
+TEST(DetectorOptionsFor, SwitchesFromC3ToC4FeaturesAt192Rows) {
+  ASSERT_EQ(kDetectorMinRowsForC4, 192);
+  EXPECT_EQ(
+      DetectorOptionsFor("faster_rcnn_resnet18", 16, 96, 0, 0).feature_stage,
+      3);
+  EXPECT_EQ(
+      DetectorOptionsFor("faster_rcnn_resnet18", 16, 191, 0, 0).feature_stage,
+      3);
+  EXPECT_EQ(
+      DetectorOptionsFor("faster_rcnn_resnet18", 16, 192, 0, 0).feature_stage,
+      4);
+  EXPECT_EQ(
+      DetectorOptionsFor("faster_rcnn_resnet18", 16, 768, 0, 0).feature_stage,
+      4);
+}
+
+TEST(DetectorOptionsFor, ScalesTheDefaultAnchorsWithTheGridHeight) {
+  const std::vector<double> defaults = FasterRCNNOptions().anchor_sizes;
+  EXPECT_EQ(
+      DetectorOptionsFor("faster_rcnn_resnet50", 16, 96, 0, 0).anchor_sizes,
+      defaults);
+  const FasterRCNNOptions full =
+      DetectorOptionsFor("faster_rcnn_resnet50", 16, 768, 0, 0);
+  ASSERT_EQ(full.anchor_sizes.size(), defaults.size());
+  for (size_t i = 0; i < defaults.size(); ++i) {
+    EXPECT_DOUBLE_EQ(full.anchor_sizes[i], 8 * defaults[i]) << i;
+  }
+  EXPECT_DOUBLE_EQ(
+      DetectorOptionsFor("faster_rcnn_resnet50", 16, 48, 0, 0).anchor_sizes[0],
+      defaults[0] / 2);
+  EXPECT_EQ(full.anchor_aspect_ratios,
+            FasterRCNNOptions().anchor_aspect_ratios);
+}
+
+TEST(DetectorOptionsFor, FewerRoisCapTheProposalsKept) {
+  const FasterRCNNOptions defaults;
+  const FasterRCNNOptions same =
+      DetectorOptionsFor("faster_rcnn_resnet18", 16, 96, 0, 0);
+  EXPECT_EQ(same.box_batch_size_per_image, defaults.box_batch_size_per_image);
+  EXPECT_EQ(same.rpn_post_nms_top_n_train, defaults.rpn_post_nms_top_n_train);
+  EXPECT_EQ(same.rpn_post_nms_top_n_test, defaults.rpn_post_nms_top_n_test);
+  EXPECT_EQ(same.representation_size, defaults.representation_size);
+
+  // 64 RoIs: at most 4 x 64 proposals kept in training, 2 x 64 in evaluation.
+  const FasterRCNNOptions few =
+      DetectorOptionsFor("faster_rcnn_resnet18", 16, 96, 64, 128);
+  EXPECT_EQ(few.box_batch_size_per_image, 64);
+  EXPECT_EQ(few.rpn_post_nms_top_n_train, 256);
+  EXPECT_EQ(few.rpn_post_nms_top_n_test, 128);
+  EXPECT_EQ(few.representation_size, 128);
+  EXPECT_EQ(few.rpn_pre_nms_top_n_train, defaults.rpn_pre_nms_top_n_train);
+
+  // Caps never raise the defaults.
+  const FasterRCNNOptions many =
+      DetectorOptionsFor("faster_rcnn_resnet18", 16, 96, 400, 0);
+  EXPECT_EQ(many.box_batch_size_per_image, 400);
+  EXPECT_EQ(many.rpn_post_nms_top_n_train, defaults.rpn_post_nms_top_n_train);
+  EXPECT_EQ(many.rpn_post_nms_top_n_test, defaults.rpn_post_nms_top_n_test);
+}
+
+TEST(DetectorOptionsFor, TakesTheDepthAndChannelsAndBuildsAModel) {
+  const FasterRCNNOptions o =
+      DetectorOptionsFor("faster_rcnn_resnet34", 5, 64, 32, 64);
+  EXPECT_EQ(o.backbone_depth, 34);
+  EXPECT_EQ(o.in_channels, 5);
+  EXPECT_EQ(o.num_classes, FasterRCNNOptions().num_classes);
+  EXPECT_EQ(
+      DetectorOptionsFor("faster_rcnn_resnet101", 16, 96, 0, 0).backbone_depth,
+      101);
+  FasterRCNN model(o);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  EXPECT_EQ(model->Detect(torch::zeros({1, 5, 64, 96})).size(), 1u);
+}
+
+TEST(DetectorOptionsFor, RejectsAnythingButFasterRcnnResNetModels) {
+  for (const char* model : {"resnet18", "faster_rcnn_resnet19", "faster_rcnn_",
+                            "faster_rcnn_resnet18x", ""}) {
+    try {
+      DetectorOptionsFor(model, 16, 96, 0, 0);
+      FAIL() << "accepted '" << model << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + std::string(model) + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(DetectorOptionsFor("faster_rcnn_resnet18", 16, 0, 0, 0),
+               std::invalid_argument);
+  EXPECT_THROW(DetectorOptionsFor("faster_rcnn_resnet18", 16, 96, -1, 0),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,19 +19,17 @@
 #include <turbojpeg.h>
 #endif
 
+#include "tests/worker/test_util.h"
+
 namespace {
 
+using hpcai500::testing::ReadEvents;
+using hpcai500::testing::ReadFile;
+using hpcai500::testing::ScratchDir;
+using hpcai500::testing::WithKey;
 using nlohmann::json;
 
 const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
-
-std::string TempDir(const std::string& name) {
-  std::string dir = std::string(::testing::TempDir()) + "/ic_it_" + name + "_" +
-                    std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 // Runs the worker with `args` (rank 0 of 1, two threads); returns its exit
 // code. Output goes to files in `dir`.
@@ -45,27 +42,6 @@ int RunWorker(const std::vector<std::string>& args, const std::string& dir) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// The ":::MLLOG {...}" lines of an events file, parsed.
-std::vector<json> ReadLog(const std::string& path) {
-  std::vector<json> lines;
-  std::ifstream in(path);
-  const std::string prefix = ":::MLLOG ";
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) != 0) continue;
-    lines.push_back(json::parse(line.substr(prefix.size())));
-  }
-  return lines;
-}
-
-std::vector<json> WithKey(const std::vector<json>& log,
-                          const std::string& key) {
-  std::vector<json> out;
-  for (const json& line : log) {
-    if (line["key"] == key) out.push_back(line);
-  }
-  return out;
-}
-
 // Position of the first line with `key`, or -1.
 int FirstIndex(const std::vector<json>& log, const std::string& key) {
   for (size_t i = 0; i < log.size(); ++i) {
@@ -74,43 +50,38 @@ int FirstIndex(const std::vector<json>& log, const std::string& key) {
   return -1;
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // ResNet-18 (the cifar10 config's model) on synthetic 32x32 data for two
 // steps, with MLPerf's submission keys; run once for the tests below.
 class SyntheticRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(TempDir("synthetic"));
+    scratch_ = new ScratchDir("ic_it_synthetic");
+    dir_ = &scratch_->path();
     exit_code_ = RunWorker(
         {"--workload", "image_classification", "--config", "cifar10", "--data",
          "synthetic", "--epochs", "1", "--steps-per-epoch", "2", "--batch-size",
          "8", "--mllog-submission", "org=Acme,platform=two-cores",
          "--events-file", *dir_ + "/events"},
         *dir_);
-    log_ = new std::vector<json>(ReadLog(*dir_ + "/events"));
+    log_ = new std::vector<json>(ReadEvents(*dir_ + "/events"));
   }
   static void TearDownTestSuite() {
-    std::filesystem::remove_all(*dir_);
-    delete dir_;
+    delete scratch_;
     delete log_;
   }
 
-  static std::string* dir_;
+  static ScratchDir* scratch_;
+  static const std::string* dir_;
   static int exit_code_;
   static std::vector<json>* log_;
 };
-std::string* SyntheticRun::dir_ = nullptr;
+ScratchDir* SyntheticRun::scratch_ = nullptr;
+const std::string* SyntheticRun::dir_ = nullptr;
 int SyntheticRun::exit_code_ = -1;
 std::vector<json>* SyntheticRun::log_ = nullptr;
 
 TEST_F(SyntheticRun, TrainsTwoStepsReportsThroughputAndIsUnranked) {
-  ASSERT_EQ(exit_code_, 0) << ReadText(*dir_ + "/stderr");
+  ASSERT_EQ(exit_code_, 0) << ReadFile(*dir_ + "/stderr");
   const std::vector<json> stats = WithKey(*log_, "hpcai500_epoch_stats");
   ASSERT_EQ(stats.size(), 1u);
   EXPECT_EQ(stats[0]["value"]["samples"], 16);
@@ -134,7 +105,7 @@ TEST_F(SyntheticRun, TrainsTwoStepsReportsThroughputAndIsUnranked) {
 // in the reference index we could read, so its hyperparameter rules are
 // checked as the brief names them: present once, with the right types).
 TEST_F(SyntheticRun, LogMeetsTheMlperfComplianceRules) {
-  ASSERT_EQ(exit_code_, 0) << ReadText(*dir_ + "/stderr");
+  ASSERT_EQ(exit_code_, 0) << ReadFile(*dir_ + "/stderr");
   const std::vector<json>& log = *log_;
   for (const std::string key :
        {"submission_org", "submission_platform", "submission_division",
@@ -217,7 +188,8 @@ void WriteCifar(const std::string& dir, int records) {
 }
 
 TEST(ImageClassificationWorker, TrainsCifar10FromBinaryBatches) {
-  const std::string dir = TempDir("cifar");
+  const ScratchDir scratch("ic_it_cifar");
+  const std::string& dir = scratch.path();
   std::filesystem::create_directories(dir + "/cifar");
   WriteCifar(dir + "/cifar", 6);
   ASSERT_EQ(
@@ -226,8 +198,8 @@ TEST(ImageClassificationWorker, TrainsCifar10FromBinaryBatches) {
                  "2", "--batch-size", "8", "--events-file", dir + "/events"},
                 dir),
       0)
-      << ReadText(dir + "/stderr");
-  const std::vector<json> log = ReadLog(dir + "/events");
+      << ReadFile(dir + "/stderr");
+  const std::vector<json> log = ReadEvents(dir + "/events");
   EXPECT_EQ(WithKey(log, "train_samples")[0]["value"], 16);
   EXPECT_EQ(WithKey(log, "eval_samples")[0]["value"], 6);
   EXPECT_TRUE(WithKey(log, "hpcai500_unranked").empty());
@@ -239,24 +211,24 @@ TEST(ImageClassificationWorker, TrainsCifar10FromBinaryBatches) {
   EXPECT_GE(top1, 0.0);
   EXPECT_GE(top5, top1);
   EXPECT_LE(top5, 1.0);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ImageClassificationWorker, MissingDataFolderAbortsNamingIt) {
-  const std::string dir = TempDir("missing");
+  const ScratchDir scratch("ic_it_missing");
+  const std::string& dir = scratch.path();
   const std::string data = dir + "/no_such_cifar";
   EXPECT_EQ(
       RunWorker({"--workload", "image_classification", "--config", "cifar10",
                  "--data", data, "--events-file", dir + "/events"},
                 dir),
       1);
-  const std::vector<json> stop = WithKey(ReadLog(dir + "/events"), "run_stop");
+  const std::vector<json> stop =
+      WithKey(ReadEvents(dir + "/events"), "run_stop");
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_EQ(stop[0]["metadata"]["status"], "aborted");
   EXPECT_NE(stop[0]["metadata"]["reason"].get<std::string>().find(data),
             std::string::npos)
       << stop[0];
-  std::filesystem::remove_all(dir);
 }
 
 #ifdef HPCAI500_HAVE_TURBOJPEG
@@ -278,7 +250,8 @@ void WriteJpeg(const std::string& path, int width, int height,
 }
 
 TEST(ImageClassificationWorker, TrainsFromAnImageFolderTree) {
-  const std::string dir = TempDir("folder");
+  const ScratchDir scratch("ic_it_folder");
+  const std::string& dir = scratch.path();
   std::mt19937 rng(3);
   for (const std::string split : {"train", "val"}) {
     for (const std::string cls : {"n01", "n02"}) {
@@ -297,8 +270,8 @@ TEST(ImageClassificationWorker, TrainsFromAnImageFolderTree) {
                  "1", "--batch-size", "5", "--events-file", dir + "/events"},
                 dir),
       0)
-      << ReadText(dir + "/stderr");
-  const std::vector<json> log = ReadLog(dir + "/events");
+      << ReadFile(dir + "/stderr");
+  const std::vector<json> log = ReadEvents(dir + "/events");
   EXPECT_EQ(WithKey(log, "eval_samples")[0]["value"], 4);
   const std::vector<json> stats = WithKey(log, "hpcai500_epoch_stats");
   ASSERT_EQ(stats.size(), 1u);
@@ -306,7 +279,6 @@ TEST(ImageClassificationWorker, TrainsFromAnImageFolderTree) {
   EXPECT_EQ(stats[0]["value"]["samples"], 4);  // 5 files, one corrupt
   EXPECT_EQ(WithKey(log, "opt_name")[0]["value"], "sgd");
   EXPECT_EQ(WithKey(log, "eval_top5")[0]["value"], 1.0);  // two classes
-  std::filesystem::remove_all(dir);
 }
 #endif
 

@@ -1,7 +1,8 @@
 // What the tests share beyond GoogleTest: a scratch folder, a file read whole,
-// the message of a thrown exception, a free loopback port, polling, and a
-// child process with its output in files. Header-only, standard C++ and
-// POSIX, so the worker's tests build with HPCAI500_WORKER_ONLY; the
+// a worker's events file parsed, the message of a thrown exception, a free
+// loopback port, polling, and a child process with its output in files.
+// Header-only, standard C++, POSIX and header-only nlohmann/json, so the
+// worker's tests build with HPCAI500_WORKER_ONLY; the
 // integration harness (tests/integration/harness.h) and the agent's tests use
 // it too.
 //
@@ -25,8 +26,11 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -74,6 +78,30 @@ class ScratchDir {
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The ":::MLLOG {...}" lines of a worker's events file, parsed, in order;
+// other lines are skipped ([] when the file cannot be read). Throws
+// nlohmann::json::parse_error for a malformed event.
+inline std::vector<nlohmann::json> ReadEvents(const std::string& path) {
+  constexpr std::string_view kPrefix = ":::MLLOG ";
+  std::vector<nlohmann::json> events;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kPrefix, 0) != 0) continue;
+    events.push_back(nlohmann::json::parse(line.substr(kPrefix.size())));
+  }
+  return events;
+}
+
+// The events of `events` whose "key" is `key`, in order.
+inline std::vector<nlohmann::json> WithKey(
+    const std::vector<nlohmann::json>& events, const std::string& key) {
+  std::vector<nlohmann::json> found;
+  for (const nlohmann::json& e : events) {
+    if (e.value("key", "") == key) found.push_back(e);
+  }
+  return found;
 }
 
 // The message of what `f` throws, "" when it returns.
