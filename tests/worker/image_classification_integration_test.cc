@@ -2,10 +2,7 @@
 // synthetic data (unranked, MLPerf-compatible log), a tiny generated CIFAR-10,
 // a tiny generated ImageNet folder tree, and a missing data folder.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,12 +31,7 @@ const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
 // Runs the worker with `args` (rank 0 of 1, two threads); returns its exit
 // code. Output goes to files in `dir`.
 int RunWorker(const std::vector<std::string>& args, const std::string& dir) {
-  std::string command = "env -u RANK -u WORLD_SIZE timeout 240 ";
-  command += kWorker;
-  for (const std::string& a : args) command += " '" + a + "'";
-  command += " --threads 2 > " + dir + "/stdout 2> " + dir + "/stderr";
-  const int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return hpcai500::testing::RunWorkerAlone(kWorker, args, dir);
 }
 
 // Position of the first line with `key`, or -1.

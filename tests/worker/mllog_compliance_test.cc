@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,34 +27,11 @@ std::string Joined(const Violations& v) {
   return s;
 }
 
-// This process's environment without RANK and WORLD_SIZE: one rank alone.
-std::vector<std::string> SingleRankEnvironment() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string var = *e;
-    if (var.rfind("RANK=", 0) == 0 || var.rfind("WORLD_SIZE=", 0) == 0) {
-      continue;
-    }
-    env.push_back(var);
-  }
-  return env;
-}
-
 // Runs the worker on `args` (rank 0 of 1, two threads) writing its events
 // to `dir`/events; returns the exit code (-1: still running after 4 min).
 int RunWorker(std::vector<std::string> args, const std::string& dir) {
-  hpcai500::testing::SubprocessOptions o;
-  o.argv = {kWorker};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  for (const char* extra : {"--threads", "2", "--events-file"}) {
-    o.argv.push_back(extra);
-  }
-  o.argv.push_back(dir + "/events");
-  o.env = SingleRankEnvironment();
-  o.stdout_path = dir + "/stdout";
-  o.stderr_path = dir + "/stderr";
-  hpcai500::testing::Subprocess worker(o);
-  return worker.Wait(std::chrono::minutes(4));
+  args.insert(args.end(), {"--events-file", dir + "/events"});
+  return hpcai500::testing::RunWorkerAlone(kWorker, args, dir);
 }
 
 // Trains fashion_mnist_smoke (its two epochs, three steps each) once for

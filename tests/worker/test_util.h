@@ -1,6 +1,7 @@
 // What the tests share beyond GoogleTest: a scratch folder, a file read whole,
 // a worker's events file parsed, the message of a thrown exception, a free
-// loopback port, polling, and a child process with its output in files.
+// loopback port, polling, a child process with its output in files, and a
+// worker run as one rank alone.
 // Header-only, standard C++, POSIX and header-only nlohmann/json, so the
 // worker's tests build with HPCAI500_WORKER_ONLY; the
 // integration harness (tests/integration/harness.h) and the agent's tests use
@@ -233,6 +234,38 @@ class Subprocess {
   pid_t pid_ = -1;
   bool reaped_ = false;
 };
+
+// This process's environment without RANK and WORLD_SIZE, so that a worker
+// started with it is one rank alone.
+inline std::vector<std::string> SingleRankEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string var = *e;
+    if (var.rfind("RANK=", 0) == 0 || var.rfind("WORLD_SIZE=", 0) == 0) {
+      continue;
+    }
+    env.push_back(var);
+  }
+  return env;
+}
+
+// Runs `worker` (an hpcai500-worker path) as rank 0 of 1 with `args` and
+// "--threads 2", its output in `dir`/stdout and `dir`/stderr. Returns the
+// exit code, or -1 when it was still running after `limit` (it is killed).
+inline int RunWorkerAlone(
+    const std::string& worker, const std::vector<std::string>& args,
+    const std::string& dir,
+    std::chrono::steady_clock::duration limit = std::chrono::minutes(4)) {
+  SubprocessOptions o;
+  o.argv = {worker};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.argv.insert(o.argv.end(), {"--threads", "2"});
+  o.env = SingleRankEnvironment();
+  o.stdout_path = dir + "/stdout";
+  o.stderr_path = dir + "/stderr";
+  Subprocess process(o);
+  return process.Wait(limit);
+}
 
 }  // namespace hpcai500::testing
 
