@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +26,7 @@ struct FlagInfo {
   bool takes_value;
   // Commands that accept the flag; empty for the global flags.
   std::set<std::string> commands;
+  bool repeatable = false;
 };
 
 const std::map<std::string, FlagInfo>& Flags() {
@@ -33,9 +35,15 @@ const std::map<std::string, FlagInfo>& Flags() {
       {"token-file", {true, {}}},
       {"help", {false, {}}},
       {"wait", {false, {"submit"}}},
-      {"json", {false, {"show", "leaderboard"}}},
+      {"json", {false, {"show", "leaderboard", "regress"}}},
       {"workload", {true, {"leaderboard"}}},
       {"config", {true, {"leaderboard"}}},
+      {"window", {true, {"regress"}}},
+      {"baseline", {true, {"regress"}}},
+      {"reference", {true, {"regress"}, /*repeatable=*/true}},
+      {"tolerance", {true, {"regress"}}},
+      {"metric", {true, {"regress"}, /*repeatable=*/true}},
+      {"junit", {true, {"regress"}}},
   };
   return *kFlags;
 }
@@ -46,9 +54,19 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
       new std::map<std::string, std::vector<std::string>>{
           {"submit", {"SPEC"}}, {"watch", {"RUN"}},  {"list", {}},
           {"show", {"RUN"}},    {"cancel", {"RUN"}}, {"nodes", {}},
-          {"leaderboard", {}},  {"help", {}},
+          {"leaderboard", {}},  {"help", {}},        {"regress", {"SPEC"}},
       };
   return *kCommands;
+}
+
+absl::StatusOr<int64_t> ParseRunIdArg(const std::string& text) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(text, &id) || id <= 0 || text.front() == '+' ||
+      absl::ascii_isspace(text.front())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a run id (a positive integer), got '", text, "'"));
+  }
+  return id;
 }
 
 absl::Status SetFlag(CliArgs& parsed, const std::string& name,
@@ -71,18 +89,43 @@ absl::Status SetFlag(CliArgs& parsed, const std::string& name,
     parsed.workload = value;
   } else if (name == "config") {
     parsed.config = value;
+  } else if (name == "window") {
+    absl::StatusOr<int> window = ParseRegressWindow(value);
+    if (!window.ok()) return window.status();
+    parsed.regress.window = *window;
+  } else if (name == "baseline") {
+    absl::StatusOr<int64_t> run = ParseRunIdArg(value);
+    if (!run.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--baseline: ", run.status().message()));
+    }
+    parsed.regress.baseline_run = *run;
+  } else if (name == "reference") {
+    return AddRegressReference(value, parsed.regress);
+  } else if (name == "tolerance") {
+    absl::StatusOr<double> tolerance = ParseRegressTolerance(value);
+    if (!tolerance.ok()) return tolerance.status();
+    parsed.regress.tolerance_pct = *tolerance;
+  } else if (name == "metric") {
+    absl::StatusOr<RegressMetric> metric = ParseRegressMetric(value);
+    if (!metric.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metric: ", metric.status().message()));
+    }
+    std::vector<RegressMetric>& metrics = parsed.regress.metrics;
+    if (std::find(metrics.begin(), metrics.end(), *metric) != metrics.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metric ", value, " given twice"));
+    }
+    metrics.push_back(*metric);
+  } else if (name == "junit") {
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          "--junit needs a FILE, got an empty value");
+    }
+    parsed.regress.junit_path = value;
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<int64_t> ParseRunIdArg(const std::string& text) {
-  int64_t id = 0;
-  if (!absl::SimpleAtoi(text, &id) || id <= 0 || text.front() == '+' ||
-      absl::ascii_isspace(text.front())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "expected a run id (a positive integer), got '", text, "'"));
-  }
-  return id;
 }
 
 absl::StatusOr<std::string> ReadFileText(const std::string& path,
@@ -149,6 +192,18 @@ std::string UsageText() {
       "  nodes                   the agents' nodes\n"
       "  leaderboard [--workload W] [--config C] [--json]\n"
       "                          submissions ranked by Valid FLOPS\n"
+      "  regress SPEC [--window N] [--baseline RUN] [--tolerance PCT]\n"
+      "          [--reference METRIC=VALUE]... [--metric M]... [--json]\n"
+      "          [--junit FILE]\n"
+      "                          submit --wait, then compare with the median\n"
+      "                          of the newest N (default 5) earlier runs of\n"
+      "                          the same name and shape, run RUN, or fixed\n"
+      "                          VALUEs: a drop over PCT% (default 5)\n"
+      "                          regresses, and so does missing a target the\n"
+      "                          baseline reached. M: throughput, flops,\n"
+      "                          valid_flops, quality (default all but\n"
+      "                          flops). --json: the report as JSON, the live\n"
+      "                          log on stderr; --junit: JUnit XML\n"
       "\n"
       "The coordinator is --coordinator, else $",
       kCoordinatorEnvVar, ", else ", kDefaultCoordinator,
@@ -157,6 +212,9 @@ std::string UsageText() {
       "\n"
       "exit codes (submit --wait, watch): 0 reached the target quality, 1\n"
       "finished below it, 2 failed or cancelled (or any error), 3 spec\n"
+      "refused; 64 bad command line, 66 unreadable file.\n"
+      "exit codes (regress): 0 no regression (or no baseline yet), 1 a metric\n"
+      "regressed, 2 the run failed or was cancelled (or any error), 3 spec\n"
       "refused; 64 bad command line, 66 unreadable file.\n");
 }
 
@@ -204,7 +262,7 @@ absl::StatusOr<CliArgs> ParseCliArgs(
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag '--", name, "'"));
     }
-    if (!seen.insert(name).second) {
+    if (!seen.insert(name).second && !flag->second.repeatable) {
       return absl::InvalidArgumentError(
           absl::StrCat("flag '--", name, "' given twice"));
     }
@@ -285,7 +343,7 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     options.token = *token;
   }
   std::string spec_text;
-  if (parsed->command == "submit") {
+  if (parsed->command == "submit" || parsed->command == "regress") {
     auto spec = ReadSpec(parsed->positional[0], *env.in);
     if (!spec.ok()) {
       err << "hpcai500: " << spec.status().message() << "\n";
@@ -302,6 +360,11 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     const std::string& source = parsed->positional[0];
     return commands.Submit(source == "-" ? "from stdin" : "'" + source + "'",
                            spec_text, parsed->wait);
+  }
+  if (command == "regress") {
+    const std::string& source = parsed->positional[0];
+    return commands.Regress(source == "-" ? "from stdin" : "'" + source + "'",
+                            spec_text, parsed->regress, parsed->json);
   }
   if (command == "list") return commands.List();
   if (command == "nodes") return commands.Nodes();

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cli/regress.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 namespace hpcai500 {
@@ -31,15 +32,17 @@ struct CliArgs {
   std::vector<std::string> positional;
   bool help = false;
   bool wait = false;     // submit
-  bool json = false;     // show, leaderboard
+  bool json = false;     // show, leaderboard, regress
   std::string workload;  // leaderboard
   std::string config;    // leaderboard
+  RegressOptions regress;
 };
 
 // Parses `args` (without the program name). Global flags may appear before
 // or after the command; `--flag value` and `--flag=value` both work.
 // InvalidArgument naming the problem for an unknown command or flag, a flag
-// the command does not take, a missing value or a wrong argument count.
+// the command does not take, a missing or bad value, a flag given twice that
+// is not repeatable, or a wrong argument count.
 absl::StatusOr<CliArgs> ParseCliArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& coordinator_env);

@@ -1,7 +1,10 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
@@ -14,6 +17,10 @@
 
 namespace hpcai500 {
 namespace {
+
+// ListRuns has only a limit: regress asks for as many runs as the
+// coordinator answers (it caps the limit at 10,000) and picks its series.
+constexpr int kRegressListLimit = 10'000;
 
 // The message as indented JSON with proto field names; false on failure.
 bool PrintJson(const google::protobuf::Message& message, std::ostream& out,
@@ -65,6 +72,37 @@ std::string EnergySummary(const v1::Score& score) {
   return text;
 }
 
+// Why a submission's runs cannot be compared, or "" when each of them
+// succeeded with a score.
+std::string UnscoredRunError(const std::vector<v1::Run>& runs) {
+  for (const v1::Run& run : runs) {
+    if (ExitCodeForRun(run) != kExitFailed) continue;
+    switch (run.state()) {
+      case v1::RUN_STATE_SUCCEEDED:
+        return absl::StrCat("run ", run.id(), " succeeded without a score");
+      case v1::RUN_STATE_FAILED:
+      case v1::RUN_STATE_CANCELLED:
+        return absl::StrCat("run ", run.id(), " ", RunStateName(run.state()),
+                            run.error().empty() ? "" : ": ", run.error());
+      default:
+        return absl::StrCat("run ", run.id(), " did not finish (last seen ",
+                            RunStateName(run.state()), ")");
+    }
+  }
+  return "";
+}
+
+// Writes `text` to `path`, replacing it; false with errno set on failure.
+bool WriteTextFile(const std::string& path, const std::string& text) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) return false;
+  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  int write_errno = errno;
+  if (std::fclose(file) != 0) return false;
+  errno = write_errno;
+  return written;
+}
+
 }  // namespace
 
 int ExitCodeForRun(const v1::Run& run) {
@@ -113,6 +151,13 @@ int Commands::ReportRpcError(const char* what,
 
 int Commands::Submit(const std::string& spec_source,
                      const std::string& spec_yaml, bool wait) {
+  std::vector<v1::Run> runs;
+  return SubmitAndWatch(spec_source, spec_yaml, wait, runs);
+}
+
+int Commands::SubmitAndWatch(const std::string& spec_source,
+                             const std::string& spec_yaml, bool wait,
+                             std::vector<v1::Run>& runs) {
   v1::SubmitRequest request;
   request.set_spec_yaml(spec_yaml);
   v1::SubmitResponse response;
@@ -129,12 +174,18 @@ int Commands::Submit(const std::string& spec_source,
   if (!wait) return kExitOk;
   int worst = kExitOk;
   for (int64_t run_id : response.run_ids()) {
-    worst = std::max(worst, Watch(run_id));
+    worst = std::max(worst, WatchUntilEnd(run_id, runs.emplace_back()));
   }
   return worst;
 }
 
 int Commands::Watch(int64_t run_id) {
+  v1::Run last;
+  return WatchUntilEnd(run_id, last);
+}
+
+int Commands::WatchUntilEnd(int64_t run_id, v1::Run& last) {
+  last.set_id(run_id);
   grpc::ClientContext context;
   Prepare(&context, /*streaming=*/true);
   v1::WatchRunRequest request;
@@ -142,7 +193,6 @@ int Commands::Watch(int64_t run_id) {
   std::unique_ptr<grpc::ClientReaderInterface<v1::RunUpdate>> reader =
       stub_->WatchRun(&context, request);
   v1::RunUpdate update;
-  v1::Run last;
   bool seen_any = false;
   bool final = false;
   while (reader->Read(&update)) {
@@ -334,6 +384,85 @@ int Commands::Leaderboard(const std::string& workload,
                         tables[workloads[i]], /*right_aligned=*/{0, 4, 5, 6});
   }
   return kExitOk;
+}
+
+bool Commands::ReadRegressCandidates(const RegressOptions& options,
+                                     std::vector<v1::Run>& candidates) {
+  if (options.baseline_run > 0) {
+    const int64_t id = options.baseline_run;
+    v1::GetRunRequest request;
+    request.set_run_id(id);
+    v1::Run run;
+    grpc::Status status =
+        Unary(&v1::ClientService::StubInterface::GetRun, request, &run);
+    if (!status.ok()) {
+      ReportRpcError(absl::StrCat("baseline run ", id).c_str(), status);
+      return false;
+    }
+    if (run.state() != v1::RUN_STATE_SUCCEEDED || !run.has_score()) {
+      err_ << "hpcai500: baseline run " << id << " is "
+           << RunStateName(run.state())
+           << (run.state() == v1::RUN_STATE_SUCCEEDED ? " without a score" : "")
+           << "; a baseline must be a finished run with a score\n";
+      return false;
+    }
+    candidates.push_back(std::move(run));
+    return true;
+  }
+  v1::ListRunsRequest request;
+  request.set_limit(kRegressListLimit);
+  v1::ListRunsResponse response;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::ListRuns, request, &response);
+  if (!status.ok()) {
+    ReportRpcError("regress: list the earlier runs", status);
+    return false;
+  }
+  candidates.assign(response.runs().begin(), response.runs().end());
+  return true;
+}
+
+int Commands::Regress(const std::string& spec_source,
+                      const std::string& spec_yaml,
+                      const RegressOptions& options, bool json) {
+  // Read before submitting: the baseline never holds the runs it judges.
+  std::vector<v1::Run> candidates;
+  if (!ReadRegressCandidates(options, candidates)) return kExitFailed;
+  // With --json, stdout carries the report alone.
+  Commands live(stub_, options_, json ? err_ : out_, err_);
+  std::vector<v1::Run> runs;
+  const int watched =
+      live.SubmitAndWatch(spec_source, spec_yaml, /*wait=*/true, runs);
+  if (runs.empty()) return watched;  // refused or not submitted: reported
+
+  RegressReport report;
+  if (std::string error = UnscoredRunError(runs); !error.empty()) {
+    report.name = runs.front().spec().name();
+    for (const v1::Run& run : runs) report.run_ids.push_back(run.id());
+    report.error = std::move(error);
+  } else {
+    report = CompareRegress(
+        runs,
+        options.baseline_run > 0
+            ? candidates
+            : SelectRegressSeries(candidates, runs.front().spec(),
+                                  options.window),
+        options);
+  }
+  if (json) {
+    out_ << RegressReportJson(report);
+  } else {
+    out_ << "\n" << FormatRegressReport(report);
+  }
+  out_.flush();
+  if (!options.junit_path.empty() &&
+      !WriteTextFile(options.junit_path, RegressJUnitXml(report))) {
+    err_ << "hpcai500: cannot write JUnit file '" << options.junit_path
+         << "': " << std::strerror(errno) << "\n";
+    return kExitFailed;
+  }
+  if (!report.error.empty()) return kExitFailed;
+  return report.regressed() ? kExitRegressed : kExitOk;
 }
 
 }  // namespace hpcai500

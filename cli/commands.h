@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
+#include "cli/regress.h"
 #include "grpcpp/client_context.h"
 #include "proto/hpcai500.grpc.pb.h"
 
@@ -20,10 +22,11 @@ namespace hpcai500 {
 // run finished and reached its target quality.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBelowTarget = 1;
-inline constexpr int kExitFailed = 2;    // failed, cancelled, or an error
-inline constexpr int kExitRefused = 3;   // the spec was refused
-inline constexpr int kExitUsage = 64;    // bad command line (sysexits)
-inline constexpr int kExitNoInput = 66;  // a file could not be read
+inline constexpr int kExitRegressed = 1;  // regress: a metric regressed
+inline constexpr int kExitFailed = 2;     // failed, cancelled, or an error
+inline constexpr int kExitRefused = 3;    // the spec was refused
+inline constexpr int kExitUsage = 64;     // bad command line (sysexits)
+inline constexpr int kExitNoInput = 66;   // a file could not be read
 
 // The exit code a finished run stands for: 0 succeeded and reached its
 // target, 1 succeeded below it, 2 otherwise (failed, cancelled, unscored).
@@ -58,6 +61,15 @@ class Commands {
   // The ranked table, or the LeaderboardResponse as JSON with `json`.
   int Leaderboard(const std::string& workload, const std::string& config,
                   bool json);
+  // Reads the baseline (the runs of the spec's series, or
+  // options.baseline_run), then submits and waits like Submit, then prints
+  // the comparison of each metric (as JSON with `json`; the live output then
+  // goes to err) and writes options.junit_path if set. Returns kExitOk (also
+  // with no baseline yet), kExitRegressed, kExitRefused, or kExitFailed when
+  // a run did not finish with a score, the baseline run has no score, or on
+  // any error.
+  int Regress(const std::string& spec_source, const std::string& spec_yaml,
+              const RegressOptions& options, bool json);
 
  private:
   // A context carrying the token and, unless `streaming`, the deadline.
@@ -70,6 +82,16 @@ class Commands {
   // Prints one line naming the coordinator; returns kExitFailed.
   int ReportRpcError(const char* what, const grpc::Status& status) const;
   void PrintResult(const v1::Run& run) const;
+  // Submit and Watch, also handing out each watched run's last snapshot
+  // (`runs` in submission order; `last` with at least the id set).
+  int SubmitAndWatch(const std::string& spec_source,
+                     const std::string& spec_yaml, bool wait,
+                     std::vector<v1::Run>& runs);
+  int WatchUntilEnd(int64_t run_id, v1::Run& last);
+  // The baseline runs Regress reads before it submits; false after printing
+  // why there is none to read.
+  bool ReadRegressCandidates(const RegressOptions& options,
+                             std::vector<v1::Run>& candidates);
 
   // Constant after construction.
   v1::ClientService::StubInterface* const stub_;

@@ -571,6 +571,146 @@ TEST_F(CliTest, HelpPrintsUsageOnStdout) {
   EXPECT_THAT(out_.str(), HasSubstr("leaderboard"));
 }
 
+TEST_F(CliTest, RegressComparesWithTheSeriesAndWritesJUnit) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    for (int64_t id : {1, 2, 3}) {
+      v1::Run earlier =
+          FinishedRun(id, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true);
+      earlier.mutable_score()->set_valid_flops(id == 2 ? 9e9 : 1.5e9);
+      service_.runs_[id] = earlier;
+    }
+    // Another benchmark's run is no part of the series.
+    v1::Run other = FinishedRun(4, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+    other.mutable_spec()->set_name("other");
+    other.mutable_score()->set_valid_flops(1e3);
+    service_.runs_[4] = other;
+  }
+  SetSubmitted({5});
+  v1::Run now = FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+  now.mutable_score()->set_valid_flops(1.0e9);  // -33% from the median 1.5e9
+  SetWatch(now);
+  const std::string junit = (dir_ / "regress.xml").string();
+  EXPECT_EQ(
+      Run({"regress", spec_path_, "--metric", "valid_flops", "--junit", junit}),
+      kExitRegressed);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("5\nrun 5: running\n"));  // submit --wait's
+  EXPECT_THAT(out, HasSubstr("runs 3, 2, 1"));
+  EXPECT_THAT(out, HasSubstr("REGRESSED valid_flops: dropped 33.3%"));
+  std::string xml;
+  std::getline(std::ifstream(junit), xml, '\0');
+  EXPECT_THAT(xml, HasSubstr("<failure message=\"dropped 33.3%"));
+
+  // A generous tolerance passes the same run.
+  EXPECT_EQ(Run({"regress", spec_path_, "--tolerance=50"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("no regression (tolerance 50%)"));
+}
+
+TEST_F(CliTest, RegressWithoutEarlierRunsStartsTheSeries) {
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.5, /*reached=*/false));
+  EXPECT_EQ(Run({"regress", spec_path_}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("no baseline: run 5 starts the series"));
+}
+
+TEST_F(CliTest, RegressJsonKeepsStdoutForTheReport) {
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true));
+  EXPECT_EQ(
+      Run({"regress", spec_path_, "--json", "--reference", "throughput=1e12"}),
+      kExitRegressed);
+  nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["run_ids"][0], 5);
+  EXPECT_EQ(json["metrics"][0]["verdict"], "regressed");
+  EXPECT_THAT(err_.str(), HasSubstr("run 5: succeeded"));
+}
+
+TEST_F(CliTest, RegressOfAFailedRunExitsTwoAndReportsTheError) {
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_FAILED, 0, false));
+  const std::string junit = (dir_ / "regress.xml").string();
+  EXPECT_EQ(Run({"regress", spec_path_, "--junit", junit}), kExitFailed);
+  EXPECT_THAT(out_.str(), HasSubstr("run 5 failed: worker rank 1 exited with "
+                                    "code 3: nothing compared"));
+  std::string xml;
+  std::getline(std::ifstream(junit), xml, '\0');
+  EXPECT_THAT(xml, HasSubstr("<error message=\"run 5 failed"));
+}
+
+TEST_F(CliTest, RegressAgainstAnUnfinishedBaselineRunSubmitsNothing) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_CANCELLED, 0, false);
+  }
+  EXPECT_EQ(Run({"regress", spec_path_, "--baseline", "4"}), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("baseline run 4 is cancelled; a baseline "
+                                    "must be a finished run with a score"));
+  EXPECT_EQ(Run({"regress", spec_path_, "--baseline", "77"}), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("baseline run 77"));
+  EXPECT_THAT(err_.str(), HasSubstr("no such run"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "");
+}
+
+TEST_F(CliTest, RegressAgainstOneRunComparesWithIt) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+  }
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.6, /*reached=*/false));
+  EXPECT_EQ(Run({"regress", spec_path_, "--baseline=4", "--metric=quality"}),
+            kExitRegressed);
+  EXPECT_THAT(out_.str(), HasSubstr("0.8500  run 4"));
+  EXPECT_THAT(out_.str(), HasSubstr("the baseline reached its target"));
+}
+
+TEST_F(CliTest, RegressBadFlagsExit64NamingTheProblem) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"regress", "s.yaml", "--metric", "speed"}, "unknown metric 'speed'"},
+      {{"regress", "s.yaml", "--reference", "throughput"},
+       "--reference needs METRIC=VALUE"},
+      {{"regress", "s.yaml", "--reference", "qualty=0.9"},
+       "unknown metric 'qualty'"},
+      {{"regress", "s.yaml", "--tolerance", "-1"},
+       "--tolerance must be a percentage of at least 0"},
+      {{"regress", "s.yaml", "--tolerance", "nan"},
+       "--tolerance must be a percentage"},
+      {{"regress", "s.yaml", "--window", "0"},
+       "--window must be an integer of at least 1"},
+      {{"regress", "s.yaml", "--baseline", "x"}, "--baseline: expected"},
+      {{"regress", "s.yaml", "--window", "2", "--window", "3"},
+       "flag '--window' given twice"},
+      {{"regress"}, "'regress' needs SPEC"},
+      {{"submit", "s.yaml", "--tolerance", "5"},
+       "'submit' does not take '--tolerance'"},
+  };
+  for (const auto& [args, message] : cases) {
+    EXPECT_EQ(Run(args), kExitUsage) << message;
+    EXPECT_THAT(err_.str(), HasSubstr(message));
+    EXPECT_EQ(connected_to_, "") << message;
+  }
+}
+
+TEST(ParseCliArgs, RegressFlagsRepeatAndFillTheOptions) {
+  auto parsed = ParseCliArgs(
+      {"regress", "s.yaml", "--reference", "throughput=1e12", "--reference",
+       "quality=0.9", "--metric", "flops", "--metric=quality", "--window", "3",
+       "--tolerance", "2.5", "--junit", "out.xml", "--json"},
+      std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const RegressOptions& options = parsed->regress;
+  EXPECT_EQ(options.references.size(), 2u);
+  EXPECT_EQ(options.metrics,
+            (std::vector<RegressMetric>{RegressMetric::kFlops,
+                                        RegressMetric::kQuality}));
+  EXPECT_EQ(options.window, 3);
+  EXPECT_EQ(options.tolerance_pct, 2.5);
+  EXPECT_EQ(options.junit_path, "out.xml");
+  EXPECT_TRUE(parsed->json);
+}
+
 TEST(Cli, UnreachableCoordinatorExitsTwoNamingTheAddress) {
   // Port 1 on loopback: nothing listens there, the connection is refused.
   std::istringstream in;

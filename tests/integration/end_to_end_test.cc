@@ -301,5 +301,53 @@ TEST_F(EndToEnd, AgentRestartedMidRunReattachesAndLosesNoEvent) {
   }
 }
 
+// The nightly CI check: the first run starts the series, the next is judged
+// against it, and a fixed reference it cannot meet fails it with a JUnit
+// failure for that metric.
+TEST_F(EndToEnd, RegressStartsASeriesThenJudgesAgainstIt) {
+  ASSERT_TRUE(cluster_.StartCoordinator());
+  ASSERT_TRUE(cluster_.StartAgent("node-a", 1));
+  std::string spec = cluster_.WriteSpec(
+      "nightly", Spec("nightly", "fashion_mnist_smoke", /*nodes=*/1,
+                      /*ranks_per_node=*/1));
+
+  CommandResult first = cluster_.Cli({"regress", spec}, seconds(300));
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const std::string first_id = FirstLine(first.out);
+  EXPECT_NE(first.out.find("epoch 1"), std::string::npos) << first.out;
+  EXPECT_NE(
+      first.out.find("no baseline: run " + first_id + " starts the series"),
+      std::string::npos)
+      << first.out;
+
+  CommandResult second = cluster_.Cli(
+      {"regress", spec, "--tolerance", "90", "--json"}, seconds(300));
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  Json report = Json::parse(second.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(report.is_object()) << second.out;
+  EXPECT_EQ(report["baseline"]["run_ids"], Json::array({std::stoll(first_id)}));
+  EXPECT_EQ(report["regressed"], false);
+  ASSERT_EQ(report["metrics"].size(), 3u) << second.out;
+  for (const Json& metric : report["metrics"]) {
+    EXPECT_EQ(metric["from"], "runs") << metric.dump();
+    EXPECT_GT(metric["baseline"].get<double>(), 0) << metric.dump();
+  }
+
+  const std::string junit = cluster_.dir() + "/regress.xml";
+  CommandResult third =
+      cluster_.Cli({"regress", spec, "--tolerance", "90", "--reference",
+                    "throughput=1e12", "--junit", junit},
+                   seconds(300));
+  EXPECT_EQ(third.exit_code, 1) << third.out << third.err;
+  EXPECT_NE(third.out.find("REGRESSED throughput"), std::string::npos)
+      << third.out;
+  std::string xml = ReadFile(junit);
+  EXPECT_NE(xml.find("<testcase classname=\"hpcai500.regress\" "
+                     "name=\"throughput\">\n    <failure "),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("failures=\"1\""), std::string::npos) << xml;
+}
+
 }  // namespace
 }  // namespace hpcai500::testing
