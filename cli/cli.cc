@@ -15,12 +15,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/format.h"
 
 namespace hpcai500 {
 namespace {
 
 // Specs are a screenful of YAML; anything far bigger is a wrong file.
 constexpr size_t kMaxFileBytes = 1 << 20;
+// The most runs the coordinator lists for one request; `list` pages.
+constexpr int kMaxListLimit = 10'000;
 
 struct FlagInfo {
   bool takes_value;
@@ -36,8 +39,11 @@ const std::map<std::string, FlagInfo>& Flags() {
       {"help", {false, {}}},
       {"wait", {false, {"submit"}}},
       {"json", {false, {"show", "leaderboard", "regress"}}},
-      {"workload", {true, {"leaderboard"}}},
-      {"config", {true, {"leaderboard"}}},
+      {"workload", {true, {"leaderboard", "list"}}},
+      {"config", {true, {"leaderboard", "list"}}},
+      {"name", {true, {"list"}}},
+      {"state", {true, {"list"}}},
+      {"limit", {true, {"list"}}},
       {"window", {true, {"regress"}}},
       {"baseline", {true, {"regress"}}},
       {"reference", {true, {"regress"}, /*repeatable=*/true}},
@@ -89,6 +95,22 @@ absl::Status SetFlag(CliArgs& parsed, const std::string& name,
     parsed.workload = value;
   } else if (name == "config") {
     parsed.config = value;
+  } else if (name == "name") {
+    parsed.name = value;
+  } else if (name == "state") {
+    absl::StatusOr<v1::RunState> state = ParseRunStateName(value);
+    if (!state.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--state: ", state.status().message()));
+    }
+    parsed.state = *state;
+  } else if (name == "limit") {
+    if (!absl::SimpleAtoi(value, &parsed.limit) || parsed.limit < 1 ||
+        parsed.limit > kMaxListLimit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--limit must be an integer between 1 and ",
+                       kMaxListLimit, ", got '", value, "'"));
+    }
   } else if (name == "window") {
     absl::StatusOr<int> window = ParseRegressWindow(value);
     if (!window.ok()) return window.status();
@@ -186,7 +208,10 @@ std::string UsageText() {
       "  submit SPEC [--wait]    submit a run spec (YAML file, - for stdin);\n"
       "                          prints the new run ids; --wait then watches\n"
       "  watch RUN               live log of a run, then its result\n"
-      "  list                    recent runs\n"
+      "  list [--name N] [--workload W] [--config C] [--state S] [--limit K]\n"
+      "                          the newest K (default 100) runs matching\n"
+      "                          every filter given; S: queued, starting,\n"
+      "                          running, succeeded, failed, cancelled\n"
       "  show RUN [--json]       one run: spec, epochs, score\n"
       "  cancel RUN              cancel a queued or running run\n"
       "  nodes                   the agents' nodes\n"
@@ -366,7 +391,15 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     return commands.Regress(source == "-" ? "from stdin" : "'" + source + "'",
                             spec_text, parsed->regress, parsed->json);
   }
-  if (command == "list") return commands.List();
+  if (command == "list") {
+    v1::ListRunsRequest filter;
+    filter.set_name(parsed->name);
+    filter.set_workload(parsed->workload);
+    filter.set_config(parsed->config);
+    filter.set_state(parsed->state);
+    filter.set_limit(parsed->limit);
+    return commands.List(filter);
+  }
   if (command == "nodes") return commands.Nodes();
   if (command == "leaderboard") {
     return commands.Leaderboard(parsed->workload, parsed->config, parsed->json);

@@ -31,10 +31,13 @@ struct CliArgs {
   std::string command;      // empty with `help`
   std::vector<std::string> positional;
   bool help = false;
-  bool wait = false;     // submit
-  bool json = false;     // show, leaderboard, regress
-  std::string workload;  // leaderboard
-  std::string config;    // leaderboard
+  bool wait = false;                               // submit
+  bool json = false;                               // show, leaderboard, regress
+  std::string workload;                            // leaderboard, list
+  std::string config;                              // leaderboard, list
+  std::string name;                                // list
+  v1::RunState state = v1::RUN_STATE_UNSPECIFIED;  // list; unset: any
+  int limit = 0;                                   // list; 0: 100
   RegressOptions regress;
 };
 

@@ -18,9 +18,11 @@
 namespace hpcai500 {
 namespace {
 
-// ListRuns has only a limit: regress asks for as many runs as the
-// coordinator answers (it caps the limit at 10,000) and picks its series.
-constexpr int kRegressListLimit = 10'000;
+// ListRunsPaged asks for at most this many runs at a time: a page stays far
+// below gRPC's default 4 MiB message limit.
+constexpr int kListPageSize = 100;
+// What `list` shows without --limit (the coordinator's default too).
+constexpr int kDefaultListLimit = 100;
 
 // The message as indented JSON with proto field names; false on failure.
 bool PrintJson(const google::protobuf::Message& message, std::ostream& out,
@@ -233,18 +235,42 @@ void Commands::PrintResult(const v1::Run& run) const {
   out_.flush();
 }
 
-int Commands::List() {
-  v1::ListRunsResponse response;
-  grpc::Status status = Unary(&v1::ClientService::StubInterface::ListRuns,
-                              v1::ListRunsRequest(), &response);
-  if (!status.ok()) return ReportRpcError("list", status);
+grpc::Status Commands::ListRunsPaged(
+    v1::ListRunsRequest filter,
+    const std::function<bool(v1::Run)>& take) const {
+  int remaining = filter.limit();  // 0: no bound
+  while (true) {
+    v1::ListRunsRequest page = filter;
+    page.set_limit(remaining > 0 ? std::min(remaining, kListPageSize)
+                                 : kListPageSize);
+    v1::ListRunsResponse response;
+    grpc::Status status =
+        Unary(&v1::ClientService::StubInterface::ListRuns, page, &response);
+    if (!status.ok()) return status;
+    const int count = response.runs_size();
+    if (count == 0) return grpc::Status::OK;
+    const int64_t oldest_id = response.runs(count - 1).id();
+    for (v1::Run& run : *response.mutable_runs()) {
+      if (!take(std::move(run))) return grpc::Status::OK;
+    }
+    if (count < page.limit()) return grpc::Status::OK;  // the last page
+    if (remaining > 0 && (remaining -= count) == 0) return grpc::Status::OK;
+    filter.set_before_id(oldest_id);
+  }
+}
+
+int Commands::List(const v1::ListRunsRequest& filter) {
+  v1::ListRunsRequest bounded = filter;
+  if (bounded.limit() <= 0) bounded.set_limit(kDefaultListLimit);
   std::vector<std::vector<std::string>> rows;
-  for (const v1::Run& run : response.runs()) {
+  grpc::Status status = ListRunsPaged(bounded, [&](v1::Run run) {
     rows.push_back({absl::StrCat(run.id()), run.spec().name(),
                     run.spec().workload() + "/" + run.spec().config(),
                     RunStateName(run.state()),
                     FormatTimeMs(run.created_ms(), options_.time_zone)});
-  }
+    return true;
+  });
+  if (!status.ok()) return ReportRpcError("list", status);
   out_ << FormatTable({"id", "name", "workload/config", "state", "created"},
                       rows, /*right_aligned=*/{0});
   return kExitOk;
@@ -386,48 +412,65 @@ int Commands::Leaderboard(const std::string& workload,
   return kExitOk;
 }
 
-bool Commands::ReadRegressCandidates(const RegressOptions& options,
-                                     std::vector<v1::Run>& candidates) {
-  if (options.baseline_run > 0) {
-    const int64_t id = options.baseline_run;
-    v1::GetRunRequest request;
-    request.set_run_id(id);
-    v1::Run run;
-    grpc::Status status =
-        Unary(&v1::ClientService::StubInterface::GetRun, request, &run);
-    if (!status.ok()) {
-      ReportRpcError(absl::StrCat("baseline run ", id).c_str(), status);
-      return false;
-    }
-    if (run.state() != v1::RUN_STATE_SUCCEEDED || !run.has_score()) {
-      err_ << "hpcai500: baseline run " << id << " is "
-           << RunStateName(run.state())
-           << (run.state() == v1::RUN_STATE_SUCCEEDED ? " without a score" : "")
-           << "; a baseline must be a finished run with a score\n";
-      return false;
-    }
-    candidates.push_back(std::move(run));
-    return true;
-  }
-  v1::ListRunsRequest request;
-  request.set_limit(kRegressListLimit);
-  v1::ListRunsResponse response;
+bool Commands::ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline) {
+  v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  v1::Run run;
   grpc::Status status =
-      Unary(&v1::ClientService::StubInterface::ListRuns, request, &response);
+      Unary(&v1::ClientService::StubInterface::GetRun, request, &run);
+  if (!status.ok()) {
+    ReportRpcError(absl::StrCat("baseline run ", run_id).c_str(), status);
+    return false;
+  }
+  if (run.state() != v1::RUN_STATE_SUCCEEDED || !run.has_score()) {
+    err_ << "hpcai500: baseline run " << run_id << " is "
+         << RunStateName(run.state())
+         << (run.state() == v1::RUN_STATE_SUCCEEDED ? " without a score" : "")
+         << "; a baseline must be a finished run with a score\n";
+    return false;
+  }
+  baseline.push_back(std::move(run));
+  return true;
+}
+
+bool Commands::ReadRegressSeries(const std::vector<v1::Run>& runs, int window,
+                                 std::vector<v1::Run>& series) {
+  const v1::RunSpec& spec = runs.front().spec();
+  v1::ListRunsRequest filter;
+  filter.set_name(spec.name());
+  filter.set_workload(spec.workload());
+  filter.set_config(spec.config());
+  filter.set_state(v1::RUN_STATE_SUCCEEDED);
+  // The baseline never holds the runs it judges, nor later ones.
+  filter.set_before_id(std::min_element(runs.begin(), runs.end(),
+                                        [](const v1::Run& a, const v1::Run& b) {
+                                          return a.id() < b.id();
+                                        })
+                           ->id());
+  std::vector<v1::Run> candidates;
+  grpc::Status status = ListRunsPaged(filter, [&](v1::Run run) {
+    if (run.has_score() && SameRegressSeries(run.spec(), spec)) {
+      candidates.push_back(std::move(run));
+    }
+    return static_cast<int>(candidates.size()) < window;
+  });
   if (!status.ok()) {
     ReportRpcError("regress: list the earlier runs", status);
     return false;
   }
-  candidates.assign(response.runs().begin(), response.runs().end());
+  series = SelectRegressSeries(candidates, spec, window);
   return true;
 }
 
 int Commands::Regress(const std::string& spec_source,
                       const std::string& spec_yaml,
                       const RegressOptions& options, bool json) {
-  // Read before submitting: the baseline never holds the runs it judges.
-  std::vector<v1::Run> candidates;
-  if (!ReadRegressCandidates(options, candidates)) return kExitFailed;
+  // A baseline run is checked before anything is submitted.
+  std::vector<v1::Run> baseline;
+  if (options.baseline_run > 0 &&
+      !ReadBaselineRun(options.baseline_run, baseline)) {
+    return kExitFailed;
+  }
   // With --json, stdout carries the report alone.
   Commands live(stub_, options_, json ? err_ : out_, err_);
   std::vector<v1::Run> runs;
@@ -441,13 +484,11 @@ int Commands::Regress(const std::string& spec_source,
     for (const v1::Run& run : runs) report.run_ids.push_back(run.id());
     report.error = std::move(error);
   } else {
-    report = CompareRegress(
-        runs,
-        options.baseline_run > 0
-            ? candidates
-            : SelectRegressSeries(candidates, runs.front().spec(),
-                                  options.window),
-        options);
+    if (options.baseline_run == 0 &&
+        !ReadRegressSeries(runs, options.window, baseline)) {
+      return kExitFailed;
+    }
+    report = CompareRegress(runs, baseline, options);
   }
   if (json) {
     out_ << RegressReportJson(report);

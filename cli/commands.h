@@ -7,6 +7,7 @@
 #define HPCAI500_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ class Commands {
              bool wait);
   // Prints the run's live log lines until it ends, then its result.
   int Watch(int64_t run_id);
-  int List();
+  // The runs `filter` matches (name, workload, config, state), newest
+  // first, filter.limit() of them (0: 100), as a table.
+  int List(const v1::ListRunsRequest& filter);
   // A human summary, or the Run as JSON with `json`.
   int Show(int64_t run_id, bool json);
   int Cancel(int64_t run_id);
@@ -61,13 +64,13 @@ class Commands {
   // The ranked table, or the LeaderboardResponse as JSON with `json`.
   int Leaderboard(const std::string& workload, const std::string& config,
                   bool json);
-  // Reads the baseline (the runs of the spec's series, or
-  // options.baseline_run), then submits and waits like Submit, then prints
-  // the comparison of each metric (as JSON with `json`; the live output then
-  // goes to err) and writes options.junit_path if set. Returns kExitOk (also
-  // with no baseline yet), kExitRegressed, kExitRefused, or kExitFailed when
-  // a run did not finish with a score, the baseline run has no score, or on
-  // any error.
+  // Reads options.baseline_run if set, submits and waits like Submit, then
+  // (without a baseline run) reads the newest options.window runs of the
+  // spec's series submitted before these, and prints the comparison of each
+  // metric (as JSON with `json`; the live output then goes to err) and writes
+  // options.junit_path if set. Returns kExitOk (also with no baseline yet),
+  // kExitRegressed, kExitRefused, or kExitFailed when a run did not finish with
+  // a score, the baseline run has no score, or on any error.
   int Regress(const std::string& spec_source, const std::string& spec_yaml,
               const RegressOptions& options, bool json);
 
@@ -88,10 +91,21 @@ class Commands {
                      const std::string& spec_yaml, bool wait,
                      std::vector<v1::Run>& runs);
   int WatchUntilEnd(int64_t run_id, v1::Run& last);
-  // The baseline runs Regress reads before it submits; false after printing
-  // why there is none to read.
-  bool ReadRegressCandidates(const RegressOptions& options,
-                             std::vector<v1::Run>& candidates);
+  // Lists what `filter` matches, newest first, in pages of at most 100 runs
+  // (paging back with before_id), handing each run to `take` until `take`
+  // returns false, filter.limit() runs were taken (0: no bound) or none is
+  // left. Returns the first failed RPC's status.
+  grpc::Status ListRunsPaged(v1::ListRunsRequest filter,
+                             const std::function<bool(v1::Run)>& take) const;
+  // Regress's baseline run, read before it submits; false after printing
+  // why it cannot be one.
+  bool ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline);
+  // The series baseline of `runs` (one submission): the newest `window`
+  // succeeded, scored runs of the same series with lower ids, asked of the
+  // coordinator by name, workload, config and state. False after printing
+  // an RPC error.
+  bool ReadRegressSeries(const std::vector<v1::Run>& runs, int window,
+                         std::vector<v1::Run>& series);
 
   // Constant after construction.
   v1::ClientService::StubInterface* const stub_;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/hpcai500.pb.h"
 
@@ -20,6 +22,9 @@ std::string FormatFlops(double flops);
 
 // "queued", "running", "succeeded", ... for a RunState.
 std::string RunStateName(v1::RunState state);
+// The state RunStateName calls `name`; InvalidArgument listing the names
+// for any other.
+absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name);
 
 // "2024-05-01 12:00:03" in `zone`, or "-" for 0 (never set).
 std::string FormatTimeMs(int64_t unix_ms, absl::TimeZone zone);

@@ -24,6 +24,9 @@ constexpr size_t kMaxAddressBytes = 256;
 constexpr int kMaxSlots = 4096;
 constexpr int kDefaultListLimit = 100;
 constexpr int kMaxListLimit = 10'000;
+// A ListRuns text filter longer than this names no run (spec names are at
+// most 64 bytes).
+constexpr size_t kMaxListFilterBytes = 128;
 
 bool IsTerminal(v1::RunState state) {
   return state == v1::RUN_STATE_SUCCEEDED || state == v1::RUN_STATE_FAILED ||
@@ -291,11 +294,42 @@ absl::StatusOr<v1::Run> Coordinator::GetRun(int64_t run_id) {
   return store_->GetRun(run_id);
 }
 
-absl::StatusOr<v1::ListRunsResponse> Coordinator::ListRuns(int limit) {
-  if (limit <= 0) limit = kDefaultListLimit;
-  limit = std::min(limit, kMaxListLimit);
+namespace {
+
+// InvalidArgument naming the field of a filter no run can match.
+absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request) {
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string&>{"name", request.name()},
+        {"workload", request.workload()},
+        {"config", request.config()}}) {
+    if (value.size() > kMaxListFilterBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("list runs: '", field, "' is longer than ",
+                       kMaxListFilterBytes, " bytes"));
+    }
+  }
+  if (!v1::RunState_IsValid(request.state())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "list runs: 'state' ", request.state(), " is not a run state"));
+  }
+  if (request.before_id() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("list runs: 'before_id' must not be negative, got ",
+                     request.before_id()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ListRunsResponse> Coordinator::ListRuns(
+    const v1::ListRunsRequest& request) {
+  RETURN_IF_ERROR(ValidateListRunsRequest(request));
+  v1::ListRunsRequest filter = request;
+  if (filter.limit() <= 0) filter.set_limit(kDefaultListLimit);
+  filter.set_limit(std::min(filter.limit(), kMaxListLimit));
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListRuns(limit));
+  ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListRuns(filter));
   v1::ListRunsResponse response;
   for (v1::Run& run : runs) {
     auto it = runs_.find(run.id());
@@ -328,7 +362,7 @@ absl::StatusOr<v1::LeaderboardResponse> Coordinator::Leaderboard(
   std::vector<v1::Run> runs;
   {
     absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(runs, store_->ListRuns(/*limit=*/0));
+    ASSIGN_OR_RETURN(runs, store_->ListRuns(v1::ListRunsRequest()));
   }
   std::map<int64_t, std::vector<const v1::Run*>> by_submission;
   for (const v1::Run& run : runs) {

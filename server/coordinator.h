@@ -88,7 +88,8 @@ class Coordinator final : public CoordinatorView {
 
   // CoordinatorView.
   absl::StatusOr<v1::Run> GetRun(int64_t run_id) override;
-  absl::StatusOr<v1::ListRunsResponse> ListRuns(int limit) override;
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(
+      const v1::ListRunsRequest& request) override;
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
       const v1::LeaderboardRequest& request) override;
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override;

@@ -151,8 +151,7 @@ grpc::Status ClientServiceImpl::ListRuns(grpc::ServerContext* context,
                                          const v1::ListRunsRequest* request,
                                          v1::ListRunsResponse* response) {
   if (!Authenticated(*context)) return Unauthenticated();
-  absl::StatusOr<v1::ListRunsResponse> runs =
-      coordinator_->ListRuns(request->limit());
+  absl::StatusOr<v1::ListRunsResponse> runs = coordinator_->ListRuns(*request);
   if (!runs.ok()) return ToGrpcStatus(runs.status());
   *response = *std::move(runs);
   return grpc::Status::OK;

@@ -87,7 +87,18 @@ CREATE TABLE nodes (
 ALTER TABLE results ADD COLUMN energy_joules REAL NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN valid_flops_per_watt REAL NOT NULL DEFAULT 0;
 )sql",
+    // 3: the spec fields runs are listed by, as columns that SQL can filter
+    // and index (filled from each run's spec by FillRunSpecColumns).
+    R"sql(
+ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN workload TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN config TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_name ON runs(name, state);
+)sql",
 };
+// The migration after which the runs written before it get their spec
+// columns (SQL cannot read the serialized spec).
+constexpr int kSpecColumnsVersion = 3;
 
 constexpr int kBusyTimeoutMs = 5000;
 
@@ -220,6 +231,9 @@ absl::Status Store::Migrate() {
   for (; version < SchemaVersion(); ++version) {
     RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     absl::Status status = Exec(kMigrations[version]);
+    if (status.ok() && version + 1 == kSpecColumnsVersion) {
+      status = FillRunSpecColumns();
+    }
     if (status.ok()) {
       status = Exec(absl::StrCat("PRAGMA user_version = ", version + 1));
     }
@@ -229,6 +243,31 @@ absl::Status Store::Migrate() {
           "migrating to schema version ", version + 1, ": ", status.message()));
     }
     RETURN_IF_ERROR(Exec("COMMIT"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::FillRunSpecColumns() {
+  std::vector<std::pair<int64_t, v1::RunSpec>> specs;
+  {
+    Statement read(db_, "SELECT id, spec FROM runs");
+    int rc;
+    while ((rc = read.Step()) == SQLITE_ROW) {
+      v1::RunSpec spec;
+      if (!spec.ParseFromString(read.Text(1))) {
+        return absl::DataLossError(absl::StrCat("database ", path_, ": run ",
+                                                read.Int(0),
+                                                " has an unreadable spec"));
+      }
+      specs.emplace_back(read.Int(0), std::move(spec));
+    }
+    if (rc != SQLITE_DONE) return Error("reading run specs");
+  }
+  for (const auto& [id, spec] : specs) {
+    RETURN_IF_ERROR(
+        Write("UPDATE runs SET name = ?, workload = ?, config = ? WHERE id = ?",
+              "filling a run's spec columns", spec.name(), spec.workload(),
+              spec.config(), id));
   }
   return absl::OkStatus();
 }
@@ -256,11 +295,13 @@ absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     int repetition = 0;
     for (const v1::RunSpec& spec : run_specs) {
       RETURN_IF_ERROR(
-          Write("INSERT INTO runs (submission_id, repetition, "
-                "spec, state, created_ms) VALUES (?, ?, ?, ?, ?)",
+          Write("INSERT INTO runs (submission_id, repetition, spec, state, "
+                "created_ms, name, workload, config) VALUES (?, ?, ?, ?, ?, "
+                "?, ?, ?)",
                 "storing a run", response.submission_id(), ++repetition,
                 Blob{spec.SerializeAsString()},
-                static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms));
+                static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms, spec.name(),
+                spec.workload(), spec.config()));
       response.add_run_ids(sqlite3_last_insert_rowid(db_));
     }
     return response;
@@ -321,11 +362,15 @@ constexpr char kRunColumns[] =
     "started_ms, finished_ms, error, epochs FROM runs ";
 }  // namespace
 
-absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(const std::string& sql) {
+absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
+    const std::string& sql, const std::vector<std::string>& text_params) {
   std::vector<v1::Run> runs;
   {
     Statement query(db_, sql.c_str());
     if (!query.prepared()) return Error("reading runs");
+    for (size_t i = 0; i < text_params.size(); ++i) {
+      query.Bind(static_cast<int>(i + 1), text_params[i]);
+    }
     int rc;
     while ((rc = query.Step()) == SQLITE_ROW) {
       v1::Run run;
@@ -413,11 +458,33 @@ absl::StatusOr<v1::Run> Store::GetRun(int64_t run_id) {
   return std::move(runs.front());
 }
 
-absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(int limit) {
+absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(
+    const v1::ListRunsRequest& filter) {
+  std::vector<std::string> conditions;
+  std::vector<std::string> text_params;
+  auto match_text = [&](const char* column, const std::string& value) {
+    if (value.empty()) return;
+    conditions.push_back(absl::StrCat(column, " = ?"));
+    text_params.push_back(value);
+  };
+  match_text("name", filter.name());
+  match_text("workload", filter.workload());
+  match_text("config", filter.config());
+  if (filter.state() != v1::RUN_STATE_UNSPECIFIED) {
+    conditions.push_back(
+        absl::StrCat("state = ", static_cast<int>(filter.state())));
+  }
+  if (filter.before_id() > 0) {
+    conditions.push_back(absl::StrCat("id < ", filter.before_id()));
+  }
+  std::string sql = kRunColumns;
+  if (!conditions.empty()) {
+    absl::StrAppend(&sql, "WHERE ", absl::StrJoin(conditions, " AND "), " ");
+  }
+  absl::StrAppend(&sql, "ORDER BY id DESC");
+  if (filter.limit() > 0) absl::StrAppend(&sql, " LIMIT ", filter.limit());
   absl::MutexLock lock(&mu_);
-  std::string sql = absl::StrCat(kRunColumns, "ORDER BY id DESC");
-  if (limit > 0) absl::StrAppend(&sql, " LIMIT ", limit);
-  return QueryRuns(sql);
+  return QueryRuns(sql, text_params);
 }
 
 absl::StatusOr<std::vector<v1::Run>> Store::ListRunsInStates(

@@ -74,8 +74,12 @@ class Store {
 
   // The run with its attempts and (when scored) its score. NotFound.
   absl::StatusOr<v1::Run> GetRun(int64_t run_id);
-  // Runs ordered by id descending; limit <= 0 means all.
-  absl::StatusOr<std::vector<v1::Run>> ListRuns(int limit);
+  // The runs matching every set field of `filter` (exact name, workload,
+  // config and state; id < before_id), ordered by id descending, at most
+  // filter.limit() of them (<= 0: all). The filtering is SQL's: runs that do
+  // not match are never read. The caller validates the filter.
+  absl::StatusOr<std::vector<v1::Run>> ListRuns(
+      const v1::ListRunsRequest& filter);
   // Runs in any of `states`, ordered by id ascending (queue order).
   absl::StatusOr<std::vector<v1::Run>> ListRunsInStates(
       const std::vector<v1::RunState>& states);
@@ -124,8 +128,14 @@ class Store {
                      const Args&... args) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadAttemptsAndScore(v1::Run* run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<v1::Run>> QueryRuns(const std::string& sql)
+  // The runs `sql` selects (kRunColumns first); `text_params` are bound to
+  // its parameters ?1, ?2, ... in order.
+  absl::StatusOr<std::vector<v1::Run>> QueryRuns(
+      const std::string& sql, const std::vector<std::string>& text_params = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Migration kSpecColumnsVersion: copies name, workload and config from
+  // each stored run's spec into the run's columns.
+  absl::Status FillRunSpecColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const std::string path_;

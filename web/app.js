@@ -1,62 +1,52 @@
-// The plain leaderboard page: one table fed by GET /api/v1/leaderboard.
-// Protobuf JSON prints int64 fields as strings; they are only displayed or
-// put in links here, never computed with.
+// The hpcai500d web pages: a hash router over four views fed by the JSON
+// API. #/ (the default) is the leaderboard, #/runs the queue, #/runs/ID one
+// run, #/nodes the agents. Protobuf JSON prints int64 fields as strings; they
+// are only displayed or put in links here, never computed with.
 
-const UNITS = ['FLOPS', 'KFLOPS', 'MFLOPS', 'GFLOPS', 'TFLOPS', 'PFLOPS',
-  'EFLOPS'];
+import * as leaderboard from './leaderboard.js';
+import * as nodes from './nodes.js';
+import * as run from './run.js';
+import * as runs from './runs.js';
 
-// 1.23e12 -> "1.23 TFLOPS".
-export function formatFlops(value) {
-  let scaled = Number(value) || 0;
-  let unit = 0;
-  // 999.995 rounds to "1000.00": show it as 1.00 of the next unit instead.
-  while (Math.abs(scaled) >= 999.995 && unit < UNITS.length - 1) {
-    scaled /= 1000;
-    unit += 1;
-  }
-  return `${scaled.toFixed(2)} ${UNITS[unit]}`;
-}
 
-function formatQuality(row) {
-  return `${Number(row.quality).toFixed(4)} / ${Number(row.target).toFixed(4)}`;
-}
+// How often a page with something still changing reloads itself.
+const REFRESH_MS = 3000;
 
-function cell(tr, text, className) {
-  const td = document.createElement('td');
-  td.textContent = text;
-  if (className) td.className = className;
-  tr.appendChild(td);
-  return td;
-}
+// `section` is the id of the page's <section>, `nav` the navigation link
+// shown as current.
+const ROUTES = [
+  {
+    pattern: /^#?\/?$/,
+    section: 'page-leaderboard',
+    nav: 'leaderboard',
+    title: 'hpcai500 leaderboard',
+    load: leaderboard.load
+  },
+  {
+    pattern: /^#\/runs\/?$/,
+    section: 'page-runs',
+    nav: 'runs',
+    title: 'hpcai500 runs',
+    load: runs.load
+  },
+  {
+    pattern: /^#\/runs\/([^/]+)$/,
+    section: 'page-run',
+    nav: 'runs',
+    title: 'hpcai500 run',
+    load: run.load
+  },
+  {
+    pattern: /^#\/nodes\/?$/,
+    section: 'page-nodes',
+    nav: 'nodes',
+    title: 'hpcai500 nodes',
+    load: nodes.load
+  },
+];
 
-function renderRow(row) {
-  const tr = document.createElement('tr');
-  if (!row.ranked) tr.classList.add('unranked');
-  cell(tr, row.ranked && row.rank > 0 ? String(row.rank) : '-');
-  cell(tr, row.system);
-  const name = cell(tr, '');
-  const firstRun = (row.run_ids || [])[0];
-  if (firstRun !== undefined) {
-    const link = document.createElement('a');
-    link.href = `/api/v1/runs/${encodeURIComponent(firstRun)}`;
-    link.textContent = row.name;
-    name.appendChild(link);
-  } else {
-    name.textContent = row.name;
-  }
-  cell(tr, row.config);
-  cell(tr, row.level);
-  const vflops = cell(tr, formatFlops(row.valid_flops), 'num');
-  if (row.runs > 1) {
-    vflops.title = `${formatFlops(row.valid_flops_min)} .. ` +
-        `${formatFlops(row.valid_flops_max)} over ${row.runs} runs`;
-  }
-  cell(tr, formatQuality(row),
-      Number(row.quality) < Number(row.target) ? 'num below-target' : 'num');
-  cell(tr, String(row.runs), 'num');
-  cell(tr, row.ranked ? 'ranked' : 'unranked');
-  return tr;
-}
+let generation = 0;  // bumped on every navigation; older loads stand down
+let timer = null;
 
 function showStatus(text, isError) {
   const status = document.getElementById('status');
@@ -64,37 +54,61 @@ function showStatus(text, isError) {
   status.classList.toggle('error', Boolean(isError));
 }
 
-async function load(workload) {
-  const body = document.querySelector('#leaderboard tbody');
-  showStatus('Loading...');
-  try {
-    const response = await fetch(
-        `/api/v1/leaderboard?workload=${encodeURIComponent(workload)}`);
-    const json = await response.json();
-    if (!response.ok) throw new Error(json.error || response.statusText);
-    const rows = json.rows || [];
-    body.replaceChildren(...rows.map(renderRow));
-    showStatus(rows.length === 0 ? `No results for ${workload} yet.` : '');
-  } catch (error) {
-    body.replaceChildren();
-    showStatus(`Cannot load the leaderboard: ${error.message}`, true);
+function match(hash) {
+  for (const route of ROUTES) {
+    const found = route.pattern.exec(hash);
+    if (found) return {route, argument: found[1]};
+  }
+  return null;
+}
+
+function show(route) {
+  for (const section of document.querySelectorAll('main > section')) {
+    section.hidden = section.id !== route.section;
+  }
+  for (const a of document.querySelectorAll('nav a')) {
+    if (a.dataset.nav === route.nav) {
+      a.setAttribute('aria-current', 'page');
+    } else {
+      a.removeAttribute('aria-current');
+    }
+  }
+  document.title = route.title;
+}
+
+// Loads the page of this navigation, then again every REFRESH_MS for as long
+// as the page says something may still change.
+async function refresh(mine, route, argument) {
+  const view = {
+    current: () => mine === generation,
+    showStatus: (text, err) => {
+      if (mine === generation) showStatus(text, err);
+    }
+  };
+  const again = await route.load(view, decodeURIComponent(argument || ''));
+  if (again && view.current()) {
+    timer = setTimeout(() => refresh(mine, route, argument), REFRESH_MS);
   }
 }
 
-function start() {
-  const select = document.getElementById('workload');
-  const params = new URLSearchParams(window.location.search);
-  const wanted = params.get('workload');
-  if (wanted && [...select.options].some((o) => o.value === wanted)) {
-    select.value = wanted;
+function navigate() {
+  generation += 1;
+  clearTimeout(timer);
+  const found = match(window.location.hash);
+  if (!found) {
+    show({section: '', nav: '', title: 'hpcai500'});
+    showStatus(`No such page: ${window.location.hash}`, true);
+    return;
   }
-  select.addEventListener('change', () => {
-    const url = new URL(window.location.href);
-    url.searchParams.set('workload', select.value);
-    window.history.replaceState(null, '', url);
-    load(select.value);
-  });
-  load(select.value);
+  show(found.route);
+  showStatus('Loading...');
+  refresh(generation, found.route, found.argument);
+}
+
+function start() {
+  leaderboard.setUp(navigate);
+  window.addEventListener('hashchange', navigate);
+  navigate();
 }
 
 if (typeof document !== 'undefined') start();

@@ -20,8 +20,12 @@ class CoordinatorView {
 
   // NotFound when there is no such run.
   virtual absl::StatusOr<v1::Run> GetRun(int64_t run_id) = 0;
-  // The newest `limit` runs, newest first.
-  virtual absl::StatusOr<v1::ListRunsResponse> ListRuns(int limit) = 0;
+  // The newest runs matching every filter `request` sets, newest first:
+  // request.limit() of them (0: 100, capped at 10,000). InvalidArgument
+  // naming the field for a filter longer than 128 bytes, an unknown state
+  // or a negative before_id.
+  virtual absl::StatusOr<v1::ListRunsResponse> ListRuns(
+      const v1::ListRunsRequest& request) = 0;
   // Rows grouped by (workload, config), each group ranked 1.. on its own by
   // Valid FLOPS (unranked rows last): two workloads never share an ordering.
   // InvalidArgument for an unknown workload or config.

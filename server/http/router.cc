@@ -144,6 +144,50 @@ absl::StatusOr<int64_t> ParseRunId(absl::string_view text) {
   return id;
 }
 
+// "state=running": a state by the lower-case name the CLI prints.
+absl::StatusOr<v1::RunState> ParseStateParam(const std::string& text) {
+  v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
+  if (absl::AsciiStrToLower(text) != text ||
+      !v1::RunState_Parse(
+          absl::StrCat("RUN_STATE_", absl::AsciiStrToUpper(text)), &state) ||
+      state == v1::RUN_STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("query parameter 'state': expected one of queued, "
+                     "starting, running, succeeded, failed, cancelled, got '",
+                     text, "'"));
+  }
+  return state;
+}
+
+// GET /api/v1/runs's query as a ListRunsRequest; InvalidArgument naming a
+// parameter with a bad value.
+absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
+    const QueryParams& params) {
+  v1::ListRunsRequest request;
+  auto limit = ParseLimit(params);
+  if (!limit.ok()) return limit.status();
+  request.set_limit(*limit);
+  for (const auto& [key, value] : params) {
+    if (key == "name") request.set_name(value);
+    if (key == "workload") request.set_workload(value);
+    if (key == "config") request.set_config(value);
+    if (key == "state") {
+      auto state = ParseStateParam(value);
+      if (!state.ok()) return state.status();
+      request.set_state(*state);
+    }
+    if (key == "before") {
+      auto id = ParseRunId(value);
+      if (!id.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("query parameter 'before': ", id.status().message()));
+      }
+      request.set_before_id(*id);
+    }
+  }
+  return request;
+}
+
 bool IsInside(const fs::path& dir, const fs::path& candidate) {
   auto [dir_end, unused] =
       std::mismatch(dir.begin(), dir.end(), candidate.begin(), candidate.end());
@@ -292,11 +336,12 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
     return JsonOf(view_->Leaderboard(request), version);
   }
   if (route == "runs") {
-    auto params = ParseQuery(query, {"limit"});
+    auto params = ParseQuery(
+        query, {"name", "workload", "config", "state", "limit", "before"});
     if (!params.ok()) return JsonErrorFor(params.status(), version);
-    auto limit = ParseLimit(*params);
-    if (!limit.ok()) return JsonErrorFor(limit.status(), version);
-    return JsonOf(view_->ListRuns(*limit), version);
+    auto request = ParseListRunsQuery(*params);
+    if (!request.ok()) return JsonErrorFor(request.status(), version);
+    return JsonOf(view_->ListRuns(*request), version);
   }
   if (absl::ConsumePrefix(&route, "runs/") && !route.empty()) {
     auto params = ParseQuery(query, {});

@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -50,11 +51,27 @@ class FakeClientService final : public v1::ClientService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status ListRuns(grpc::ServerContext*, const v1::ListRunsRequest*,
+  // Filters like the coordinator: newest first, every filter set, at most
+  // the limit (0: 100).
+  grpc::Status ListRuns(grpc::ServerContext*,
+                        const v1::ListRunsRequest* request,
                         v1::ListRunsResponse* response) override {
     absl::MutexLock lock(&mu_);
-    for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
-      *response->add_runs() = it->second;
+    list_requests_.push_back(*request);
+    const int limit = request->limit() > 0 ? request->limit() : 100;
+    for (auto it = runs_.rbegin();
+         it != runs_.rend() && response->runs_size() < limit; ++it) {
+      const v1::Run& run = it->second;
+      const v1::RunSpec& spec = run.spec();
+      if ((request->name().empty() || spec.name() == request->name()) &&
+          (request->workload().empty() ||
+           spec.workload() == request->workload()) &&
+          (request->config().empty() || spec.config() == request->config()) &&
+          (request->state() == v1::RUN_STATE_UNSPECIFIED ||
+           run.state() == request->state()) &&
+          (request->before_id() == 0 || run.id() < request->before_id())) {
+        *response->add_runs() = run;
+      }
     }
     return grpc::Status::OK;
   }
@@ -115,6 +132,7 @@ class FakeClientService final : public v1::ClientService::Service {
   std::vector<int64_t> watched_ ABSL_GUARDED_BY(mu_);
   int64_t cancelled_ ABSL_GUARDED_BY(mu_) = 0;
   v1::LeaderboardRequest leaderboard_request_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ListRunsRequest> list_requests_ ABSL_GUARDED_BY(mu_);
 };
 
 v1::Run FinishedRun(int64_t id, v1::RunState state, double quality,
@@ -510,6 +528,62 @@ TEST_F(CliTest, ListAndNodesPrintTables) {
   EXPECT_THAT(out_.str(), HasSubstr("connected  -          rack=r1"));
 }
 
+TEST_F(CliTest, ListSendsItsFiltersAndPrintsWhatMatches) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_FAILED, 0, false);
+    service_.runs_[5] = FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.9, true);
+  }
+  EXPECT_EQ(Run({"list", "--name", "fmnist-smoke", "--workload",
+                 "image_classification", "--config=fashion_mnist_smoke",
+                 "--state", "failed", "--limit", "7"}),
+            kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr(" 4  fmnist-smoke"));
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("succeeded")));
+  absl::MutexLock lock(&service_.mu_);
+  ASSERT_EQ(service_.list_requests_.size(), 1u);
+  const v1::ListRunsRequest& request = service_.list_requests_[0];
+  EXPECT_EQ(request.name(), "fmnist-smoke");
+  EXPECT_EQ(request.workload(), "image_classification");
+  EXPECT_EQ(request.config(), "fashion_mnist_smoke");
+  EXPECT_EQ(request.state(), v1::RUN_STATE_FAILED);
+  EXPECT_EQ(request.limit(), 7);
+}
+
+TEST_F(CliTest, ListOverAPageAsksForTheRestBeforeTheOldestSeen) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    for (int64_t id = 1; id <= 250; ++id) {
+      service_.runs_[id] = FinishedRun(id, v1::RUN_STATE_SUCCEEDED, 0.9, true);
+    }
+  }
+  EXPECT_EQ(Run({"list", "--limit", "230"}), kExitOk);
+  const std::string out = out_.str();
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 231);  // + header
+  EXPECT_THAT(out, HasSubstr("\n250  "));
+  EXPECT_THAT(out, HasSubstr("\n 21  "));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("\n 20  ")));
+  absl::MutexLock lock(&service_.mu_);
+  ASSERT_EQ(service_.list_requests_.size(), 3u);
+  EXPECT_EQ(service_.list_requests_[0].before_id(), 0);
+  EXPECT_EQ(service_.list_requests_[1].before_id(), 151);
+  EXPECT_EQ(service_.list_requests_[2].before_id(), 51);
+  EXPECT_EQ(service_.list_requests_[2].limit(), 30);
+}
+
+TEST_F(CliTest, ListBadFilterExits64NamingIt) {
+  EXPECT_EQ(Run({"list", "--state", "done"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--state: unknown state 'done' "
+                                    "(expected: queued, starting, running, "
+                                    "succeeded, failed, cancelled)"));
+  EXPECT_EQ(Run({"list", "--limit", "0"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--limit must be an integer between 1 "
+                                    "and 10000, got '0'"));
+  EXPECT_EQ(Run({"submit", "s.yaml", "--name", "x"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("'submit' does not take '--name'"));
+  EXPECT_EQ(connected_to_, "");
+}
+
 TEST_F(CliTest, CancelPrintsTheNewState) {
   EXPECT_EQ(Run({"cancel", "12"}), kExitOk);
   EXPECT_EQ(out_.str(), "run 12: cancelled\n");
@@ -602,9 +676,46 @@ TEST_F(CliTest, RegressComparesWithTheSeriesAndWritesJUnit) {
   std::getline(std::ifstream(junit), xml, '\0');
   EXPECT_THAT(xml, HasSubstr("<failure message=\"dropped 33.3%"));
 
+  {  // The coordinator was asked for the series' earlier successes only.
+    absl::MutexLock lock(&service_.mu_);
+    ASSERT_EQ(service_.list_requests_.size(), 1u);
+    const v1::ListRunsRequest& request = service_.list_requests_[0];
+    EXPECT_EQ(request.name(), "fmnist-smoke");
+    EXPECT_EQ(request.workload(), "image_classification");
+    EXPECT_EQ(request.config(), "fashion_mnist_smoke");
+    EXPECT_EQ(request.state(), v1::RUN_STATE_SUCCEEDED);
+    EXPECT_EQ(request.before_id(), 5);
+  }
+
   // A generous tolerance passes the same run.
   EXPECT_EQ(Run({"regress", spec_path_, "--tolerance=50"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("no regression (tolerance 50%)"));
+}
+
+TEST_F(CliTest, RegressStopsPagingOnceItHasTheWindow) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    for (int64_t id = 1; id <= 300; ++id) {
+      v1::Run earlier = FinishedRun(id, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+      // Only every 150th run has the series' shape.
+      if (id % 150 != 0) earlier.mutable_spec()->set_nodes(2);
+      service_.runs_[id] = earlier;
+    }
+  }
+  SetSubmitted({301});
+  SetWatch(FinishedRun(301, v1::RUN_STATE_SUCCEEDED, 0.85, true));
+  EXPECT_EQ(Run({"regress", spec_path_, "--window", "1"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("run 300"));
+  {
+    absl::MutexLock lock(&service_.mu_);
+    EXPECT_EQ(service_.list_requests_.size(), 1u);
+    service_.list_requests_.clear();
+  }
+  EXPECT_EQ(Run({"regress", spec_path_, "--window", "2"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("runs 300, 150"));
+  absl::MutexLock lock(&service_.mu_);
+  ASSERT_EQ(service_.list_requests_.size(), 2u);
+  EXPECT_EQ(service_.list_requests_[1].before_id(), 201);
 }
 
 TEST_F(CliTest, RegressWithoutEarlierRunsStartsTheSeries) {

@@ -25,13 +25,14 @@ class FakeCoordinatorView : public CoordinatorView {
     return it->second;
   }
 
-  absl::StatusOr<v1::ListRunsResponse> ListRuns(int limit) override {
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(
+      const v1::ListRunsRequest& request) override {
     absl::MutexLock lock(&mu_);
-    last_limit_ = limit;
+    last_list_request_ = request;
     if (!list_error_.ok()) return list_error_;
     v1::ListRunsResponse response;
     for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
-      if (response.runs_size() >= limit) break;
+      if (response.runs_size() >= request.limit()) break;
       *response.add_runs() = it->second;
     }
     return response;
@@ -74,7 +75,11 @@ class FakeCoordinatorView : public CoordinatorView {
   }
   int last_limit() {
     absl::MutexLock lock(&mu_);
-    return last_limit_;
+    return last_list_request_.limit();
+  }
+  v1::ListRunsRequest last_list_request() {
+    absl::MutexLock lock(&mu_);
+    return last_list_request_;
   }
   v1::LeaderboardRequest last_leaderboard_request() {
     absl::MutexLock lock(&mu_);
@@ -87,7 +92,7 @@ class FakeCoordinatorView : public CoordinatorView {
   v1::LeaderboardResponse leaderboard_ ABSL_GUARDED_BY(mu_);
   v1::ListNodesResponse nodes_ ABSL_GUARDED_BY(mu_);
   absl::Status list_error_ ABSL_GUARDED_BY(mu_);
-  int last_limit_ ABSL_GUARDED_BY(mu_) = -1;
+  v1::ListRunsRequest last_list_request_ ABSL_GUARDED_BY(mu_);
   v1::LeaderboardRequest last_leaderboard_request_ ABSL_GUARDED_BY(mu_);
 };
 

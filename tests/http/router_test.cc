@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -183,6 +185,44 @@ TEST_F(HttpRouterTest, BadLimitIs400) {
     HttpResponse response =
         router_->Handle(Get(std::string("/api/v1/runs?limit=") + limit));
     EXPECT_EQ(response.result(), http::status::bad_request) << limit;
+  }
+}
+
+TEST_F(HttpRouterTest, RunsListPassesItsFiltersOn) {
+  HttpResponse response = router_->Handle(
+      Get("/api/v1/runs?name=nightly%20cpu&workload=image_classification"
+          "&config=fashion_mnist_smoke&state=running&limit=5&before=40"));
+  ASSERT_EQ(response.result(), http::status::ok);
+  v1::ListRunsRequest request = view_.last_list_request();
+  EXPECT_EQ(request.name(), "nightly cpu");
+  EXPECT_EQ(request.workload(), "image_classification");
+  EXPECT_EQ(request.config(), "fashion_mnist_smoke");
+  EXPECT_EQ(request.state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(request.limit(), 5);
+  EXPECT_EQ(request.before_id(), 40);
+
+  router_->Handle(Get("/api/v1/runs?state=cancelled"));
+  EXPECT_EQ(view_.last_list_request().state(), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(view_.last_list_request().before_id(), 0);
+}
+
+TEST_F(HttpRouterTest, BadRunsFilterIs400NamingTheParameter) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"state=done", "'state'"},
+      {"state=RUNNING", "'state'"},
+      {"state=unspecified", "'state'"},
+      {"state=3", "'state'"},
+      {"before=-4", "'before'"},
+      {"before=0", "'before'"},
+      {"before=x", "'before'"},
+      {"owner=me", "unknown query parameter 'owner'"},
+      {"name=a&name=b", "'name' given twice"},
+  };
+  for (const auto& [query, message] : cases) {
+    HttpResponse response = router_->Handle(Get("/api/v1/runs?" + query));
+    EXPECT_EQ(response.result(), http::status::bad_request) << query;
+    const std::string error = BodyJson(response)["error"].get<std::string>();
+    EXPECT_NE(error.find(message), std::string::npos) << query << ": " << error;
   }
 }
 

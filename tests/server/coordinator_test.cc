@@ -276,7 +276,7 @@ TEST_F(CoordinatorTest, RefusedSpecStoresNothing) {
   ASSERT_FALSE(submitted.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(submitted.status()));
   EXPECT_THAT(submitted.status().message(), HasSubstr("colour"));
-  EXPECT_TRUE(store_->ListRuns(0)->empty());
+  EXPECT_TRUE(store_->ListRuns(v1::ListRunsRequest())->empty());
 }
 
 TEST_F(CoordinatorTest, CancelOfQueuedRunEndsItAtOnce) {
@@ -288,6 +288,46 @@ TEST_F(CoordinatorTest, CancelOfQueuedRunEndsItAtOnce) {
   // A node arriving later gets no assignment for it.
   Register("a", &agent_a_);
   EXPECT_TRUE(agent_a_.Assignments(v1::Assignment::PHASE_RESERVE).empty());
+}
+
+TEST_F(CoordinatorTest, ListRunsFiltersByStateAndPagesBack) {
+  const int64_t cancelled = coordinator_->Submit(SpecYaml(1))->run_ids(0);
+  const int64_t queued = coordinator_->Submit(SpecYaml(1))->run_ids(0);
+  ASSERT_TRUE(coordinator_->CancelRun(cancelled).ok());
+
+  v1::ListRunsRequest request;
+  request.set_state(v1::RUN_STATE_QUEUED);
+  v1::ListRunsResponse response = *coordinator_->ListRuns(request);
+  ASSERT_EQ(response.runs_size(), 1);
+  EXPECT_EQ(response.runs(0).id(), queued);
+
+  request.set_state(v1::RUN_STATE_UNSPECIFIED);
+  request.set_before_id(queued);
+  response = *coordinator_->ListRuns(request);
+  ASSERT_EQ(response.runs_size(), 1);
+  EXPECT_EQ(response.runs(0).id(), cancelled);
+  EXPECT_EQ(response.runs(0).state(), v1::RUN_STATE_CANCELLED);
+}
+
+TEST_F(CoordinatorTest, ListRunsRefusesBadFiltersNamingTheField) {
+  v1::ListRunsRequest unknown_state;
+  unknown_state.set_state(static_cast<v1::RunState>(42));
+  v1::ListRunsRequest long_name;
+  long_name.set_name(std::string(200, 'x'));
+  v1::ListRunsRequest long_config;
+  long_config.set_config(std::string(200, 'x'));
+  v1::ListRunsRequest negative_id;
+  negative_id.set_before_id(-1);
+  for (const auto& [request, field] :
+       std::vector<std::pair<v1::ListRunsRequest, std::string>>{
+           {unknown_state, "'state'"},
+           {long_name, "'name'"},
+           {long_config, "'config'"},
+           {negative_id, "'before_id'"}}) {
+    absl::Status status = coordinator_->ListRuns(request).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(field));
+  }
 }
 
 TEST_F(CoordinatorTest, CancelOfRunningRunTellsEveryAgent) {

@@ -84,7 +84,7 @@ TEST_F(GrpcServicesTest, CallWithoutTokenIsUnauthenticatedAndStoresNothing) {
   grpc::Status status = client_->Submit(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)
       << status.error_message();
-  EXPECT_TRUE(store_->ListRuns(0)->empty());
+  EXPECT_TRUE(store_->ListRuns(v1::ListRunsRequest())->empty());
 }
 
 TEST_F(GrpcServicesTest, WrongTokenIsUnauthenticated) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -198,6 +199,10 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
     char* error = nullptr;
     const int rc =
         sqlite3_exec(db,
+                     "DROP INDEX runs_by_name; "
+                     "ALTER TABLE runs DROP COLUMN name; "
+                     "ALTER TABLE runs DROP COLUMN workload; "
+                     "ALTER TABLE runs DROP COLUMN config; "
                      "ALTER TABLE results DROP COLUMN energy_joules; "
                      "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                      "PRAGMA user_version = 1;",
@@ -211,6 +216,110 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   v1::Run migrated = *store->GetRun(run);
   EXPECT_DOUBLE_EQ(migrated.score().valid_flops(), 1.5e9);
   EXPECT_DOUBLE_EQ(migrated.score().energy_joules(), 0);
+}
+
+// Stores one run named `name` of `config` in `state`; returns its id.
+int64_t AddRun(Store& store, const std::string& name, const std::string& config,
+               v1::RunState state) {
+  v1::RunSpec spec;
+  spec.set_name(name);
+  spec.set_workload("image_classification");
+  spec.set_config(config);
+  absl::StatusOr<v1::SubmitResponse> submitted =
+      store.CreateSubmission("name: " + name + "\n", {spec}, 1000);
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  v1::Run run = *store.GetRun(submitted->run_ids(0));
+  run.set_state(state);
+  EXPECT_TRUE(store.UpdateRun(run).ok());
+  return run.id();
+}
+
+std::vector<int64_t> Ids(const absl::StatusOr<std::vector<v1::Run>>& runs) {
+  EXPECT_TRUE(runs.ok()) << runs.status();
+  std::vector<int64_t> ids;
+  if (runs.ok()) {
+    for (const v1::Run& run : *runs) ids.push_back(run.id());
+  }
+  return ids;
+}
+
+TEST_F(StoreTest, ListRunsMatchesEveryFilterGivenNewestFirst) {
+  auto store = *Store::Open(path_);
+  const int64_t a1 = AddRun(*store, "a", "smoke", v1::RUN_STATE_SUCCEEDED);
+  const int64_t b1 = AddRun(*store, "b", "smoke", v1::RUN_STATE_SUCCEEDED);
+  const int64_t a2 = AddRun(*store, "a", "smoke", v1::RUN_STATE_FAILED);
+  const int64_t a3 = AddRun(*store, "a", "full", v1::RUN_STATE_SUCCEEDED);
+  const int64_t a4 = AddRun(*store, "a", "smoke", v1::RUN_STATE_SUCCEEDED);
+
+  v1::ListRunsRequest filter;
+  EXPECT_EQ(Ids(store->ListRuns(filter)),
+            (std::vector<int64_t>{a4, a3, a2, b1, a1}));
+  filter.set_name("a");
+  EXPECT_EQ(Ids(store->ListRuns(filter)),
+            (std::vector<int64_t>{a4, a3, a2, a1}));
+  filter.set_config("smoke");
+  EXPECT_EQ(Ids(store->ListRuns(filter)), (std::vector<int64_t>{a4, a2, a1}));
+  filter.set_state(v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(Ids(store->ListRuns(filter)), (std::vector<int64_t>{a4, a1}));
+  filter.set_workload("extreme_weather");
+  EXPECT_TRUE(Ids(store->ListRuns(filter)).empty());
+
+  v1::ListRunsRequest by_state;
+  by_state.set_state(v1::RUN_STATE_FAILED);
+  EXPECT_EQ(Ids(store->ListRuns(by_state)), (std::vector<int64_t>{a2}));
+  v1::ListRunsRequest no_such_name;
+  no_such_name.set_name("a' OR '1'='1");  // bound, never spliced into SQL
+  EXPECT_TRUE(Ids(store->ListRuns(no_such_name)).empty());
+}
+
+TEST_F(StoreTest, ListRunsPagesBackwardsWithBeforeId) {
+  auto store = *Store::Open(path_);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(AddRun(*store, "a", "smoke", v1::RUN_STATE_SUCCEEDED));
+    AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
+  }
+  v1::ListRunsRequest page;
+  page.set_name("a");
+  page.set_limit(2);
+  EXPECT_EQ(Ids(store->ListRuns(page)), (std::vector<int64_t>{ids[4], ids[3]}));
+  page.set_before_id(ids[3]);
+  EXPECT_EQ(Ids(store->ListRuns(page)), (std::vector<int64_t>{ids[2], ids[1]}));
+  page.set_before_id(ids[1]);
+  EXPECT_EQ(Ids(store->ListRuns(page)), (std::vector<int64_t>{ids[0]}));
+  page.set_before_id(ids[0]);
+  EXPECT_TRUE(Ids(store->ListRuns(page)).empty());
+}
+
+TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
+  int64_t run = 0;
+  {
+    auto store = *Store::Open(path_);
+    run = AddRun(*store, "nightly", "smoke", v1::RUN_STATE_SUCCEEDED);
+    AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
+  }
+  {  // Turn the file back into version 2: no spec columns.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db,
+                                "DROP INDEX runs_by_name; "
+                                "ALTER TABLE runs DROP COLUMN name; "
+                                "ALTER TABLE runs DROP COLUMN workload; "
+                                "ALTER TABLE runs DROP COLUMN config; "
+                                "PRAGMA user_version = 2;",
+                                nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+  auto store = *Store::Open(path_);
+  EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
+  v1::ListRunsRequest filter;
+  filter.set_name("nightly");
+  filter.set_workload("image_classification");
+  filter.set_config("smoke");
+  EXPECT_EQ(Ids(store->ListRuns(filter)), (std::vector<int64_t>{run}));
 }
 
 TEST_F(StoreTest, CorruptFileIsAnErrorNamingIt) {

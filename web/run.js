@@ -1,0 +1,155 @@
+// The run page: a run's state, per-epoch charts, score inputs, spec and
+// attempts, fed by GET /api/v1/runs/ID.
+
+import {lineChart} from './chart.js';
+import {cell, definitionList, element, formatFlops, formatQuality, formatScaled, formatSeconds, formatTime, getJson, isFinished, link, stateBadge} from './format.js';
+
+function qualityName(workload) {
+  return workload === 'extreme_weather' ? 'mAP@0.5' : 'top-1 accuracy';
+}
+
+function charts(run) {
+  const epochs = run.epochs || [];
+  const spec = run.spec || {};
+  const quality = qualityName(spec.workload);
+  const grid = element('div', undefined, 'charts');
+  grid.appendChild(lineChart({
+    id: 'chart-throughput',
+    title: 'Throughput',
+    yLabel: 'samples/s (all ranks)',
+    points: epochs.map((e) => ({x: e.epoch, y: e.throughput})),
+  }));
+  grid.appendChild(lineChart({
+    id: 'chart-train-loss',
+    title: 'Train loss',
+    yLabel: 'train loss',
+    points: epochs.map((e) => ({x: e.epoch, y: e.train_loss})),
+  }));
+  grid.appendChild(lineChart({
+    id: 'chart-accuracy',
+    title: `Quality (${quality})${run.score ? ' vs target' : ''}`,
+    yLabel: quality,
+    points: epochs.filter((e) => e.accuracy >= 0)
+                .map((e) => ({x: e.epoch, y: e.accuracy})),
+    reference: run.score ? {value: run.score.target, label: 'target'} : null,
+  }));
+  return grid;
+}
+
+function overview(run) {
+  const spec = run.spec || {};
+  return definitionList([
+    ['State', stateBadge(run.state)],
+    ['Workload / config', `${spec.workload} / ${spec.config}`],
+    ['System', spec.system],
+    ['Epochs', `${(run.epochs || []).length} / ${spec.epochs}`],
+    ['Created', formatTime(run.created_ms)],
+    ['Started', formatTime(run.started_ms)],
+    ['Finished', formatTime(run.finished_ms)],
+  ]);
+}
+
+function scoreInputs(score) {
+  const pairs = [
+    ['Quality / target', formatQuality(score.quality, score.target)],
+    ['Reached target', score.reached_target ? 'yes' : 'no'],
+    ['Exponent n', String(score.exponent)],
+    ['FLOPS', formatFlops(score.flops)],
+    ['Valid FLOPS', formatFlops(score.valid_flops)],
+    ['Training samples (all ranks)', String(score.samples)],
+    [
+      'Forward FLOPs per sample',
+      formatScaled(score.forward_flops_per_sample, 'FLOP')
+    ],
+    ['Train time', formatSeconds(score.train_seconds)],
+    ['Eval time', formatSeconds(score.eval_seconds)],
+  ];
+  if (Number(score.energy_joules) > 0) {
+    pairs.push(['Energy', formatScaled(score.energy_joules, 'J')]);
+    pairs.push([
+      'Valid FLOPS per watt', formatFlops(score.valid_flops_per_watt) + '/W'
+    ]);
+  }
+  pairs.push(['FLOP counting', score.convention]);
+  return definitionList(pairs);
+}
+
+function specList(spec) {
+  return definitionList(Object.entries(spec).map(
+      ([key, value]) =>
+          [key,
+           typeof value === 'boolean' ? (value ? 'yes' : 'no') : String(value),
+  ]));
+}
+
+function attemptsTable(attempts) {
+  const table = element('table', undefined, 'attempts');
+  const head = table.createTHead().insertRow();
+  for (const title
+           of ['#', 'State', 'Nodes', 'Master', 'Started', 'Finished',
+               'Error']) {
+    head.appendChild(element('th', title));
+  }
+  const body = table.createTBody();
+  for (const attempt of attempts) {
+    const tr = body.insertRow();
+    cell(tr, String(attempt.number), 'num');
+    cell(tr, attempt.state);
+    cell(tr, (attempt.nodes || []).join(', '));
+    cell(
+        tr,
+        attempt.master_addr ? `${attempt.master_addr}:${attempt.master_port}` :
+                              '-');
+    cell(tr, formatTime(attempt.started_ms));
+    cell(tr, formatTime(attempt.finished_ms));
+    cell(tr, attempt.error || '', attempt.error ? 'error' : '');
+  }
+  return table;
+}
+
+function section(title, content) {
+  const node = element('section');
+  node.appendChild(element('h3', title));
+  node.appendChild(content);
+  return node;
+}
+
+function render(run) {
+  const parts = [];
+  const heading = element('h2', `Run ${run.id}: ${(run.spec || {}).name}`);
+  parts.push(heading);
+  if (run.error) parts.push(element('p', run.error, 'error run-error'));
+  parts.push(overview(run));
+  parts.push(section('Per epoch', charts(run)));
+  parts.push(section(
+      'Score inputs',
+      run.score ?
+          scoreInputs(run.score) :
+          element('p', 'Not scored yet: the score comes when the run ends.')));
+  parts.push(section('Spec', specList(run.spec || {})));
+  const attempts = run.attempts || [];
+  parts.push(section(
+      'Attempts',
+      attempts.length ? attemptsTable(attempts) :
+                        element('p', 'Not placed yet.')));
+  return parts;
+}
+
+// Loads run `id` into #run; returns true while the run is unfinished, so
+// that the page refreshes itself.
+export async function load(view, id) {
+  const container = document.getElementById('run');
+  try {
+    const run = await getJson(`/api/v1/runs/${encodeURIComponent(id)}`);
+    if (!view.current()) return false;
+    container.replaceChildren(...render(run));
+    view.showStatus('');
+    document.title = `hpcai500 run ${run.id}`;
+    return !isFinished(run.state);
+  } catch (error) {
+    if (!view.current()) return false;
+    container.replaceChildren(link('#/runs', 'All runs'));
+    view.showStatus(`Cannot load run ${id}: ${error.message}`, true);
+    return false;
+  }
+}
