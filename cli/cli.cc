@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "common/run_state.h"
 
 namespace hpcai500 {
 namespace {

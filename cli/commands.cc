@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
 #include "common/json.h"
+#include "common/run_state.h"
 
 namespace hpcai500 {
 namespace {

@@ -20,12 +20,6 @@ namespace hpcai500 {
 // FLOP rates in decimal units with two decimals: 1.234e12 -> "1.23 TFLOPS".
 std::string FormatFlops(double flops);
 
-// "queued", "running", "succeeded", ... for a RunState.
-std::string RunStateName(v1::RunState state);
-// The state RunStateName calls `name`; InvalidArgument listing the names
-// for any other.
-absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name);
-
 // "2024-05-01 12:00:03" in `zone`, or "-" for 0 (never set).
 std::string FormatTimeMs(int64_t unix_ms, absl::TimeZone zone);
 

@@ -9,12 +9,12 @@
 #include <system_error>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/json.h"
+#include "common/run_state.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {
@@ -146,15 +146,10 @@ absl::StatusOr<int64_t> ParseRunId(absl::string_view text) {
 
 // "state=running": a state by the lower-case name the CLI prints.
 absl::StatusOr<v1::RunState> ParseStateParam(const std::string& text) {
-  v1::RunState state = v1::RUN_STATE_UNSPECIFIED;
-  if (absl::AsciiStrToLower(text) != text ||
-      !v1::RunState_Parse(
-          absl::StrCat("RUN_STATE_", absl::AsciiStrToUpper(text)), &state) ||
-      state == v1::RUN_STATE_UNSPECIFIED) {
+  absl::StatusOr<v1::RunState> state = ParseRunStateName(text);
+  if (!state.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("query parameter 'state': expected one of queued, "
-                     "starting, running, succeeded, failed, cancelled, got '",
-                     text, "'"));
+        absl::StrCat("query parameter 'state': ", state.status().message()));
   }
   return state;
 }

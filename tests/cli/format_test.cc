@@ -18,13 +18,6 @@ TEST(FormatFlops, RoundsUpIntoTheNextUnitRatherThanPrinting1000) {
   EXPECT_EQ(FormatFlops(999.999e6), "1.00 GFLOPS");
 }
 
-TEST(RunStateName, NamesEveryState) {
-  EXPECT_EQ(RunStateName(v1::RUN_STATE_QUEUED), "queued");
-  EXPECT_EQ(RunStateName(v1::RUN_STATE_SUCCEEDED), "succeeded");
-  EXPECT_EQ(RunStateName(v1::RUN_STATE_CANCELLED), "cancelled");
-  EXPECT_EQ(RunStateName(v1::RUN_STATE_UNSPECIFIED), "unknown");
-}
-
 TEST(FormatTimeMs, FormatsInTheZoneAndDashesZero) {
   EXPECT_EQ(FormatTimeMs(0, absl::UTCTimeZone()), "-");
   EXPECT_EQ(FormatTimeMs(1700000000123, absl::UTCTimeZone()),

@@ -1,0 +1,41 @@
+#include "common/run_state.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace hpcai500 {
+
+std::string RunStateName(v1::RunState state) {
+  switch (state) {
+    case v1::RUN_STATE_QUEUED:
+      return "queued";
+    case v1::RUN_STATE_STARTING:
+      return "starting";
+    case v1::RUN_STATE_RUNNING:
+      return "running";
+    case v1::RUN_STATE_SUCCEEDED:
+      return "succeeded";
+    case v1::RUN_STATE_FAILED:
+      return "failed";
+    case v1::RUN_STATE_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
+absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name) {
+  std::string known;
+  for (int i = v1::RunState_MIN; i <= v1::RunState_MAX; ++i) {
+    const auto state = static_cast<v1::RunState>(i);
+    if (!v1::RunState_IsValid(i) || state == v1::RUN_STATE_UNSPECIFIED) {
+      continue;
+    }
+    if (RunStateName(state) == name) return state;
+    absl::StrAppend(&known, known.empty() ? "" : ", ", RunStateName(state));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown state '", name, "' (expected: ", known, ")"));
+}
+
+}  // namespace hpcai500

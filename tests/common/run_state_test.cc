@@ -1,0 +1,44 @@
+#include "common/run_state.h"
+
+#include "gtest/gtest.h"
+
+namespace hpcai500 {
+namespace {
+
+TEST(RunStateName, NamesEveryState) {
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_QUEUED), "queued");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_STARTING), "starting");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_RUNNING), "running");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_SUCCEEDED), "succeeded");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_FAILED), "failed");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_CANCELLED), "cancelled");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_UNSPECIFIED), "unknown");
+}
+
+TEST(ParseRunStateName, InvertsRunStateNameForEveryState) {
+  for (v1::RunState state : {v1::RUN_STATE_QUEUED, v1::RUN_STATE_STARTING,
+                             v1::RUN_STATE_RUNNING, v1::RUN_STATE_SUCCEEDED,
+                             v1::RUN_STATE_FAILED, v1::RUN_STATE_CANCELLED}) {
+    absl::StatusOr<v1::RunState> parsed =
+        ParseRunStateName(RunStateName(state));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, state);
+  }
+}
+
+TEST(ParseRunStateName, RefusesOtherNamesListingTheKnownOnes) {
+  for (const char* bad :
+       {"unknown", "RUNNING", "RUN_STATE_RUNNING", "", "done"}) {
+    absl::StatusOr<v1::RunState> parsed = ParseRunStateName(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find(
+                  "(expected: queued, starting, running, succeeded, failed, "
+                  "cancelled)"),
+              absl::string_view::npos)
+        << parsed.status();
+  }
+}
+
+}  // namespace
+}  // namespace hpcai500
