@@ -16,6 +16,8 @@ PACKAGES=(
   dataset-fashion-mnist
   libturbojpeg0-dev python3-torch python3-torchvision libhdf5-dev
   chromium
+  # node --test runs the web pages' unit tests (web/*.test.js).
+  nodejs
   # The slurm-labelled test runs deploy/slurm/hpcai500.sbatch under a
   # private single-node Slurm: controller, node daemon, sbatch/srun and
   # MUNGE authentication.

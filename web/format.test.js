@@ -1,0 +1,60 @@
+// Unit tests of the pages' formatting (node --test, no dependencies). The
+// pages themselves are tested in a real browser by
+// tests/integration/browser_test.cc.
+import assert from 'node:assert/strict';
+import {test} from 'node:test';
+
+import {formatFlops, formatQuality, formatScaled, formatSeconds, formatTick, isFinished} from './format.js';
+
+test('formatFlops picks the decimal prefix with two decimals', () => {
+  assert.equal(formatFlops(0), '0.00 FLOPS');
+  assert.equal(formatFlops(950), '950.00 FLOPS');
+  assert.equal(formatFlops(1.234e12), '1.23 TFLOPS');
+  assert.equal(formatFlops(2.5e15), '2.50 PFLOPS');
+  assert.equal(formatFlops(3e21), '3000.00 EFLOPS');
+});
+
+test(
+    'formatFlops rounds up into the next prefix rather than printing 1000.00',
+    () => {
+      assert.equal(formatFlops(999.999e6), '1.00 GFLOPS');
+    });
+
+test('formatFlops agrees with the CLI on what the CLI tests', () => {
+  // tests/cli/format_test.cc: FormatFlops(45.6e9) == "45.60 GFLOPS".
+  assert.equal(formatFlops(45.6e9), '45.60 GFLOPS');
+});
+
+test('formatScaled takes any unit and treats junk as zero', () => {
+  assert.equal(formatScaled(1500, 'samples/s'), '1.50 Ksamples/s');
+  assert.equal(formatScaled('not a number', 'J'), '0.00 J');
+});
+
+test('formatTick shows the digits that tell ticks apart', () => {
+  assert.equal(formatTick(12000, 1000), '12K');
+  assert.equal(formatTick(1205, 5), '1.205K');
+  assert.equal(formatTick(0.74, 0.02), '0.74');
+  assert.equal(formatTick(0, 0.2), '0.0');
+});
+
+test('formatQuality shows four decimals and the target when known', () => {
+  assert.equal(formatQuality(0.7345678, 0.7), '0.7346 / 0.7000');
+  assert.equal(formatQuality(0.5), '0.5000');
+});
+
+test('formatSeconds keeps two decimals', () => {
+  assert.equal(formatSeconds(12.345), '12.35 s');
+});
+
+test('isFinished is true for the three end states only', () => {
+  for (const s
+           of ['RUN_STATE_SUCCEEDED', 'RUN_STATE_FAILED',
+               'RUN_STATE_CANCELLED']) {
+    assert.equal(isFinished(s), true, s);
+  }
+  for (const s
+           of ['RUN_STATE_QUEUED', 'RUN_STATE_STARTING', 'RUN_STATE_RUNNING',
+               '', undefined]) {
+    assert.equal(isFinished(s), false, String(s));
+  }
+});
