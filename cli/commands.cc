@@ -277,12 +277,15 @@ int Commands::List(const v1::ListRunsRequest& filter) {
   return kExitOk;
 }
 
-int Commands::Show(int64_t run_id, bool json) {
+grpc::Status Commands::GetRun(int64_t run_id, v1::Run* run) const {
   v1::GetRunRequest request;
   request.set_run_id(run_id);
+  return Unary(&v1::ClientService::StubInterface::GetRun, request, run);
+}
+
+int Commands::Show(int64_t run_id, bool json) {
   v1::Run run;
-  grpc::Status status =
-      Unary(&v1::ClientService::StubInterface::GetRun, request, &run);
+  grpc::Status status = GetRun(run_id, &run);
   if (!status.ok()) {
     return ReportRpcError(absl::StrCat("show run ", run_id).c_str(), status);
   }
@@ -414,11 +417,8 @@ int Commands::Leaderboard(const std::string& workload,
 }
 
 bool Commands::ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline) {
-  v1::GetRunRequest request;
-  request.set_run_id(run_id);
   v1::Run run;
-  grpc::Status status =
-      Unary(&v1::ClientService::StubInterface::GetRun, request, &run);
+  grpc::Status status = GetRun(run_id, &run);
   if (!status.ok()) {
     ReportRpcError(absl::StrCat("baseline run ", run_id).c_str(), status);
     return false;

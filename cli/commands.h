@@ -82,6 +82,8 @@ class Commands {
   grpc::Status Unary(grpc::Status (v1::ClientService::StubInterface::*rpc)(
                          grpc::ClientContext*, const Request&, Response*),
                      const Request& request, Response* response) const;
+  // GetRun for `run_id` into *run.
+  grpc::Status GetRun(int64_t run_id, v1::Run* run) const;
   // Prints one line naming the coordinator; returns kExitFailed.
   int ReportRpcError(const char* what, const grpc::Status& status) const;
   void PrintResult(const v1::Run& run) const;
