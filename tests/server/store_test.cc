@@ -53,6 +53,18 @@ class StoreTest : public ::testing::Test {
     return submitted->run_ids(0);
   }
 
+  // Runs `sql` on the closed store file directly, as an older build of
+  // hpcai500d would have left it.
+  void RewriteFile(const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+
   std::string dir_;
   std::string path_;
 };
@@ -193,24 +205,16 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
     score.set_energy_joules(5400);
     ASSERT_TRUE(store->SaveResult(run, score).ok());
   }
-  {  // Turn the file back into version 1.
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    char* error = nullptr;
-    const int rc =
-        sqlite3_exec(db,
-                     "DROP INDEX runs_by_name; "
-                     "ALTER TABLE runs DROP COLUMN name; "
-                     "ALTER TABLE runs DROP COLUMN workload; "
-                     "ALTER TABLE runs DROP COLUMN config; "
-                     "ALTER TABLE results DROP COLUMN energy_joules; "
-                     "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
-                     "PRAGMA user_version = 1;",
-                     nullptr, nullptr, &error);
-    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
-    sqlite3_free(error);
-    sqlite3_close(db);
-  }
+  // Turn the file back into version 1.
+  RewriteFile(
+      "DROP INDEX runs_by_name; "
+      "ALTER TABLE runs DROP COLUMN name; "
+      "ALTER TABLE runs DROP COLUMN workload; "
+      "ALTER TABLE runs DROP COLUMN config; "
+      "ALTER TABLE results DROP COLUMN energy_joules; "
+      "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
+      "PRAGMA user_version = 1;");
+  if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
   v1::Run migrated = *store->GetRun(run);
@@ -298,21 +302,14 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     run = AddRun(*store, "nightly", "smoke", v1::RUN_STATE_SUCCEEDED);
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
-  {  // Turn the file back into version 2: no spec columns.
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    char* error = nullptr;
-    const int rc = sqlite3_exec(db,
-                                "DROP INDEX runs_by_name; "
-                                "ALTER TABLE runs DROP COLUMN name; "
-                                "ALTER TABLE runs DROP COLUMN workload; "
-                                "ALTER TABLE runs DROP COLUMN config; "
-                                "PRAGMA user_version = 2;",
-                                nullptr, nullptr, &error);
-    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
-    sqlite3_free(error);
-    sqlite3_close(db);
-  }
+  // Turn the file back into version 2: no spec columns.
+  RewriteFile(
+      "DROP INDEX runs_by_name; "
+      "ALTER TABLE runs DROP COLUMN name; "
+      "ALTER TABLE runs DROP COLUMN workload; "
+      "ALTER TABLE runs DROP COLUMN config; "
+      "PRAGMA user_version = 2;");
+  if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
   v1::ListRunsRequest filter;
