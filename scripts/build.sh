@@ -4,5 +4,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${HPCAI500_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/install-deps.sh"
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# ccache keys on paths relative to the checkout, so a fresh clone elsewhere
+# (CI) reuses what an earlier build of the same sources compiled.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+LAUNCHER=()
+if command -v ccache >/dev/null; then
+  LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "${LAUNCHER[@]}" >/dev/null
 cmake --build "$BUILD" -j "$(nproc)"
