@@ -1,159 +1,83 @@
 #include "server/store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "server/internal/sqlite_statement.h"
+#include "server/internal/store_schema.h"
 
 namespace hpcai500 {
 namespace {
 
-// Ordered migrations: entry i moves a file from user_version i to i + 1.
-// Never edit a released entry; append a new one.
-const char* const kMigrations[] = {
-    // 1: the first schema.
-    R"sql(
-CREATE TABLE submissions (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  spec_yaml TEXT NOT NULL,
-  created_ms INTEGER NOT NULL
-);
-CREATE TABLE runs (
-  id INTEGER PRIMARY KEY AUTOINCREMENT,
-  submission_id INTEGER NOT NULL REFERENCES submissions(id),
-  repetition INTEGER NOT NULL,
-  spec BLOB NOT NULL,
-  state INTEGER NOT NULL,
-  created_ms INTEGER NOT NULL,
-  started_ms INTEGER NOT NULL DEFAULT 0,
-  finished_ms INTEGER NOT NULL DEFAULT 0,
-  error TEXT NOT NULL DEFAULT '',
-  epochs BLOB,
-  current_attempt INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX runs_by_state ON runs(state);
-CREATE INDEX runs_by_submission ON runs(submission_id);
-CREATE TABLE attempts (
-  run_id INTEGER NOT NULL REFERENCES runs(id),
-  number INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  nodes TEXT NOT NULL,
-  master_addr TEXT NOT NULL DEFAULT '',
-  master_port INTEGER NOT NULL DEFAULT 0,
-  started_ms INTEGER NOT NULL DEFAULT 0,
-  finished_ms INTEGER NOT NULL DEFAULT 0,
-  error TEXT NOT NULL DEFAULT '',
-  PRIMARY KEY (run_id, number)
-);
-CREATE TABLE events (
-  run_id INTEGER NOT NULL,
-  attempt INTEGER NOT NULL,
-  rank INTEGER NOT NULL,
-  seq INTEGER NOT NULL,
-  line TEXT NOT NULL,
-  error TEXT NOT NULL DEFAULT '',
-  UNIQUE (run_id, attempt, rank, seq)
-);
-CREATE TABLE results (
-  run_id INTEGER PRIMARY KEY REFERENCES runs(id),
-  quality REAL NOT NULL,
-  target REAL NOT NULL,
-  exponent REAL NOT NULL,
-  forward_flops_per_sample REAL NOT NULL,
-  samples INTEGER NOT NULL,
-  train_seconds REAL NOT NULL,
-  eval_seconds REAL NOT NULL,
-  flops REAL NOT NULL,
-  valid_flops REAL NOT NULL,
-  reached_target INTEGER NOT NULL,
-  convention TEXT NOT NULL
-);
-CREATE TABLE nodes (
-  name TEXT PRIMARY KEY,
-  address TEXT NOT NULL,
-  slots INTEGER NOT NULL,
-  cpus INTEGER NOT NULL,
-  gpus INTEGER NOT NULL,
-  labels BLOB,
-  last_seen_ms INTEGER NOT NULL
-);
-)sql",
-    // 2: a result's energy and Valid FLOPS per watt (0: not measured).
-    R"sql(
-ALTER TABLE results ADD COLUMN energy_joules REAL NOT NULL DEFAULT 0;
-ALTER TABLE results ADD COLUMN valid_flops_per_watt REAL NOT NULL DEFAULT 0;
-)sql",
-    // 3: the spec fields runs are listed by, as columns that SQL can filter
-    // and index (filled from each run's spec by FillRunSpecColumns).
-    R"sql(
-ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';
-ALTER TABLE runs ADD COLUMN workload TEXT NOT NULL DEFAULT '';
-ALTER TABLE runs ADD COLUMN config TEXT NOT NULL DEFAULT '';
-CREATE INDEX runs_by_name ON runs(name, state);
-)sql",
-};
-// The migration after which the runs written before it get their spec
-// columns (SQL cannot read the serialized spec).
-constexpr int kSpecColumnsVersion = 3;
+using server_internal::Blob;
+using server_internal::kSpecColumnsVersion;
+using server_internal::kStoreMigrations;
+using Statement = server_internal::SqliteStatement;
 
 constexpr int kBusyTimeoutMs = 5000;
 
-// Bytes bound as a BLOB (a serialized proto) rather than TEXT.
-struct Blob {
-  std::string bytes;
-};
+// The pid a lock file names ("" when it names none).
+std::string LockHolder(int fd) {
+  char buffer[32] = {};
+  const ssize_t n = ::pread(fd, buffer, sizeof(buffer) - 1, 0);
+  std::string pid(buffer, n > 0 ? static_cast<size_t>(n) : 0);
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) {
+    pid.pop_back();
+  }
+  return pid;
+}
+
+// Makes this process the one owner of the database at `db_path`: an
+// exclusive flock on "<db_path>.lock", which then holds our pid. Returns the
+// lock file's descriptor (the lock lasts until it is closed), or
+// FailedPrecondition naming the lock file and the holder's pid when another
+// process owns the database.
+absl::StatusOr<int> LockDatabase(const std::string& db_path) {
+  const std::string lock_path = db_path + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("database ", db_path, ": cannot open lock file ",
+                     lock_path, ": ", std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    const std::string holder = LockHolder(fd);
+    ::close(fd);
+    if (error != EWOULDBLOCK) {
+      return absl::UnavailableError(absl::StrCat("database ", db_path,
+                                                 ": cannot lock ", lock_path,
+                                                 ": ", std::strerror(error)));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("database ", db_path, " is in use by another hpcai500d",
+                     holder.empty() ? "" : absl::StrCat(" (pid ", holder, ")"),
+                     ": it holds the lock file ", lock_path,
+                     "; one coordinator per database"));
+  }
+  const std::string pid = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
+                                     static_cast<ssize_t>(pid.size())) {
+    const int error = errno;
+    ::close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("database ", db_path, ": cannot write lock file ",
+                     lock_path, ": ", std::strerror(error)));
+  }
+  return fd;
+}
 
 }  // namespace
-
-// A prepared statement that finalizes itself. Binds are 1-based.
-class Store::Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  bool prepared() const { return rc_ == SQLITE_OK; }
-  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void Bind(int i, int32_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void Bind(int i, bool v) { sqlite3_bind_int64(stmt_, i, v ? 1 : 0); }
-  void Bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void Bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()),
-                      SQLITE_TRANSIENT);
-  }
-  void Bind(int i, const Blob& v) {
-    sqlite3_bind_blob(stmt_, i, v.bytes.data(),
-                      static_cast<int>(v.bytes.size()), SQLITE_TRANSIENT);
-  }
-  // Binds `args` to ?1, ?2, ... in order.
-  template <typename... Args>
-  Statement& BindAll(const Args&... args) {
-    int i = 0;
-    (Bind(++i, args), ...);
-    return *this;
-  }
-  // SQLITE_ROW, SQLITE_DONE or an error code.
-  int Step() { return rc_ = sqlite3_step(stmt_); }
-  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
-  double Double(int col) { return sqlite3_column_double(stmt_, col); }
-  std::string Text(int col) {
-    const void* p = sqlite3_column_blob(stmt_, col);
-    int n = sqlite3_column_bytes(stmt_, col);
-    return p == nullptr ? std::string()
-                        : std::string(static_cast<const char*>(p), n);
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_;
-};
 
 template <typename... Args>
 absl::Status Store::Write(const char* sql, const std::string& what,
@@ -165,11 +89,26 @@ absl::Status Store::Write(const char* sql, const std::string& what,
   return absl::OkStatus();
 }
 
+template <typename Body>
+auto Store::InTransaction(const Body& body) -> decltype(body()) {
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto result = body();
+  if (result.ok()) {
+    absl::Status committed = Exec("COMMIT");
+    if (committed.ok()) return result;
+    result = std::move(committed);
+  }
+  Exec("ROLLBACK").IgnoreError();
+  return result;
+}
+
 int Store::SchemaVersion() {
-  return static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+  return static_cast<int>(sizeof(kStoreMigrations) /
+                          sizeof(kStoreMigrations[0]));
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(const int lock_fd, LockDatabase(path));
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(
       path.c_str(), &db,
@@ -179,24 +118,31 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     std::string message =
         db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
+    ::close(lock_fd);
     return absl::UnavailableError(
         absl::StrCat("database ", path, ": cannot open: ", message));
   }
-  std::unique_ptr<Store> store(new Store(path, db));
+  std::unique_ptr<Store> store(new Store(path, db, lock_fd));
   absl::MutexLock lock(&store->mu_);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
-  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=NORMAL"));
+  // FULL: every commit syncs the WAL, so what a call stored (and the
+  // coordinator then acknowledged) survives a power loss.
+  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(store->Migrate());
   return store;
 }
 
-Store::Store(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+Store::Store(std::string path, sqlite3* db, int lock_fd)
+    : path_(std::move(path)), lock_fd_(lock_fd), db_(db) {}
 
 Store::~Store() {
-  absl::MutexLock lock(&mu_);
-  sqlite3_close(db_);
+  {
+    absl::MutexLock lock(&mu_);
+    sqlite3_close(db_);
+  }
+  ::close(lock_fd_);  // releases the database to the next owner
 }
 
 absl::Status Store::Error(const std::string& what) const
@@ -229,20 +175,17 @@ absl::Status Store::Migrate() {
                      SchemaVersion(), ")"));
   }
   for (; version < SchemaVersion(); ++version) {
-    RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    absl::Status status = Exec(kMigrations[version]);
-    if (status.ok() && version + 1 == kSpecColumnsVersion) {
-      status = FillRunSpecColumns();
-    }
-    if (status.ok()) {
-      status = Exec(absl::StrCat("PRAGMA user_version = ", version + 1));
-    }
+    absl::Status status = InTransaction([&]() -> absl::Status {
+      RETURN_IF_ERROR(Exec(kStoreMigrations[version]));
+      if (version + 1 == kSpecColumnsVersion) {
+        RETURN_IF_ERROR(FillRunSpecColumns());
+      }
+      return Exec(absl::StrCat("PRAGMA user_version = ", version + 1));
+    });
     if (!status.ok()) {
-      Exec("ROLLBACK").IgnoreError();
       return absl::FailedPreconditionError(absl::StrCat(
           "migrating to schema version ", version + 1, ": ", status.message()));
     }
-    RETURN_IF_ERROR(Exec("COMMIT"));
   }
   return absl::OkStatus();
 }
@@ -285,8 +228,7 @@ absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
     int64_t now_ms) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  auto body = [&]() -> absl::StatusOr<v1::SubmitResponse> {
+  return InTransaction([&]() -> absl::StatusOr<v1::SubmitResponse> {
     v1::SubmitResponse response;
     RETURN_IF_ERROR(
         Write("INSERT INTO submissions (spec_yaml, created_ms) VALUES (?, ?)",
@@ -305,14 +247,7 @@ absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
       response.add_run_ids(sqlite3_last_insert_rowid(db_));
     }
     return response;
-  };
-  absl::StatusOr<v1::SubmitResponse> response = body();
-  if (!response.ok()) {
-    Exec("ROLLBACK").IgnoreError();
-    return response.status();
-  }
-  RETURN_IF_ERROR(Exec("COMMIT"));
-  return response;
+  });
 }
 
 absl::Status Store::UpdateRun(const v1::Run& run) {
@@ -333,8 +268,7 @@ absl::Status Store::UpdateRun(const v1::Run& run) {
 
 absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  auto body = [&]() -> absl::Status {
+  return InTransaction([&]() -> absl::Status {
     RETURN_IF_ERROR(
         Write("INSERT OR REPLACE INTO attempts (run_id, number, state, nodes, "
               "master_addr, master_port, started_ms, finished_ms, error) "
@@ -347,13 +281,7 @@ absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
         "UPDATE runs SET current_attempt = MAX(current_attempt, ?) WHERE id "
         "= ?",
         "updating a run", attempt.number(), run_id);
-  };
-  absl::Status status = body();
-  if (!status.ok()) {
-    Exec("ROLLBACK").IgnoreError();
-    return status;
-  }
-  return Exec("COMMIT");
+  });
 }
 
 namespace {
@@ -526,24 +454,50 @@ absl::StatusOr<EventDisposition> Store::InsertEvent(int64_t run_id,
                                                     int32_t rank, int64_t seq,
                                                     const std::string& line,
                                                     const std::string& error) {
+  ASSIGN_OR_RETURN(
+      std::vector<EventDisposition> dispositions,
+      InsertEvents({EventRow{run_id, attempt, rank, seq, line, error}}));
+  return dispositions.front();
+}
+
+absl::StatusOr<std::vector<EventDisposition>> Store::InsertEvents(
+    const std::vector<EventRow>& rows) {
   absl::MutexLock lock(&mu_);
-  // One statement checks "current attempt" and inserts, so a concurrent
-  // SaveAttempt cannot slip between the check and the insert.
-  Statement insert(db_,
-                   "INSERT OR IGNORE INTO events (run_id, attempt, rank, seq, "
-                   "line, error) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS "
-                   "(SELECT 1 FROM runs WHERE id = ?1 AND current_attempt = "
-                   "?2)");
-  if (insert.BindAll(run_id, attempt, rank, seq, line, error).Step() !=
-      SQLITE_DONE) {
-    return Error("storing an event");
-  }
-  if (sqlite3_changes(db_) == 1) return EventDisposition::kStored;
-  Statement current(db_,
-                    "SELECT 1 FROM runs WHERE id = ? AND current_attempt = ?");
-  return current.BindAll(run_id, attempt).Step() == SQLITE_ROW
-             ? EventDisposition::kDuplicate
-             : EventDisposition::kStale;
+  return InTransaction([&]() -> absl::StatusOr<std::vector<EventDisposition>> {
+    // One statement checks "current attempt" and inserts, so a concurrent
+    // SaveAttempt cannot slip between the check and the insert.
+    Statement insert(db_,
+                     "INSERT OR IGNORE INTO events (run_id, attempt, rank, "
+                     "seq, line, error) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE "
+                     "EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND "
+                     "current_attempt = ?2)");
+    Statement current(
+        db_, "SELECT 1 FROM runs WHERE id = ? AND current_attempt = ?");
+    if (!insert.prepared() || !current.prepared()) {
+      return Error("storing events");
+    }
+    std::vector<EventDisposition> dispositions;
+    dispositions.reserve(rows.size());
+    for (const EventRow& row : rows) {
+      insert.Reset();
+      if (insert
+              .BindAll(row.run_id, row.attempt, row.rank, row.seq, row.line,
+                       row.error)
+              .Step() != SQLITE_DONE) {
+        return Error("storing an event");
+      }
+      if (sqlite3_changes(db_) == 1) {
+        dispositions.push_back(EventDisposition::kStored);
+        continue;
+      }
+      current.Reset();
+      dispositions.push_back(current.BindAll(row.run_id, row.attempt).Step() ==
+                                     SQLITE_ROW
+                                 ? EventDisposition::kDuplicate
+                                 : EventDisposition::kStale);
+    }
+    return dispositions;
+  });
 }
 
 absl::StatusOr<int64_t> Store::ContiguousSeq(int64_t run_id, int32_t attempt,

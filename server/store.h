@@ -4,6 +4,11 @@
 // PRAGMA user_version and ordered migrations, so a newer hpcai500d opens an
 // older file and an older one refuses a newer file.
 //
+// One owner: Open takes an exclusive lock on "<path>.lock" (which names the
+// owner's pid) for the Store's life, so a second hpcai500d on the same file
+// fails to open it. Durable: every commit is synchronous=FULL, so what a call
+// reports stored survives a power loss once it returns.
+//
 // Thread-safe: one connection, every call serialised by mu_.
 #ifndef HPCAI500_SERVER_STORE_H_
 #define HPCAI500_SERVER_STORE_H_
@@ -23,11 +28,23 @@ struct sqlite3;
 
 namespace hpcai500 {
 
-// What InsertEvent did with an event.
+// What InsertEvent(s) did with an event.
 enum class EventDisposition {
   kStored,     // new; stored now
   kDuplicate,  // (run, attempt, rank, seq) was stored before; unchanged
   kStale,      // not the run's current attempt (or no such run); ignored
+};
+
+// One event to store: its key (run, attempt, rank, seq), the line, and the
+// error that made the coordinator refuse the line ("" for a good one; then
+// `line` is empty).
+struct EventRow {
+  int64_t run_id = 0;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  int64_t seq = 0;
+  std::string line;
+  std::string error;
 };
 
 // One stored event line. `error` is set (and `line` empty) for a line the
@@ -46,8 +63,9 @@ class Store {
   static int SchemaVersion();
 
   // Opens (creating if absent) the database at `path` and migrates it to
-  // SchemaVersion(). Errors name the file: unreadable, not a database,
-  // written by a newer hpcai500d.
+  // SchemaVersion(). Errors name the file: FailedPrecondition when another
+  // process holds "<path>.lock" (the message names the lock file and the
+  // holder's pid), unreadable, not a database, written by a newer hpcai500d.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
 
   ~Store();
@@ -96,6 +114,13 @@ class Store {
                                                int32_t rank, int64_t seq,
                                                const std::string& line,
                                                const std::string& error);
+  // Stores a batch (e.g. a whole Events message, of any runs and attempts)
+  // in ONE transaction, so one sync makes all of it durable; each row is
+  // treated exactly as InsertEvent treats it (a key repeated within the
+  // batch is kDuplicate). Returns one disposition per row, in order. On an
+  // error nothing of the batch is stored: acknowledge none of it.
+  absl::StatusOr<std::vector<EventDisposition>> InsertEvents(
+      const std::vector<EventRow>& rows);
   // The highest seq s such that every event 1..s of (run, attempt, rank) is
   // stored; 0 when none is.
   absl::StatusOr<int64_t> ContiguousSeq(int64_t run_id, int32_t attempt,
@@ -115,12 +140,16 @@ class Store {
   absl::StatusOr<std::vector<v1::Node>> ListNodes();
 
  private:
-  class Statement;
-  Store(std::string path, sqlite3* db);
+  Store(std::string path, sqlite3* db, int lock_fd);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) const;
+  // Runs `body` (returning absl::Status or absl::StatusOr<T>) between BEGIN
+  // IMMEDIATE and COMMIT; rolls back when it or the commit fails.
+  template <typename Body>
+  auto InTransaction(const Body& body) -> decltype(body())
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Prepares `sql`, binds `args` to its parameters in order and runs it to
   // completion (a statement that returns no rows); an error names `what`.
   template <typename... Args>
@@ -139,6 +168,7 @@ class Store {
 
   // Constant after construction.
   const std::string path_;
+  const int lock_fd_;  // flock'ed "<path>.lock"; closing it unlocks
 
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_GUARDED_BY(mu_);

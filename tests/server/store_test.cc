@@ -25,6 +25,7 @@ class StoreTest : public ::testing::Test {
     std::remove((path_ + "-wal").c_str());
     std::remove((path_ + "-shm").c_str());
     std::remove(path_.c_str());
+    std::remove((path_ + ".lock").c_str());
     rmdir(dir_.c_str());
   }
 
@@ -106,6 +107,76 @@ TEST_F(StoreTest, IgnoresEventsOfAStaleAttempt) {
   EXPECT_EQ(store->LoadEvents(run, 2)->size(), 1u);
   EXPECT_EQ(*store->InsertEvent(999, 1, 0, 1, "no such run", ""),
             EventDisposition::kStale);
+}
+
+TEST_F(StoreTest, InsertEventsStoresABatchLikeInsertEventDoes) {
+  auto store = *Store::Open(path_);
+  const int64_t run = RunWithAttempt(*store);
+  ASSERT_EQ(*store->InsertEvent(run, 1, 0, 1, "stored before", ""),
+            EventDisposition::kStored);
+  absl::StatusOr<std::vector<EventDisposition>> dispositions =
+      store->InsertEvents({
+          {run, 1, 0, 1, "again", ""},          // stored by the call before
+          {run, 1, 0, 2, "two", ""},            // new
+          {run, 1, 1, 2, "", "torn line"},      // new: an error row
+          {run, 1, 0, 2, "two again", ""},      // repeated within the batch
+          {run, 2, 0, 3, "later attempt", ""},  // not the current attempt
+          {999, 1, 0, 1, "no such run", ""},
+      });
+  ASSERT_TRUE(dispositions.ok()) << dispositions.status();
+  EXPECT_EQ(*dispositions,
+            (std::vector<EventDisposition>{
+                EventDisposition::kDuplicate, EventDisposition::kStored,
+                EventDisposition::kStored, EventDisposition::kDuplicate,
+                EventDisposition::kStale, EventDisposition::kStale}));
+  std::vector<StoredEvent> events = *store->LoadEvents(run, 1);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].line, "stored before");
+  EXPECT_EQ(events[1].line, "two");
+  EXPECT_EQ(events[2].rank, 1);
+  EXPECT_EQ(events[2].error, "torn line");
+  EXPECT_EQ(*store->CountEvents(), 3);
+  EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 2);
+}
+
+TEST_F(StoreTest, InsertEventsOfAnEmptyBatchStoresNothing) {
+  auto store = *Store::Open(path_);
+  absl::StatusOr<std::vector<EventDisposition>> dispositions =
+      store->InsertEvents({});
+  ASSERT_TRUE(dispositions.ok()) << dispositions.status();
+  EXPECT_TRUE(dispositions->empty());
+  EXPECT_EQ(*store->CountEvents(), 0);
+}
+
+TEST_F(StoreTest, BatchIsDurableAcrossAReopen) {
+  int64_t run = 0;
+  {
+    auto store = *Store::Open(path_);
+    run = RunWithAttempt(*store);
+    std::vector<EventRow> rows;
+    for (int64_t seq = 1; seq <= 500; ++seq) {
+      rows.push_back({run, 1, 0, seq, "line", ""});
+    }
+    ASSERT_TRUE(store->InsertEvents(rows).ok());
+  }
+  auto reopened = *Store::Open(path_);
+  EXPECT_EQ(*reopened->ContiguousSeq(run, 1, 0), 500);
+}
+
+TEST_F(StoreTest, SecondOpenOfTheSameFileFailsNamingTheLockAndItsHolder) {
+  absl::StatusOr<std::unique_ptr<Store>> first = Store::Open(path_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<std::unique_ptr<Store>> second = Store::Open(path_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string message(second.status().message());
+  EXPECT_NE(message.find(path_ + ".lock"), std::string::npos) << message;
+  EXPECT_NE(message.find("pid " + std::to_string(getpid())), std::string::npos)
+      << message;
+  // The first keeps working; once it is closed the file can be opened.
+  EXPECT_TRUE((*first)->CountEvents().ok());
+  first->reset();
+  EXPECT_TRUE(Store::Open(path_).ok());
 }
 
 TEST_F(StoreTest, ContiguousSeqStopsAtTheFirstGap) {

@@ -1,0 +1,100 @@
+// The schema of the coordinator's SQLite file as ordered migrations: entry i
+// moves a file from PRAGMA user_version i to i + 1. Only Store includes it.
+//
+// Thread-safe: constants.
+#ifndef HPCAI500_SERVER_INTERNAL_STORE_SCHEMA_H_
+#define HPCAI500_SERVER_INTERNAL_STORE_SCHEMA_H_
+
+namespace hpcai500::server_internal {
+
+// Ordered migrations: entry i moves a file from user_version i to i + 1.
+// Never edit a released entry; append a new one.
+inline constexpr const char* kStoreMigrations[] = {
+    // 1: the first schema.
+    R"sql(
+CREATE TABLE submissions (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  spec_yaml TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  submission_id INTEGER NOT NULL REFERENCES submissions(id),
+  repetition INTEGER NOT NULL,
+  spec BLOB NOT NULL,
+  state INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  epochs BLOB,
+  current_attempt INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX runs_by_state ON runs(state);
+CREATE INDEX runs_by_submission ON runs(submission_id);
+CREATE TABLE attempts (
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  number INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  nodes TEXT NOT NULL,
+  master_addr TEXT NOT NULL DEFAULT '',
+  master_port INTEGER NOT NULL DEFAULT 0,
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, number)
+);
+CREATE TABLE events (
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  line TEXT NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  UNIQUE (run_id, attempt, rank, seq)
+);
+CREATE TABLE results (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+  quality REAL NOT NULL,
+  target REAL NOT NULL,
+  exponent REAL NOT NULL,
+  forward_flops_per_sample REAL NOT NULL,
+  samples INTEGER NOT NULL,
+  train_seconds REAL NOT NULL,
+  eval_seconds REAL NOT NULL,
+  flops REAL NOT NULL,
+  valid_flops REAL NOT NULL,
+  reached_target INTEGER NOT NULL,
+  convention TEXT NOT NULL
+);
+CREATE TABLE nodes (
+  name TEXT PRIMARY KEY,
+  address TEXT NOT NULL,
+  slots INTEGER NOT NULL,
+  cpus INTEGER NOT NULL,
+  gpus INTEGER NOT NULL,
+  labels BLOB,
+  last_seen_ms INTEGER NOT NULL
+);
+)sql",
+    // 2: a result's energy and Valid FLOPS per watt (0: not measured).
+    R"sql(
+ALTER TABLE results ADD COLUMN energy_joules REAL NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN valid_flops_per_watt REAL NOT NULL DEFAULT 0;
+)sql",
+    // 3: the spec fields runs are listed by, as columns that SQL can filter
+    // and index (filled from each run's spec by FillRunSpecColumns).
+    R"sql(
+ALTER TABLE runs ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN workload TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN config TEXT NOT NULL DEFAULT '';
+CREATE INDEX runs_by_name ON runs(name, state);
+)sql",
+};
+// The migration after which the runs written before it get their spec
+// columns (SQL cannot read the serialized spec).
+inline constexpr int kSpecColumnsVersion = 3;
+
+}  // namespace hpcai500::server_internal
+
+#endif  // HPCAI500_SERVER_INTERNAL_STORE_SCHEMA_H_
