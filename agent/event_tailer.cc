@@ -13,6 +13,19 @@
 #include "common/events.h"
 
 namespace hpcai500::agent {
+namespace {
+
+// Held bad lines kept in full; later ones before the same good line are
+// counted in the log only (their seqs still get an error row).
+constexpr size_t kMaxHeldLines = 16;
+
+// The line of an error row for a seq the file has no readable line for. It
+// lacks the ":::MLLOG " prefix, so the coordinator refuses it as an error.
+std::string NoReadableLine(int64_t seq) {
+  return absl::StrCat("hpcai500-agent: no readable event line for seq ", seq);
+}
+
+}  // namespace
 
 using agent_internal::LogWarning;
 using agent_internal::Where;
@@ -54,8 +67,8 @@ std::vector<v1::Event> EventTailer::ReadNew() {
       if (newline == std::string_view::npos) {
         if (!discarding_) partial_.append(chunk);
         if (partial_.size() > kMaxEventLineBytes) {
-          LogWarning(absl::StrCat(Where(key_, rank_), ": event line over ",
-                                  kMaxEventLineBytes, " bytes skipped"));
+          HoldBadLine("",
+                      absl::StrCat("line over ", kMaxEventLineBytes, " bytes"));
           partial_.clear();
           discarding_ = true;
         }
@@ -78,14 +91,17 @@ std::vector<v1::Event> EventTailer::ReadNew() {
 void EventTailer::TakeLine(std::string_view line) {
   absl::StatusOr<EventLine> event = ParseEventLine(line);
   if (!event.ok()) {
-    LogWarning(absl::StrCat(
-        Where(key_, rank_),
-        ": malformed event line skipped: ", event.status().message()));
+    HoldBadLine(line, event.status().message());
     return;
   }
   if (event->rank != rank_) {
-    LogWarning(absl::StrCat(Where(key_, rank_), ": event seq ", event->seq,
-                            " names rank ", event->rank, "; skipped"));
+    HoldBadLine(line,
+                absl::StrCat("seq ", event->seq, " names rank ", event->rank));
+    return;
+  }
+  if (event->seq > last_seq_ + 1 + static_cast<int64_t>(kMaxUnacked)) {
+    HoldBadLine(line, absl::StrCat("seq ", event->seq, " jumps too far past ",
+                                   last_seq_));
     return;
   }
   if (event->key == "run_stop") {
@@ -93,19 +109,56 @@ void EventTailer::TakeLine(std::string_view line) {
     run_stop_status_ = status.is_string() ? status.get<std::string>() : "";
   }
   if (event->seq <= last_seq_) {
-    // Acknowledged before an agent restart, or a repeated seq.
+    // Acknowledged before an agent restart, or a repeated seq; what was
+    // held before it is older still.
     if (event->seq > acked_seq_) {
       LogWarning(absl::StrCat(Where(key_, rank_), ": repeated event seq ",
                               event->seq, " skipped"));
     }
+    held_.clear();
     return;
   }
-  last_seq_ = event->seq;
+  FillGapBefore(event->seq);
+  Take(event->seq, std::string(line));
+}
+
+void EventTailer::HoldBadLine(std::string_view line, absl::string_view why) {
+  LogWarning(absl::StrCat(Where(key_, rank_),
+                          ": unreadable event line after seq ", last_seq_, " (",
+                          why, ")"));
+  // A line too long to send is held as "" (its error row says so).
+  if (held_.size() < kMaxHeldLines) {
+    held_.emplace_back(line.size() > kMaxEventLineBytes ? "" : line);
+  }
+}
+
+void EventTailer::FillGapBefore(int64_t seq) {
+  const int64_t first = last_seq_ + 1;
+  if (seq > first) {
+    LogWarning(absl::StrCat(Where(key_, rank_), ": seqs ", first, "..", seq - 1,
+                            " have no good line; sent as errors"));
+  } else if (!held_.empty()) {
+    LogWarning(absl::StrCat(Where(key_, rank_), ": ", held_.size(),
+                            " unreadable line(s) before seq ", seq,
+                            " were not events; dropped"));
+  }
+  for (int64_t missing = first; missing < seq; ++missing) {
+    const size_t i = static_cast<size_t>(missing - first);
+    // An empty held line is one too long to send.
+    Take(missing, i < held_.size() && !held_[i].empty()
+                      ? std::move(held_[i])
+                      : NoReadableLine(missing));
+  }
+  held_.clear();
+}
+
+void EventTailer::Take(int64_t seq, std::string line) {
+  last_seq_ = seq;
   v1::Event out;
   *out.mutable_key() = key_;
   out.set_rank(rank_);
-  out.set_seq(event->seq);
-  out.set_line(std::string(line));
+  out.set_seq(seq);
+  out.set_line(std::move(line));
   unacked_.push_back(out);
   fresh_.push_back(std::move(out));
 }

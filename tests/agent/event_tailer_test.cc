@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "common/events.h"
 #include "gtest/gtest.h"
 #include "tests/agent/fakes.h"
 #include "tests/agent/test_util.h"
@@ -99,6 +100,116 @@ TEST_F(EventTailerTest, MalformedAndForeignRankLinesAreSkipped) {
   AppendToFile(events_path(), EventLineText(2, /*rank=*/1));
   AppendLines(2, 2);
   EXPECT_EQ(Seqs(tailer.ReadNew()), (std::vector<int64_t>{1, 2}));
+}
+
+// A worker line cut short: what a crash mid-write leaves, then a newline.
+std::string TornLine(int64_t seq) {
+  return EventLineText(seq, /*rank=*/0).substr(0, 40) + "\n";
+}
+
+TEST_F(EventTailerTest, TornLineIsSentAsAnErrorRowUnderItsSeq) {
+  EventTailer tailer = MakeTailer();
+  AppendLines(1, 1);
+  AppendToFile(events_path(), TornLine(2));
+  AppendLines(3, 3);
+  std::vector<v1::Event> events = tailer.ReadNew();
+  ASSERT_EQ(Seqs(events), (std::vector<int64_t>{1, 2, 3}));
+  // The coordinator refuses the line, so it stores an error row for seq 2.
+  EXPECT_EQ(events[1].line() + "\n", TornLine(2));
+  EXPECT_FALSE(ParseEventLine(events[1].line()).ok());
+  tailer.Ack(3);
+  EXPECT_TRUE(tailer.all_acked());
+}
+
+TEST_F(EventTailerTest, FragmentGluedToTheNextLineFillsBothSeqs) {
+  EventTailer tailer = MakeTailer();
+  AppendLines(1, 1);
+  // Seq 2 cut short without its newline, then seq 3 whole: one bad line.
+  AppendToFile(events_path(), TornLine(2).substr(0, 40) + EventLineText(3, 0));
+  AppendLines(4, 4);
+  std::vector<v1::Event> events = tailer.ReadNew();
+  ASSERT_EQ(Seqs(events), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_FALSE(ParseEventLine(events[1].line()).ok());
+  EXPECT_FALSE(ParseEventLine(events[2].line()).ok());
+  EXPECT_NE(events[2].line().find("no readable event line for seq 3"),
+            std::string::npos);
+}
+
+TEST_F(EventTailerTest, BadLineFollowedByTheExpectedSeqWasNotAnEvent) {
+  EventTailer tailer = MakeTailer();
+  AppendLines(1, 1);
+  AppendToFile(events_path(), TornLine(2));
+  AppendLines(2, 3);  // the worker wrote seq 2 again, whole
+  std::vector<v1::Event> events = tailer.ReadNew();
+  ASSERT_EQ(Seqs(events), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(events[1].line() + "\n", EventLineText(2, 0));
+}
+
+TEST_F(EventTailerTest, BadLastLineWaitsForTheNextGoodLine) {
+  EventTailer tailer = MakeTailer();
+  AppendLines(1, 1);
+  AppendToFile(events_path(), TornLine(2));
+  EXPECT_EQ(Seqs(tailer.ReadNew()), (std::vector<int64_t>{1}));
+  tailer.Ack(1);
+  EXPECT_TRUE(tailer.all_acked());  // nothing is owed for the torn line yet
+  AppendLines(3, 3);
+  EXPECT_EQ(Seqs(tailer.ReadNew()), (std::vector<int64_t>{2, 3}));
+}
+
+TEST_F(EventTailerTest, OversizedLineIsSentAsAShortErrorRow) {
+  EventTailer tailer = MakeTailer();
+  AppendLines(1, 1);
+  AppendToFile(events_path(),
+               std::string(kMaxEventLineBytes + 1000, 'x') + "\n");
+  AppendLines(3, 3);
+  std::vector<v1::Event> events = tailer.ReadNew();
+  ASSERT_EQ(Seqs(events), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_LT(events[1].line().size(), 200u);
+  EXPECT_FALSE(ParseEventLine(events[1].line()).ok());
+}
+
+TEST_F(EventTailerTest, SeqFarAheadIsABadLineNotAHugeGap) {
+  EventTailer tailer = MakeTailer();
+  AppendLines(1, 1);
+  AppendToFile(events_path(), EventLineText(1000000000, 0));
+  AppendLines(2, 2);
+  EXPECT_EQ(Seqs(tailer.ReadNew()), (std::vector<int64_t>{1, 2}));
+}
+
+TEST_F(EventTailerTest, TornLineIsNoWallForTheEventsAfterIt) {
+  const int64_t total = EventTailer::kMaxUnacked + 1000;
+  std::string text = EventLineText(1, 0) + TornLine(2);
+  for (int64_t seq = 3; seq <= total; ++seq) text += EventLineText(seq, 0);
+  AppendToFile(events_path(), text);
+  EventTailer tailer = MakeTailer();
+  std::vector<int64_t> delivered;
+  for (int round = 0; round < 10 && delivered.size() < total; ++round) {
+    std::vector<v1::Event> events = tailer.ReadNew();
+    for (const v1::Event& e : events) delivered.push_back(e.seq());
+    // The coordinator acknowledges up to what it stored without a gap.
+    if (!events.empty()) tailer.Ack(events.back().seq());
+  }
+  ASSERT_EQ(delivered.size(), static_cast<size_t>(total));
+  for (size_t i = 0; i < delivered.size(); ++i) {
+    EXPECT_EQ(delivered[i], static_cast<int64_t>(i + 1));
+  }
+  EXPECT_TRUE(tailer.caught_up());
+  EXPECT_TRUE(tailer.all_acked());
+}
+
+TEST_F(EventTailerTest, RestartAfterAnAckedErrorRowResendsNothingOfIt) {
+  {
+    EventTailer before = MakeTailer();
+    AppendLines(1, 1);
+    AppendToFile(events_path(), TornLine(2));
+    AppendLines(3, 3);
+    ASSERT_EQ(before.ReadNew().size(), 3u);
+    before.Ack(3);
+  }
+  AppendToFile(events_path(), TornLine(4));
+  AppendLines(5, 5);
+  EventTailer after = MakeTailer();
+  EXPECT_EQ(Seqs(after.ReadNew()), (std::vector<int64_t>{4, 5}));
 }
 
 TEST_F(EventTailerTest, ReadsEveryLineOfTheWorkerFixture) {
