@@ -163,6 +163,7 @@ absl::Status RunServer(const Flags& flags) {
   builder.AddListeningPort(flags.grpc, grpc::InsecureServerCredentials(),
                            &grpc_port);
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one per port
   builder.RegisterService(&client_service);
   builder.RegisterService(&agent_service);
   std::vector<
