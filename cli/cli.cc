@@ -41,8 +41,8 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
 }
 
 // The command line as CLI11 binds it: the flags taken as given go straight
-// into `args`; the rest wait here as text until ConvertFlagValues checks
-// them.
+// into `args`; the rest wait here as text until ConvertListFlags and
+// ConvertRegressFlags check them.
 struct RawCliArgs {
   CliArgs args;
   std::string coordinator;
@@ -52,8 +52,7 @@ struct RawCliArgs {
 
 // Adds `command` with its flags to `app`; its positional arguments go to
 // raw.args.positional, and flags it does not know fall through to `app`.
-CLI::App* AddCommand(CLI::App& app, const std::string& command,
-                     RawCliArgs& raw) {
+void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   CLI::App* sub = app.add_subcommand(command);
   sub->set_help_flag();
   sub->allow_extras();
@@ -81,7 +80,6 @@ CLI::App* AddCommand(CLI::App& app, const std::string& command,
     AddRepeatedFlag(*sub, "metric", &raw.metrics);
     AddValueFlag(*sub, "junit", &args.regress.junit_path);
   }
-  return sub;
 }
 
 // The whole command line, bound into `raw` (borrowed for the App's life).
