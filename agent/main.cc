@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "agent/options.h"
 #include "agent/process.h"
 #include "common/clock.h"
+#include "common/token.h"
 
 namespace {
 
@@ -28,7 +31,11 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  auto options = hpcai500::agent::ParseAgentArgs(args);
+  std::optional<std::string> token_env;
+  if (const char* token = std::getenv(hpcai500::kTokenEnvVar)) {
+    token_env = token;
+  }
+  auto options = hpcai500::agent::ParseAgentArgs(args, token_env);
   if (!options.ok()) {
     std::fprintf(stderr, "hpcai500-agent: %s\n%s",
                  std::string(options.status().message()).c_str(),

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -14,8 +16,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "agent/files.h"
+#include "common/flags.h"
 #include "common/status_macros.h"
+#include "common/token.h"
 
 namespace hpcai500::agent {
 namespace {
@@ -90,6 +93,96 @@ absl::Status AddDataDir(absl::string_view arg,
   return absl::OkStatus();
 }
 
+// The command line before its values are checked.
+struct AgentFlags {
+  AgentOptions options;  // the flags that are taken as given
+  std::string slots, workdir, labels, kill_grace;
+  std::vector<std::string> data;
+  TokenFlags token;
+};
+
+// The agent's flags, bound into *flags (borrowed for the life of the App).
+std::unique_ptr<CLI::App> NewAgentFlagApp(AgentFlags& flags) {
+  std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500-agent");
+  AddValueFlag(*app, "coordinator", &flags.options.coordinator);
+  AddValueFlag(*app, "name", &flags.options.name);
+  AddValueFlag(*app, "slots", &flags.slots);
+  AddValueFlag(*app, "workdir", &flags.workdir);
+  AddValueFlag(*app, "address", &flags.options.address);
+  AddValueFlag(*app, "worker", &flags.options.worker_path);
+  AddValueFlag(*app, "labels", &flags.labels);
+  AddValueFlag(*app, "kill-grace-seconds", &flags.kill_grace);
+  AddRepeatedFlag(*app, "data", &flags.data);
+  AddTokenFlags(*app, &flags.token);
+  return app;
+}
+
+// --coordinator and --name: present and well-formed.
+absl::Status CheckIdentity(const AgentOptions& options) {
+  if (options.coordinator.empty()) return Bad("--coordinator", "is required");
+  if (options.coordinator.find(':') == std::string::npos) {
+    return Bad("--coordinator", "must be HOST:PORT");
+  }
+  if (!IsNodeName(options.name)) {
+    return Bad("--name",
+               "is required and must match [A-Za-z0-9._-]+ (at most "
+               "64 characters)");
+  }
+  return absl::OkStatus();
+}
+
+// --slots (default: GPUs or 1) and --kill-grace-seconds.
+absl::Status ApplyCounts(const AgentFlags& flags, AgentOptions& options) {
+  if (flags.slots.empty()) {
+    options.slots = std::max(1, options.gpus);
+  } else if (!absl::SimpleAtoi(flags.slots, &options.slots) ||
+             options.slots < 1 || options.slots > 4096) {
+    return Bad("--slots", absl::StrCat("must be between 1 and 4096, got '",
+                                       flags.slots, "'"));
+  }
+  if (!flags.kill_grace.empty()) {
+    int seconds = 0;
+    if (!absl::SimpleAtoi(flags.kill_grace, &seconds) || seconds < 0 ||
+        seconds > 3600) {
+      return Bad("--kill-grace-seconds", "must be between 0 and 3600");
+    }
+    options.kill_grace_ms = int64_t{seconds} * 1000;
+  }
+  return absl::OkStatus();
+}
+
+// --workdir (default ./hpcai500-agent-NAME) and --worker, made absolute.
+absl::Status ApplyPaths(const AgentFlags& flags, AgentOptions& options) {
+  std::string workdir = flags.workdir.empty()
+                            ? absl::StrCat("./hpcai500-agent-", options.name)
+                            : flags.workdir;
+  absl::StatusOr<std::string> absolute_workdir = AbsolutePath(workdir);
+  if (!absolute_workdir.ok()) {
+    return Bad("--workdir", absolute_workdir.status().message());
+  }
+  options.workdir = *std::move(absolute_workdir);
+  if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
+  std::error_code ec;
+  options.worker_path = std::filesystem::absolute(options.worker_path, ec)
+                            .lexically_normal()
+                            .string();
+  return absl::OkStatus();
+}
+
+// --labels k=v,k=v into *labels.
+absl::Status ApplyLabels(absl::string_view text,
+                         std::map<std::string, std::string>& labels) {
+  for (absl::string_view pair : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || !IsLabelText(kv[0]) || !IsLabelText(kv[1])) {
+      return Bad("--labels",
+                 absl::StrCat("expected k=v,k=v, got '", pair, "'"));
+    }
+    labels[kv[0]] = kv[1];
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool ReadsNodeData(const ConfigInfo& config) {
@@ -126,105 +219,25 @@ std::string DefaultWorkerPath() {
 }
 
 absl::StatusOr<AgentOptions> ParseAgentArgs(
-    const std::vector<std::string>& args) {
-  AgentOptions options;
-  std::string slots_text, workdir, labels_text, token_file, grace_text;
-  std::vector<std::string> data_args;  // repeatable
-  std::map<std::string, std::string*> flags = {
-      {"--coordinator", &options.coordinator},
-      {"--name", &options.name},
-      {"--slots", &slots_text},
-      {"--workdir", &workdir},
-      {"--address", &options.address},
-      {"--worker", &options.worker_path},
-      {"--labels", &labels_text},
-      {"--auth-token-file", &token_file},
-      {"--kill-grace-seconds", &grace_text}};
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = flag.find('=');
-        flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    auto it = flags.find(flag);
-    const bool is_data = flag == "--data";
-    if (it == flags.end() && !is_data) {
-      return Bad(args[i], "unknown argument");
-    }
-    if (!has_value) {
-      if (i + 1 >= args.size()) return Bad(flag, "needs a value");
-      value = args[++i];
-    }
-    if (is_data) {
-      data_args.push_back(value);
-    } else {
-      *it->second = value;
-    }
-  }
-  if (options.coordinator.empty()) return Bad("--coordinator", "is required");
-  if (options.coordinator.find(':') == std::string::npos) {
-    return Bad("--coordinator", "must be HOST:PORT");
-  }
-  if (!IsNodeName(options.name)) {
-    return Bad("--name",
-               "is required and must match [A-Za-z0-9._-]+ (at most "
-               "64 characters)");
-  }
+    const std::vector<std::string>& args,
+    const std::optional<std::string>& token_env) {
+  AgentFlags flags;
+  std::unique_ptr<CLI::App> app = NewAgentFlagApp(flags);
+  RETURN_IF_ERROR(ParseFlags(*app, args));
+  AgentOptions& options = flags.options;
+  RETURN_IF_ERROR(CheckIdentity(options));
   options.gpus = CountGpus();
   options.cpus = CountCpus();
-  if (slots_text.empty()) {
-    options.slots = std::max(1, options.gpus);
-  } else if (!absl::SimpleAtoi(slots_text, &options.slots) ||
-             options.slots < 1 || options.slots > 4096) {
-    return Bad("--slots", absl::StrCat("must be between 1 and 4096, got '",
-                                       slots_text, "'"));
-  }
-  if (!grace_text.empty()) {
-    int seconds = 0;
-    if (!absl::SimpleAtoi(grace_text, &seconds) || seconds < 0 ||
-        seconds > 3600) {
-      return Bad("--kill-grace-seconds", "must be between 0 and 3600");
-    }
-    options.kill_grace_ms = int64_t{seconds} * 1000;
-  }
-  if (options.address.empty()) return Bad("--address", "must not be empty");
-  if (workdir.empty())
-    workdir = absl::StrCat("./hpcai500-agent-", options.name);
-  absl::StatusOr<std::string> absolute_workdir = AbsolutePath(workdir);
-  if (!absolute_workdir.ok()) {
-    return Bad("--workdir", absolute_workdir.status().message());
-  }
-  options.workdir = *std::move(absolute_workdir);
-  if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
-  std::error_code ec;
-  options.worker_path = std::filesystem::absolute(options.worker_path, ec)
-                            .lexically_normal()
-                            .string();
-  for (absl::string_view pair :
-       absl::StrSplit(labels_text, ',', absl::SkipEmpty())) {
-    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
-    if (kv.size() != 2 || !IsLabelText(kv[0]) || !IsLabelText(kv[1])) {
-      return Bad("--labels",
-                 absl::StrCat("expected k=v,k=v, got '", pair, "'"));
-    }
-    options.labels[kv[0]] = kv[1];
-  }
-  for (const std::string& arg : data_args) {
+  RETURN_IF_ERROR(ApplyCounts(flags, options));
+  RETURN_IF_ERROR(ApplyPaths(flags, options));
+  RETURN_IF_ERROR(ApplyLabels(flags.labels, options.labels));
+  for (const std::string& arg : flags.data) {
     RETURN_IF_ERROR(AddDataDir(arg, &options.data_dirs));
   }
-  if (!token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadFileToString(token_file);
-    if (!token.ok()) return Bad("--auth-token-file", token.status().message());
-    options.auth_token = std::string(absl::StripAsciiWhitespace(*token));
-    if (options.auth_token.empty()) return Bad("--auth-token-file", "is empty");
-  }
+  ASSIGN_OR_RETURN(options.auth_token, ResolveToken(flags.token, token_env));
   char host[256] = {0};
   if (::gethostname(host, sizeof(host) - 1) == 0) options.hostname = host;
-  return options;
+  return std::move(options);
 }
 
 }  // namespace hpcai500::agent

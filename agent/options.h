@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,19 +36,26 @@ struct AgentOptions {
 inline constexpr char kAgentUsage[] =
     "usage: hpcai500-agent --coordinator HOST:PORT --name NAME [--slots N]\n"
     "         [--workdir DIR] [--address ADDR] [--worker PATH]\n"
-    "         [--labels k=v,k=v] [--auth-token-file FILE]\n"
+    "         [--labels k=v,k=v] [--token-file FILE | --token TOKEN]\n"
     "         [--kill-grace-seconds S] [--data DATASET=DIR]...\n"
+    "  --token-file FILE   send the file's token as 'authorization: Bearer\n"
+    "                      ...'; --token gives it inline; without either,\n"
+    "                      $HPCAI500_TOKEN if set\n"
     "  --data DATASET=DIR  this node keeps DATASET (a registry dataset name,\n"
     "                      e.g. imagenet) in DIR; workers of configs that\n"
     "                      read it get --data DIR instead of the registry's\n"
     "                      data_dir. Repeatable, one per dataset.\n";
 
-// Parses the arguments after argv[0] and fills in defaults: slots = GPUs or
-// 1, workdir ./hpcai500-agent-NAME (made absolute), worker = hpcai500-worker
-// beside this executable. Checks that every --data DIR is an existing
-// directory (made absolute). InvalidArgument names the flag and the problem.
+// Parses the arguments after argv[0] (the rules of common/flags.h) and fills
+// in defaults: slots = GPUs or 1, workdir ./hpcai500-agent-NAME (made
+// absolute), worker = hpcai500-worker beside this executable. Checks that
+// every --data DIR is an existing directory (made absolute). The token is
+// --token, else --token-file's, else `token_env` ($HPCAI500_TOKEN; see
+// common/token.h). InvalidArgument names the flag and the problem; a token
+// file that cannot be read is NotFound.
 absl::StatusOr<AgentOptions> ParseAgentArgs(
-    const std::vector<std::string>& args);
+    const std::vector<std::string>& args,
+    const std::optional<std::string>& token_env = std::nullopt);
 
 // Whether a node's --data location applies to config: it reads real data
 // from its data_dir. Synthetic data and generated data (written on first use

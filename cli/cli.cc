@@ -6,7 +6,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
-#include <set>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -16,7 +16,10 @@
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "common/flags.h"
 #include "common/run_state.h"
+#include "common/status_macros.h"
+#include "common/token.h"
 
 namespace hpcai500 {
 namespace {
@@ -25,35 +28,6 @@ namespace {
 constexpr size_t kMaxFileBytes = 1 << 20;
 // The most runs the coordinator lists for one request; `list` pages.
 constexpr int kMaxListLimit = 10'000;
-
-struct FlagInfo {
-  bool takes_value;
-  // Commands that accept the flag; empty for the global flags.
-  std::set<std::string> commands;
-  bool repeatable = false;
-};
-
-const std::map<std::string, FlagInfo>& Flags() {
-  static const auto* const kFlags = new std::map<std::string, FlagInfo>{
-      {"coordinator", {true, {}}},
-      {"token-file", {true, {}}},
-      {"help", {false, {}}},
-      {"wait", {false, {"submit"}}},
-      {"json", {false, {"show", "leaderboard", "regress"}}},
-      {"workload", {true, {"leaderboard", "list"}}},
-      {"config", {true, {"leaderboard", "list"}}},
-      {"name", {true, {"list"}}},
-      {"state", {true, {"list"}}},
-      {"limit", {true, {"list"}}},
-      {"window", {true, {"regress"}}},
-      {"baseline", {true, {"regress"}}},
-      {"reference", {true, {"regress"}, /*repeatable=*/true}},
-      {"tolerance", {true, {"regress"}}},
-      {"metric", {true, {"regress"}, /*repeatable=*/true}},
-      {"junit", {true, {"regress"}}},
-  };
-  return *kFlags;
-}
 
 // Positional arguments each command takes, and what they are called.
 const std::map<std::string, std::vector<std::string>>& CommandArgs() {
@@ -66,6 +40,109 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
   return *kCommands;
 }
 
+// The command line as CLI11 binds it: the flags taken as given go straight
+// into `args`; the rest wait here as text until ConvertListFlags and
+// ConvertRegressFlags check them.
+struct RawCliArgs {
+  CliArgs args;
+  std::string coordinator;
+  std::string state, limit, window, baseline, tolerance;
+  std::vector<std::string> references, metrics;
+};
+
+// Adds `command` with its flags to `app`; its positional arguments go to
+// raw.args.positional, and flags it does not know fall through to `app`.
+void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
+  CLI::App* sub = app.add_subcommand(command);
+  sub->set_help_flag();
+  sub->allow_extras();
+  sub->fallthrough();
+  sub->add_option("args", raw.args.positional);
+  CliArgs& args = raw.args;
+  if (command == "submit") AddSwitch(*sub, "wait", &args.wait);
+  if (command == "show" || command == "leaderboard" || command == "regress") {
+    AddSwitch(*sub, "json", &args.json);
+  }
+  if (command == "leaderboard" || command == "list") {
+    AddValueFlag(*sub, "workload", &args.workload);
+    AddValueFlag(*sub, "config", &args.config);
+  }
+  if (command == "list") {
+    AddValueFlag(*sub, "name", &args.name);
+    AddValueFlag(*sub, "state", &raw.state);
+    AddValueFlag(*sub, "limit", &raw.limit);
+  }
+  if (command == "regress") {
+    AddValueFlag(*sub, "window", &raw.window);
+    AddValueFlag(*sub, "baseline", &raw.baseline);
+    AddRepeatedFlag(*sub, "reference", &raw.references);
+    AddValueFlag(*sub, "tolerance", &raw.tolerance);
+    AddRepeatedFlag(*sub, "metric", &raw.metrics);
+    AddValueFlag(*sub, "junit", &args.regress.junit_path);
+  }
+}
+
+// The whole command line, bound into `raw` (borrowed for the App's life).
+std::unique_ptr<CLI::App> NewCliFlagApp(RawCliArgs& raw) {
+  std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500", /*allow_extras=*/true);
+  app->require_subcommand(0, 1);
+  AddValueFlag(*app, "coordinator", &raw.coordinator);
+  AddTokenFlags(*app, &raw.args.token);
+  AddSwitch(*app, "help,h", &raw.args.help);
+  for (const auto& [command, positional] : CommandArgs()) {
+    AddCommand(*app, command, raw);
+  }
+  return app;
+}
+
+// Why an argument CLI11 did not place is wrong, given the command (empty
+// when none came before it).
+absl::Status ExtraArgumentError(const CLI::App& app, const std::string& extra,
+                                const std::string& command) {
+  if (extra.size() < 2 || extra[0] != '-') {
+    if (command.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown command '", extra, "'"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unexpected argument '", extra, "' after '", command, "'"));
+  }
+  const std::string flag = extra.substr(0, extra.find('='));
+  std::vector<std::string> takers;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_option_no_throw(flag) != nullptr) {
+      takers.push_back(sub->get_name());
+    }
+  }
+  if (takers.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown flag '", flag, "'"));
+  }
+  if (command.empty() ||
+      std::find(takers.begin(), takers.end(), command) != takers.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag '", flag, "' goes after its command (",
+                     absl::StrJoin(takers, ", "), ")"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", command, "' does not take '", flag, "'"));
+}
+
+// The first argument neither `app` nor its command placed, as an error.
+absl::Status CheckNoExtras(const CLI::App& app, const CLI::App* sub) {
+  const std::string command = sub == nullptr ? "" : sub->get_name();
+  std::vector<std::string> extras = app.remaining();
+  if (sub != nullptr) {
+    std::vector<std::string> more = sub->remaining();
+    extras.insert(extras.end(), more.begin(), more.end());
+  }
+  for (const std::string& extra : extras) {
+    if (extra == "--") continue;
+    return ExtraArgumentError(app, extra, command);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> ParseRunIdArg(const std::string& text) {
   int64_t id = 0;
   if (!absl::SimpleAtoi(text, &id) || id <= 0 || text.front() == '+' ||
@@ -76,77 +153,81 @@ absl::StatusOr<int64_t> ParseRunIdArg(const std::string& text) {
   return id;
 }
 
-absl::Status SetFlag(CliArgs& parsed, const std::string& name,
-                     const std::string& value) {
-  if (name == "coordinator") {
-    if (value.empty()) {
-      return absl::InvalidArgumentError(
-          "--coordinator needs HOST:PORT, got an empty value");
-    }
-    parsed.coordinator = value;
-  } else if (name == "token-file") {
-    parsed.token_file = value;
-  } else if (name == "help") {
-    parsed.help = true;
-  } else if (name == "wait") {
-    parsed.wait = true;
-  } else if (name == "json") {
-    parsed.json = true;
-  } else if (name == "workload") {
-    parsed.workload = value;
-  } else if (name == "config") {
-    parsed.config = value;
-  } else if (name == "name") {
-    parsed.name = value;
-  } else if (name == "state") {
-    absl::StatusOr<v1::RunState> state = ParseRunStateName(value);
+// --state and --limit into `args`.
+absl::Status ConvertListFlags(const RawCliArgs& raw, CliArgs& args) {
+  if (!raw.state.empty()) {
+    absl::StatusOr<v1::RunState> state = ParseRunStateName(raw.state);
     if (!state.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--state: ", state.status().message()));
     }
-    parsed.state = *state;
-  } else if (name == "limit") {
-    if (!absl::SimpleAtoi(value, &parsed.limit) || parsed.limit < 1 ||
-        parsed.limit > kMaxListLimit) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--limit must be an integer between 1 and ",
-                       kMaxListLimit, ", got '", value, "'"));
-    }
-  } else if (name == "window") {
-    absl::StatusOr<int> window = ParseRegressWindow(value);
-    if (!window.ok()) return window.status();
-    parsed.regress.window = *window;
-  } else if (name == "baseline") {
-    absl::StatusOr<int64_t> run = ParseRunIdArg(value);
-    if (!run.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--baseline: ", run.status().message()));
-    }
-    parsed.regress.baseline_run = *run;
-  } else if (name == "reference") {
-    return AddRegressReference(value, parsed.regress);
-  } else if (name == "tolerance") {
-    absl::StatusOr<double> tolerance = ParseRegressTolerance(value);
-    if (!tolerance.ok()) return tolerance.status();
-    parsed.regress.tolerance_pct = *tolerance;
-  } else if (name == "metric") {
+    args.state = *state;
+  }
+  if (!raw.limit.empty() && (!absl::SimpleAtoi(raw.limit, &args.limit) ||
+                             args.limit < 1 || args.limit > kMaxListLimit)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--limit must be an integer between 1 and ", kMaxListLimit,
+                     ", got '", raw.limit, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// --metric values, each once, in the order given, into `metrics`.
+absl::Status ConvertMetrics(const std::vector<std::string>& values,
+                            std::vector<RegressMetric>& metrics) {
+  for (const std::string& value : values) {
     absl::StatusOr<RegressMetric> metric = ParseRegressMetric(value);
     if (!metric.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--metric: ", metric.status().message()));
     }
-    std::vector<RegressMetric>& metrics = parsed.regress.metrics;
     if (std::find(metrics.begin(), metrics.end(), *metric) != metrics.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--metric ", value, " given twice"));
     }
     metrics.push_back(*metric);
-  } else if (name == "junit") {
-    if (value.empty()) {
+  }
+  return absl::OkStatus();
+}
+
+// regress's --window, --baseline, --tolerance, --reference and --metric.
+absl::Status ConvertRegressFlags(const RawCliArgs& raw,
+                                 RegressOptions& options) {
+  if (!raw.window.empty()) {
+    ASSIGN_OR_RETURN(options.window, ParseRegressWindow(raw.window));
+  }
+  if (!raw.baseline.empty()) {
+    absl::StatusOr<int64_t> run = ParseRunIdArg(raw.baseline);
+    if (!run.ok()) {
       return absl::InvalidArgumentError(
-          "--junit needs a FILE, got an empty value");
+          absl::StrCat("--baseline: ", run.status().message()));
     }
-    parsed.regress.junit_path = value;
+    options.baseline_run = *run;
+  }
+  for (const std::string& reference : raw.references) {
+    RETURN_IF_ERROR(AddRegressReference(reference, options));
+  }
+  if (!raw.tolerance.empty()) {
+    ASSIGN_OR_RETURN(options.tolerance_pct,
+                     ParseRegressTolerance(raw.tolerance));
+  }
+  return ConvertMetrics(raw.metrics, options.metrics);
+}
+
+// The positional arguments `command` takes: their count, and a RUN's form.
+absl::Status CheckPositional(const CliArgs& args) {
+  const std::vector<std::string>& expected = CommandArgs().at(args.command);
+  if (args.positional.size() < expected.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", args.command, "' needs ", absl::StrJoin(expected, " ")));
+  }
+  if (args.positional.size() > expected.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", args.positional[expected.size()],
+                     "' after '", args.command, "'"));
+  }
+  if (!expected.empty() && expected[0] == "RUN") {
+    return ParseRunIdArg(args.positional[0]).status();
   }
   return absl::OkStatus();
 }
@@ -187,23 +268,12 @@ absl::StatusOr<std::string> ReadSpec(const std::string& source,
   return text;
 }
 
-absl::StatusOr<std::string> ReadToken(const std::string& path) {
-  auto text = ReadFileText(path, "token file");
-  if (!text.ok()) return text.status();
-  std::string token(absl::StripAsciiWhitespace(*text));
-  if (token.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("token file '", path, "' is empty"));
-  }
-  return token;
-}
-
 }  // namespace
 
 std::string UsageText() {
   return absl::StrCat(
-      "usage: hpcai500 [--coordinator HOST:PORT] [--token-file FILE] "
-      "COMMAND [ARGS]\n"
+      "usage: hpcai500 [--coordinator HOST:PORT]\n"
+      "                [--token-file FILE | --token TOKEN] COMMAND [ARGS]\n"
       "\n"
       "commands:\n"
       "  submit SPEC [--wait]    submit a run spec (YAML file, - for stdin);\n"
@@ -234,7 +304,10 @@ std::string UsageText() {
       "The coordinator is --coordinator, else $",
       kCoordinatorEnvVar, ", else ", kDefaultCoordinator,
       ".\n"
-      "--token-file sends the file's token as 'authorization: Bearer ...'.\n"
+      "--token-file sends the file's token as 'authorization: Bearer ...';\n"
+      "--token gives it inline; without either, $",
+      kTokenEnvVar,
+      " if set.\n"
       "\n"
       "exit codes (submit --wait, watch): 0 reached the target quality, 1\n"
       "finished below it, 2 failed or cancelled (or any error), 3 spec\n"
@@ -247,101 +320,33 @@ std::string UsageText() {
 absl::StatusOr<CliArgs> ParseCliArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& coordinator_env) {
-  CliArgs parsed;
-  parsed.coordinator = coordinator_env.has_value() && !coordinator_env->empty()
-                           ? *coordinator_env
-                           : kDefaultCoordinator;
-  std::set<std::string> seen;
-  std::vector<std::string> command_flags;
-  bool only_positional = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    bool is_flag = !only_positional && arg.size() > 1 && arg[0] == '-';
-    if (is_flag && arg == "--") {
-      only_positional = true;
-      continue;
-    }
-    if (!is_flag) {
-      if (parsed.command.empty()) {
-        parsed.command = arg;
-      } else {
-        parsed.positional.push_back(arg);
-      }
-      continue;
-    }
-    if (arg == "-h") {
-      parsed.help = true;
-      continue;
-    }
-    if (!absl::StartsWith(arg, "--")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '", arg, "'"));
-    }
-    std::string name = arg.substr(2);
-    std::optional<std::string> value;
-    if (size_t equals = name.find('='); equals != std::string::npos) {
-      value = name.substr(equals + 1);
-      name.resize(equals);
-    }
-    auto flag = Flags().find(name);
-    if (flag == Flags().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag '--", name, "'"));
-    }
-    if (!seen.insert(name).second && !flag->second.repeatable) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag '--", name, "' given twice"));
-    }
-    if (flag->second.takes_value && !value.has_value()) {
-      if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("flag '--", name, "' needs a value"));
-      }
-      value = args[++i];
-    }
-    if (!flag->second.takes_value && value.has_value()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag '--", name, "' takes no value"));
-    }
-    if (!flag->second.commands.empty()) command_flags.push_back(name);
-    absl::Status set = SetFlag(parsed, name, value.value_or(""));
-    if (!set.ok()) return set;
+  RawCliArgs raw;
+  std::unique_ptr<CLI::App> app = NewCliFlagApp(raw);
+  RETURN_IF_ERROR(ParseFlags(*app, args));
+  CliArgs& parsed = raw.args;
+  if (!raw.coordinator.empty()) {
+    parsed.coordinator = raw.coordinator;
+  } else if (coordinator_env.has_value() && !coordinator_env->empty()) {
+    parsed.coordinator = *coordinator_env;
+  } else {
+    parsed.coordinator = kDefaultCoordinator;
   }
-
+  std::vector<CLI::App*> commands = app->get_subcommands();
+  const CLI::App* sub = commands.empty() ? nullptr : commands.front();
+  if (sub != nullptr) parsed.command = sub->get_name();
   if (parsed.command == "help") {
     parsed.help = true;
     parsed.command.clear();
   }
-  if (parsed.help) return parsed;
+  if (parsed.help) return std::move(parsed);
+  RETURN_IF_ERROR(CheckNoExtras(*app, sub));
   if (parsed.command.empty()) {
     return absl::InvalidArgumentError("no command given");
   }
-  auto command = CommandArgs().find(parsed.command);
-  if (command == CommandArgs().end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown command '", parsed.command, "'"));
-  }
-  for (const std::string& name : command_flags) {
-    if (Flags().at(name).commands.count(parsed.command) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", parsed.command, "' does not take '--", name, "'"));
-    }
-  }
-  const std::vector<std::string>& expected = command->second;
-  if (parsed.positional.size() < expected.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", parsed.command, "' needs ", absl::StrJoin(expected, " ")));
-  }
-  if (parsed.positional.size() > expected.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unexpected argument '", parsed.positional[expected.size()],
-        "' after '", parsed.command, "'"));
-  }
-  if (!expected.empty() && expected[0] == "RUN") {
-    auto id = ParseRunIdArg(parsed.positional[0]);
-    if (!id.ok()) return id.status();
-  }
-  return parsed;
+  RETURN_IF_ERROR(ConvertListFlags(raw, parsed));
+  RETURN_IF_ERROR(ConvertRegressFlags(raw, parsed.regress));
+  RETURN_IF_ERROR(CheckPositional(parsed));
+  return std::move(parsed);
 }
 
 int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
@@ -360,14 +365,13 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   CommandOptions options;
   options.coordinator = parsed->coordinator;
   options.time_zone = env.time_zone;
-  if (!parsed->token_file.empty()) {
-    auto token = ReadToken(parsed->token_file);
-    if (!token.ok()) {
-      err << "hpcai500: " << token.status().message() << "\n";
-      return kExitNoInput;
-    }
-    options.token = *token;
+  absl::StatusOr<std::string> token =
+      ResolveToken(parsed->token, env.token_env);
+  if (!token.ok()) {
+    err << "hpcai500: " << token.status().message() << "\n";
+    return kExitNoInput;
   }
+  options.token = *std::move(token);
   std::string spec_text;
   if (parsed->command == "submit" || parsed->command == "regress") {
     auto spec = ReadSpec(parsed->positional[0], *env.in);

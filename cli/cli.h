@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cli/regress.h"
+#include "common/token.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 namespace hpcai500 {
@@ -27,8 +28,8 @@ inline constexpr char kCoordinatorEnvVar[] = "HPCAI500_COORDINATOR";
 // The command line after parsing, before any file is read.
 struct CliArgs {
   std::string coordinator;  // flag, else environment, else the default
-  std::string token_file;   // empty: no token
-  std::string command;      // empty with `help`
+  TokenFlags token;     // --token, --token-file; both empty: $HPCAI500_TOKEN
+  std::string command;  // empty with `help`
   std::vector<std::string> positional;
   bool help = false;
   bool wait = false;                               // submit
@@ -41,11 +42,12 @@ struct CliArgs {
   RegressOptions regress;
 };
 
-// Parses `args` (without the program name). Global flags may appear before
-// or after the command; `--flag value` and `--flag=value` both work.
-// InvalidArgument naming the problem for an unknown command or flag, a flag
-// the command does not take, a missing or bad value, a flag given twice that
-// is not repeatable, or a wrong argument count.
+// Parses `args` (without the program name) by the rules of common/flags.h.
+// Global flags may appear before or after the command, a command's flags
+// after it. InvalidArgument naming the problem for an unknown command or
+// flag, a flag the command does not take, a missing, empty or bad value, a
+// flag given twice that is not repeatable (--reference, --metric), both
+// --token and --token-file, or a wrong argument count.
 absl::StatusOr<CliArgs> ParseCliArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& coordinator_env);
@@ -56,6 +58,7 @@ std::string UsageText();
 // What RunCli borrows from the process; every pointer must be set.
 struct CliEnvironment {
   std::optional<std::string> coordinator_env;  // $HPCAI500_COORDINATOR
+  std::optional<std::string> token_env;        // $HPCAI500_TOKEN
   std::istream* in = nullptr;                  // for `submit -`
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;

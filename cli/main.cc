@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "common/token.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -12,6 +13,9 @@ int main(int argc, char** argv) {
   hpcai500::CliEnvironment env;
   if (const char* coordinator = std::getenv(hpcai500::kCoordinatorEnvVar)) {
     env.coordinator_env = coordinator;
+  }
+  if (const char* token = std::getenv(hpcai500::kTokenEnvVar)) {
+    env.token_env = token;
   }
   env.in = &std::cin;
   env.out = &std::cout;

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds hpcai500 into ./build (or $HPCAI500_BUILD_DIR).
+# Usage: scripts/build.sh [TARGET...]: only the named CMake targets (and what
+# they need); without any, everything, tests included.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${HPCAI500_BUILD_DIR:-$ROOT/build}"
@@ -13,4 +15,8 @@ if command -v ccache >/dev/null; then
 fi
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${LAUNCHER[@]}" >/dev/null
-cmake --build "$BUILD" -j "$(nproc)"
+TARGETS=()
+if (($# > 0)); then
+  TARGETS=(--target "$@")
+fi
+cmake --build "$BUILD" -j "$(nproc)" "${TARGETS[@]}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The run command: installs what is missing, builds, starts hpcai500d (SQLite
-# file ./hpcai500.db) and one local agent, runs the Fashion-MNIST smoke
+# The run command: installs what is missing, builds the four binaries it runs
+# (no tests: scripts/test.sh builds those), starts hpcai500d (SQLite file
+# ./hpcai500.db) and one local agent, runs the Fashion-MNIST smoke
 # benchmark on two CPU ranks, prints the leaderboard, and keeps serving the
 # leaderboard page until Ctrl-C. `--once` stops everything after the demo.
 set -euo pipefail
@@ -12,7 +13,8 @@ HTTP="${HPCAI500_HTTP:-127.0.0.1:7580}"
 ONCE=0
 [[ "${1:-}" == "--once" ]] && ONCE=1
 
-"$ROOT/scripts/build.sh"
+# The coordinator serves the page straight from web/: nothing to build there.
+"$ROOT/scripts/build.sh" hpcai500d hpcai500_agent_main hpcai500-worker hpcai500
 mkdir -p "$STATE"
 BIN="$BUILD/bin"
 

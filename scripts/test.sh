@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, and runs every test.
+# The test command: installs what is missing, builds everything (tests
+# included), and runs every test.
 # Unit tests run in parallel; integration tests (real processes, training)
 # run one at a time so their timings stay honest on a small machine.
 set -euo pipefail

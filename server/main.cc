@@ -6,21 +6,21 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/flags.h"
 #include "common/registry.h"
 #include "common/status_macros.h"
+#include "common/token.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
 #include "server/internal/log.h"
@@ -34,7 +34,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: hpcai500d [--grpc HOST:PORT] [--http HOST:PORT] [--db FILE]\n"
-    "                 [--web-dir DIR] [--auth-token-file FILE] "
+    "                 [--web-dir DIR] [--token-file FILE] "
     "[--node-timeout-s N]\n"
     "                 [--http-max-connections N]\n"
     "defaults: --grpc 127.0.0.1:7500 --http 127.0.0.1:7580 "
@@ -46,88 +46,45 @@ struct Flags {
   std::string http = "127.0.0.1:7580";
   std::string db = "./hpcai500.db";
   std::string web_dir = HPCAI500_DEFAULT_WEB_DIR;
-  std::string auth_token_file;
+  std::string token_file;
   int node_timeout_s = 60;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   bool help = false;
 };
 
-absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      flags.help = true;
-      continue;
-    }
-    std::string name = arg;
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = arg.find('=');
-        arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    std::string* target = nullptr;
-    if (name == "--grpc") target = &flags.grpc;
-    if (name == "--http") target = &flags.http;
-    if (name == "--db") target = &flags.db;
-    if (name == "--web-dir") target = &flags.web_dir;
-    if (name == "--auth-token-file") target = &flags.auth_token_file;
-    std::string timeout;
-    if (name == "--node-timeout-s") target = &timeout;
-    std::string max_connections;
-    if (name == "--http-max-connections") target = &max_connections;
-    if (target == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown argument '", arg, "'"));
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("flag ", name, " needs a value"));
-      }
-      value = argv[++i];
-    }
-    if (value.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag ", name, ": empty value"));
-    }
-    *target = value;
-    if (target == &timeout &&
-        (!absl::SimpleAtoi(timeout, &flags.node_timeout_s) ||
-         flags.node_timeout_s < 1 || flags.node_timeout_s > 86400)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag --node-timeout-s: must be 1..86400 seconds, got '",
-                       timeout, "'"));
-    }
-    if (target == &max_connections &&
-        (!absl::SimpleAtoi(max_connections, &flags.http_max_connections) ||
-         flags.http_max_connections < 1 ||
-         flags.http_max_connections > 65536)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("flag --http-max-connections: must be 1..65536, got '",
-                       max_connections, "'"));
-    }
+// `text` as an integer in [min, max] into *value; else InvalidArgument
+// "flag FLAG: must be RANGE, got 'TEXT'".
+absl::Status ParseBoundedInt(absl::string_view flag, const std::string& text,
+                             int min, int max, absl::string_view range,
+                             int* value) {
+  if (text.empty()) return absl::OkStatus();
+  if (!absl::SimpleAtoi(text, value) || *value < min || *value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag ", flag, ": must be ", range, ", got '", text, "'"));
   }
-  return flags;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("--auth-token-file ", path, ": cannot read"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string token(absl::StripAsciiWhitespace(text.str()));
-  if (token.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--auth-token-file ", path, ": empty"));
-  }
-  return token;
+// The command line (without argv[0]) by the rules of common/flags.h.
+absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
+  Flags flags;
+  std::string node_timeout, max_connections;
+  std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
+  AddValueFlag(*app, "grpc", &flags.grpc);
+  AddValueFlag(*app, "http", &flags.http);
+  AddValueFlag(*app, "db", &flags.db);
+  AddValueFlag(*app, "web-dir", &flags.web_dir);
+  AddValueFlag(*app, "token-file", &flags.token_file);
+  AddValueFlag(*app, "node-timeout-s", &node_timeout);
+  AddValueFlag(*app, "http-max-connections", &max_connections);
+  AddSwitch(*app, "help,h", &flags.help);
+  RETURN_IF_ERROR(ParseFlags(*app, args));
+  RETURN_IF_ERROR(ParseBoundedInt("--node-timeout-s", node_timeout, 1, 86400,
+                                  "1..86400 seconds", &flags.node_timeout_s));
+  RETURN_IF_ERROR(ParseBoundedInt("--http-max-connections", max_connections, 1,
+                                  65536, "1..65536",
+                                  &flags.http_max_connections));
+  return flags;
 }
 
 // "127.0.0.1:0" with port 7501 -> "127.0.0.1:7501".
@@ -145,8 +102,8 @@ absl::Status RunServer(const Flags& flags) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::string token;
-  if (!flags.auth_token_file.empty()) {
-    ASSIGN_OR_RETURN(token, ReadToken(flags.auth_token_file));
+  if (!flags.token_file.empty()) {
+    ASSIGN_OR_RETURN(token, ReadTokenFile("--token-file", flags.token_file));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(flags.db));
   RealClock clock;
@@ -218,7 +175,8 @@ absl::Status RunServer(const Flags& flags) {
 }  // namespace hpcai500
 
 int main(int argc, char** argv) {
-  absl::StatusOr<hpcai500::Flags> flags = hpcai500::ParseFlags(argc, argv);
+  absl::StatusOr<hpcai500::Flags> flags = hpcai500::ParseServerFlags(
+      std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok()) {
     std::cerr << "hpcai500d: " << flags.status().message() << "\n"
               << hpcai500::kUsage;

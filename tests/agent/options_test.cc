@@ -1,6 +1,7 @@
 #include "agent/options.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ TEST(ParseAgentArgs, ReadsEveryFlag) {
   absl::StatusOr<AgentOptions> options = ParseAgentArgs(
       {"--coordinator=h:1", "--name", "gpu-01", "--slots", "8", "--workdir",
        dir.path() + "/w", "--address", "10.1.2.3", "--worker", "/opt/w",
-       "--labels", "rack=a,zone=b", "--auth-token-file", dir.path() + "/token",
+       "--labels", "rack=a,zone=b", "--token-file", dir.path() + "/token",
        "--kill-grace-seconds", "3"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->slots, 8);
@@ -55,14 +56,38 @@ TEST(ParseAgentArgs, RefusalsNameTheFlag) {
             "--labels"},
            {{"--coordinator", "h:1", "--name", "n", "--bogus", "1"}, "--bogus"},
            {{"--coordinator", "h:1", "--name"}, "--name"},
-           {{"--coordinator", "h:1", "--name", "n", "--auth-token-file",
+           {{"--coordinator", "h:1", "--name", "n", "--token-file",
              "/nonexistent/token"},
-            "--auth-token-file"}}) {
+            "--token-file"},
+           {{"--coordinator", "h:1", "--name", "n", "--name", "m"}, "--name"},
+           {{"--coordinator", "h:1", "--name", "n", "--address="}, "--address"},
+           {{"--coordinator", "h:1", "--name", "n", "--token", "t",
+             "--token-file", "f"},
+            "--token"}}) {
     absl::StatusOr<AgentOptions> options = ParseAgentArgs(c.args);
     ASSERT_FALSE(options.ok()) << c.flag;
     EXPECT_NE(options.status().message().find(c.flag), std::string::npos)
         << options.status();
   }
+}
+
+TEST(ParseAgentArgs, TokenComesFromFlagThenFileThenEnvironment) {
+  TempDir dir;
+  AppendToFile(dir.path() + "/token", "from-file\n");
+  const std::vector<std::string> base = {"--coordinator", "h:1", "--name", "n"};
+  auto token = [&](std::vector<std::string> extra,
+                   std::optional<std::string> env) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<AgentOptions> options = ParseAgentArgs(args, env);
+    EXPECT_TRUE(options.ok()) << options.status();
+    return options.ok() ? options->auth_token : "<error>";
+  };
+  EXPECT_EQ(token({"--token", "inline"}, "from-env"), "inline");
+  EXPECT_EQ(token({"--token-file", dir.path() + "/token"}, "from-env"),
+            "from-file");
+  EXPECT_EQ(token({}, "from-env"), "from-env");
+  EXPECT_EQ(token({}, std::nullopt), "");
 }
 
 std::vector<std::string> WithData(std::vector<std::string> data_args) {
@@ -106,7 +131,7 @@ TEST(ParseAgentArgs, DataRefusalsNameTheFlagAndTheProblem) {
            {{"--data", "imagenet"}, "expected DATASET=DIR, got 'imagenet'"},
            {{"--data", "=" + dir.path()}, "expected DATASET=DIR"},
            {{"--data", "imagenet="}, "expected DATASET=DIR"},
-           {{"--data"}, "needs a value"},
+           {{"--data"}, "missing"},
            {{"--data", "mnist=" + dir.path()}, "dataset 'mnist'"},
            {{"--data", "synthetic=" + dir.path()}, "dataset 'synthetic'"},
            {{"--data", "cifar10=" + dir.path(), "--data",

@@ -200,6 +200,7 @@ class CliTest : public ::testing::Test {
     err_.str("");
     CliEnvironment env;
     env.coordinator_env = coordinator_env_;
+    env.token_env = token_env_;
     env.in = &in_;
     env.out = &out_;
     env.err = &err_;
@@ -227,6 +228,7 @@ class CliTest : public ::testing::Test {
   fs::path dir_;
   std::string spec_path_;
   std::optional<std::string> coordinator_env_;
+  std::optional<std::string> token_env_;
   std::istringstream in_;
   std::ostringstream out_;
   std::ostringstream err_;
@@ -329,6 +331,35 @@ TEST_F(CliTest, EmptyTokenFileIsRefused) {
   std::ofstream(token_path) << "\n";
   EXPECT_EQ(Run({"--token-file=" + token_path, "list"}), kExitNoInput);
   EXPECT_THAT(err_.str(), HasSubstr("is empty"));
+}
+
+TEST_F(CliTest, TokenComesFromFlagThenFileThenEnvironment) {
+  SetSubmitted({5});
+  std::string token_path = (dir_ / "token").string();
+  std::ofstream(token_path) << "from-file\n";
+  token_env_ = "from-env";
+  auto sent = [&](std::vector<std::string> args) {
+    EXPECT_EQ(Run(args), kExitOk) << err_.str();
+    absl::MutexLock lock(&service_.mu_);
+    return service_.authorization_;
+  };
+  EXPECT_EQ(sent({"--token", "inline", "submit", spec_path_}), "Bearer inline");
+  EXPECT_EQ(sent({"submit", spec_path_, "--token-file", token_path}),
+            "Bearer from-file");
+  EXPECT_EQ(sent({"submit", spec_path_}), "Bearer from-env");
+}
+
+TEST_F(CliTest, TokenAndTokenFileTogetherAreAUsageError) {
+  EXPECT_EQ(Run({"--token", "t", "--token-file", "f", "list"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--token excludes --token-file"));
+  EXPECT_EQ(connected_to_, "");
+}
+
+TEST_F(CliTest, UnreadableTokenFileExits66NamingTheFlagAndPath) {
+  const std::string missing = (dir_ / "missing").string();
+  EXPECT_EQ(Run({"--token-file", missing, "list"}), kExitNoInput);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("--token-file " + missing + ": cannot read"));
 }
 
 TEST_F(CliTest, WatchEndingWithoutAFinalUpdateIsAFailure) {
@@ -636,6 +667,19 @@ TEST_F(CliTest, UsageErrorNamesTheProblem) {
   EXPECT_THAT(err_.str(), HasSubstr("unknown command 'frobnicate'"));
   Run({"show", "abc"});
   EXPECT_THAT(err_.str(), HasSubstr("expected a run id"));
+}
+
+TEST_F(CliTest, CommandFlagBeforeItsCommandIsAUsageError) {
+  EXPECT_EQ(Run({"--json", "show", "4"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("flag '--json' goes after its command"));
+  EXPECT_EQ(Run({"list", "--bogus=1"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("unknown flag '--bogus'"));
+  EXPECT_EQ(Run({"list", "--workload="}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--workload"));
+  EXPECT_EQ(Run({"--coordinator", "a:1", "list", "--coordinator", "b:2"}),
+            kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("flag '--coordinator' given twice"));
+  EXPECT_EQ(connected_to_, "");
 }
 
 TEST_F(CliTest, HelpPrintsUsageOnStdout) {
