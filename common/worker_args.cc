@@ -1,12 +1,13 @@
 #include "common/worker_args.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <type_traits>
 #include <variant>
+
+#include "common/numbers.h"
 
 namespace hpcai500 {
 namespace {
@@ -95,33 +96,15 @@ std::string Quoted(const Flag& flag, const std::string& text) {
   return std::string("--") + flag.name + ": '" + text + "'";
 }
 
-bool ParseInt(const Flag& flag, const std::string& text, int64_t* out,
-              std::string* error) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = text.empty() ? 0 : std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || errno != 0 || end != text.c_str() + text.size() ||
-      v < flag.low || v > flag.high) {
-    *error = Quoted(flag, text) + " is not an integer in [" +
-             std::to_string(flag.low) + ", " + std::to_string(flag.high) + "]";
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 bool ParseNumber(const Flag& flag, const std::string& text, double* out,
                  std::string* error) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = text.empty() ? 0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || errno != 0 || end != text.c_str() + text.size() ||
-      !(v > flag.low) || v > flag.high) {
+  std::optional<double> v = ParseNumberAbove(text, flag.low, flag.high);
+  if (!v) {
     *error = Quoted(flag, text) + " is not a number in (" +
              std::to_string(flag.low) + ", " + std::to_string(flag.high) + "]";
     return false;
   }
-  *out = v;
+  *out = *v;
   return true;
 }
 
@@ -213,7 +196,10 @@ bool SetField(const Flag& flag, const std::string& text, WorkerArgs* args,
       return true;
     case Kind::kInt: {
       int64_t v = 0;
-      if (!ParseInt(flag, text, &v, error)) return false;
+      if (!ReadInt(std::string("--") + flag.name, text, flag.low, flag.high, &v,
+                   error)) {
+        return false;
+      }
       FieldOf<std::optional<int64_t>>(flag, *args) = v;
       return true;
     }
