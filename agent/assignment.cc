@@ -7,15 +7,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/attempt_layout.h"
 #include "agent/options.h"
 #include "common/registry.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
+#include "common/vocabulary.h"
+#include "common/worker_args.h"
 
 namespace hpcai500::agent {
 namespace {
 
-constexpr int kMaxWorldSize = 65536;
 constexpr size_t kMaxNameLength = 64;
 
 // How this file's errors name a field: "assignment: <name>".
@@ -81,12 +83,59 @@ std::string NodeDataDir(const v1::RunSpec& spec, const NodeContext& node) {
   return it == node.data_dirs.end() ? "" : it->second;
 }
 
+// The worker flags that carry the (validated) spec; the caller adds the
+// node's and the rank's.
+WorkerArgs SpecWorkerArgs(const v1::RunSpec& spec) {
+  WorkerArgs args;
+  args.workload = spec.workload();
+  args.config = spec.config();
+  args.epochs = spec.epochs();
+  args.batch_size = spec.batch_size();
+  args.precision = Parse<Precision>(spec.precision());
+  // Empty: a coordinator before v0.2, which had no compression.
+  args.compression = spec.compression().empty()
+                         ? Compression::kNone
+                         : *Parse<Compression>(spec.compression());
+  args.device = Parse<Device>(spec.device());
+  args.seed = spec.seed();
+  return args;
+}
+
+// The environment of one local rank: the node's base environment with the
+// rank layout (and, for cuda, the rank's device) put over it.
+std::vector<std::string> WorkerEnv(const v1::Assignment& a,
+                                   const NodeContext& node, int rank,
+                                   int local) {
+  std::vector<std::string> overrides = {
+      absl::StrCat("RANK=", rank),
+      absl::StrCat("WORLD_SIZE=", a.world_size()),
+      absl::StrCat("LOCAL_RANK=", local),
+      absl::StrCat("LOCAL_WORLD_SIZE=", a.ranks_size()),
+      absl::StrCat("MASTER_ADDR=", a.master_addr()),
+      absl::StrCat("MASTER_PORT=", a.master_port())};
+  if (a.spec().device() == Name(Device::kCuda)) {
+    overrides.push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=",
+                                     VisibleDevice(node.base_env, local)));
+  }
+  std::vector<std::string> env;
+  for (const std::string& kv : node.base_env) {
+    absl::string_view name = absl::string_view(kv).substr(0, kv.find('='));
+    bool overridden = std::any_of(
+        overrides.begin(), overrides.end(), [&](const std::string& o) {
+          return absl::StartsWith(o, absl::StrCat(name, "="));
+        });
+    if (!overridden) env.push_back(kv);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
 }  // namespace
 
 absl::Status ValidateAttemptKey(const v1::AttemptKey& key) {
   RETURN_IF_ERROR(CheckInRange(Field("key.run_id"), key.run_id(), 1,
                                std::numeric_limits<int64_t>::max()));
-  return CheckInRange(Field("key.attempt"), key.attempt(), 0, 1000000);
+  return CheckInRange(Field("key.attempt"), key.attempt(), 0, kMaxAttempt);
 }
 
 absl::Status ValidateStartAssignment(const v1::Assignment& a) {
@@ -97,12 +146,12 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   const v1::RunSpec& spec = a.spec();
   RETURN_IF_ERROR(CheckName("spec.workload", spec.workload()));
   RETURN_IF_ERROR(CheckName("spec.config", spec.config()));
-  RETURN_IF_ERROR(CheckOneOf(Field("spec.device"), spec.device(), kDevices));
+  RETURN_IF_ERROR(CheckOneOf<Device>(Field("spec.device"), spec.device()));
   RETURN_IF_ERROR(
-      CheckOneOf(Field("spec.precision"), spec.precision(), kPrecisions));
+      CheckOneOf<Precision>(Field("spec.precision"), spec.precision()));
   if (!spec.compression().empty()) {  // empty: a coordinator before v0.2
-    RETURN_IF_ERROR(CheckOneOf(Field("spec.compression"), spec.compression(),
-                               kCompressions));
+    RETURN_IF_ERROR(
+        CheckOneOf<Compression>(Field("spec.compression"), spec.compression()));
   }
   RETURN_IF_ERROR(CheckInRange(Field("spec.epochs"), spec.epochs(), 1, 100000));
   RETURN_IF_ERROR(
@@ -130,84 +179,43 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   return absl::OkStatus();
 }
 
-std::string AttemptDir(const std::string& workdir, const v1::AttemptKey& key) {
-  return absl::StrCat(workdir, "/runs/", key.run_id(), "/attempt-",
-                      key.attempt());
-}
-
 RankPlan RankPaths(const std::string& attempt_dir, int rank) {
-  std::string base = absl::StrCat(attempt_dir, "/rank-", rank);
+  auto path = [&](RankFile file) {
+    return AttemptLayout::RankPath(attempt_dir, rank, file);
+  };
   RankPlan plan;
   plan.rank = rank;
-  plan.events_path = base + ".events";
-  plan.pid_path = base + ".pid";
-  plan.acked_path = base + ".acked";
-  plan.exit_path = base + ".exit";
-  plan.done_path = base + ".done";
-  plan.launch.stdout_path = base + ".stdout";
-  plan.launch.stderr_path = base + ".stderr";
+  plan.events_path = path(RankFile::kEvents);
+  plan.pid_path = path(RankFile::kPid);
+  plan.acked_path = path(RankFile::kAcked);
+  plan.exit_path = path(RankFile::kExit);
+  plan.done_path = path(RankFile::kDone);
+  plan.launch.stdout_path = path(RankFile::kStdout);
+  plan.launch.stderr_path = path(RankFile::kStderr);
   return plan;
 }
 
 absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
                                         const NodeContext& node) {
   RETURN_IF_ERROR(ValidateStartAssignment(a));
-  const v1::RunSpec& spec = a.spec();
   AttemptPlan plan;
-  plan.dir = AttemptDir(node.workdir, a.key());
+  plan.dir = AttemptLayout(node.workdir).AttemptDir(a.key());
   const int local_world = a.ranks_size();
-  const int threads = std::max(1, node.cpus / local_world);
-  const std::string data_dir = NodeDataDir(spec, node);
+  WorkerArgs args = SpecWorkerArgs(a.spec());
+  args.threads = std::max(1, node.cpus / local_world);
+  if (std::string data_dir = NodeDataDir(a.spec(), node); !data_dir.empty()) {
+    args.data = std::move(data_dir);
+  }
   for (int local = 0; local < local_world; ++local) {
     RankPlan rank = RankPaths(plan.dir, a.ranks(local));
     rank.local_rank = local;
     rank.launch.cwd = plan.dir;
-    rank.launch.argv = {
-        node.worker_path,
-        "--workload",
-        spec.workload(),
-        "--config",
-        spec.config(),
-        "--epochs",
-        absl::StrCat(spec.epochs()),
-        "--batch-size",
-        absl::StrCat(spec.batch_size()),
-        "--precision",
-        spec.precision(),
-        "--compression",
-        spec.compression().empty() ? std::string("none") : spec.compression(),
-        "--device",
-        spec.device(),
-        "--seed",
-        absl::StrCat(spec.seed()),
-        "--events-file",
-        rank.events_path,
-        "--threads",
-        absl::StrCat(threads)};
-    if (!data_dir.empty()) {
-      rank.launch.argv.insert(rank.launch.argv.end(), {"--data", data_dir});
+    args.events_file = rank.events_path;
+    rank.launch.argv = {node.worker_path};
+    for (std::string& arg : args.ToArgv()) {
+      rank.launch.argv.push_back(std::move(arg));
     }
-    std::vector<std::string> overrides = {
-        absl::StrCat("RANK=", rank.rank),
-        absl::StrCat("WORLD_SIZE=", a.world_size()),
-        absl::StrCat("LOCAL_RANK=", local),
-        absl::StrCat("LOCAL_WORLD_SIZE=", local_world),
-        absl::StrCat("MASTER_ADDR=", a.master_addr()),
-        absl::StrCat("MASTER_PORT=", a.master_port())};
-    if (spec.device() == "cuda") {
-      overrides.push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=",
-                                       VisibleDevice(node.base_env, local)));
-    }
-    for (const std::string& kv : node.base_env) {
-      absl::string_view name = absl::string_view(kv).substr(0, kv.find('='));
-      bool overridden = std::any_of(
-          overrides.begin(), overrides.end(), [&](const std::string& o) {
-            return absl::StartsWith(o, absl::StrCat(name, "="));
-          });
-      if (!overridden) rank.launch.env.push_back(kv);
-    }
-    rank.launch.env.insert(rank.launch.env.end(), overrides.begin(),
-                           overrides.end());
+    rank.launch.env = WorkerEnv(a, node, rank.rank, local);
     plan.ranks.push_back(std::move(rank));
   }
   return plan;

@@ -42,7 +42,7 @@ struct RankPlan {
 };
 
 struct AttemptPlan {
-  std::string dir;  // WORKDIR/runs/<run_id>/attempt-<n>
+  std::string dir;  // AttemptLayout::AttemptDir
   std::vector<RankPlan> ranks;
 };
 
@@ -53,17 +53,17 @@ absl::Status ValidateAttemptKey(const v1::AttemptKey& key);
 // field and the reason, e.g. "assignment: ranks[1]: 7 is outside world size 2".
 absl::Status ValidateStartAssignment(const v1::Assignment& assignment);
 
-// WORKDIR/runs/<run_id>/attempt-<n> (key must be valid).
-std::string AttemptDir(const std::string& workdir, const v1::AttemptKey& key);
-
-// The state files of one rank inside an attempt folder.
+// The state files of one rank inside an attempt folder (AttemptLayout's
+// names), with no launch yet but the output files.
 RankPlan RankPaths(const std::string& attempt_dir, int rank);
 
-// Validates the assignment and builds one launch per local rank: argv,
-// environment (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT, CUDA_VISIBLE_DEVICES for cuda) and output files. When the
-// spec's built-in config reads node data (ReadsNodeData) and node.data_dirs
-// maps its dataset, argv ends with --data DIR. Creates nothing on disk.
+// Validates the assignment and builds one launch per local rank: argv (the
+// worker path, then WorkerArgs::ToArgv of the spec, the rank's events file
+// and the node's threads per rank), environment (RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES for cuda)
+// and output files. When the spec's built-in config reads node data
+// (ReadsNodeData) and node.data_dirs maps its dataset, argv ends with --data
+// DIR. Creates nothing on disk.
 absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& assignment,
                                         const NodeContext& node);
 

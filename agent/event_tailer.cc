@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/internal/log.h"
 #include "agent/pid_file.h"
+#include "common/event_keys.h"
 #include "common/events.h"
 
 namespace hpcai500::agent {
@@ -104,8 +105,8 @@ void EventTailer::TakeLine(std::string_view line) {
                                    last_seq_));
     return;
   }
-  if (event->key == "run_stop") {
-    const nlohmann::json& status = event->metadata["status"];
+  if (event->key == event_keys::kRunStop) {
+    const nlohmann::json& status = event->metadata[event_keys::kMetaStatus];
     run_stop_status_ = status.is_string() ? status.get<std::string>() : "";
   }
   if (event->seq <= last_seq_) {

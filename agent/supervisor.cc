@@ -5,12 +5,11 @@
 #include <filesystem>
 #include <system_error>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "agent/attempt_layout.h"
 #include "agent/files.h"
 #include "agent/internal/log.h"
+#include "common/event_keys.h"
 
 namespace hpcai500::agent {
 
@@ -40,17 +39,6 @@ std::string DescribeExit(const ExitRecord& exit) {
   return text;
 }
 
-// "123" -> 123; anything but plain digits -> nullopt.
-std::optional<int64_t> ParseNumber(absl::string_view text) {
-  int64_t value = 0;
-  if (text.empty() || text.size() > 18 ||
-      text.find_first_not_of("0123456789") != absl::string_view::npos ||
-      !absl::SimpleAtoi(text, &value)) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 }  // namespace
 
 std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events) {
@@ -78,38 +66,32 @@ Supervisor::~Supervisor() = default;
 
 int Supervisor::Reattach() {
   namespace fs = std::filesystem;
-  const fs::path runs = fs::path(options_.node.workdir) / "runs";
+  const AttemptLayout layout(options_.node.workdir);
+  const fs::path runs = layout.RunsDir();
   std::error_code ec;
   if (!fs::is_directory(runs, ec)) return 0;
   int taken = 0;
   for (const fs::directory_entry& run_dir : fs::directory_iterator(runs, ec)) {
     std::optional<int64_t> run_id =
-        ParseNumber(run_dir.path().filename().string());
+        AttemptLayout::ParseRunDirName(run_dir.path().filename().string());
     if (!run_id || !run_dir.is_directory(ec)) continue;
     for (const fs::directory_entry& attempt_dir :
          fs::directory_iterator(run_dir.path(), ec)) {
-      std::string name_text = attempt_dir.path().filename().string();
-      absl::string_view name = name_text;
-      if (!absl::ConsumePrefix(&name, "attempt-")) continue;
-      std::optional<int64_t> number = ParseNumber(name);
-      if (!number || *number > 1000000) continue;
+      std::optional<int> number = AttemptLayout::ParseAttemptDirName(
+          attempt_dir.path().filename().string());
+      if (!number) continue;
       v1::AttemptKey key;
       key.set_run_id(*run_id);
-      key.set_attempt(static_cast<int>(*number));
+      key.set_attempt(*number);
       Attempt attempt;
       attempt.key = key;
-      attempt.dir = AttemptDir(options_.node.workdir, key);
+      attempt.dir = layout.AttemptDir(key);
       for (const fs::directory_entry& file :
            fs::directory_iterator(attempt_dir.path(), ec)) {
-        std::string file_text = file.path().filename().string();
-        absl::string_view file_name = file_text;
-        if (!absl::ConsumePrefix(&file_name, "rank-") ||
-            !absl::ConsumeSuffix(&file_name, ".pid")) {
-          continue;
-        }
-        std::optional<int64_t> rank_number = ParseNumber(file_name);
-        if (!rank_number || *rank_number > 65535) continue;
-        const int rank_id = static_cast<int>(*rank_number);
+        std::optional<int> rank_number = AttemptLayout::ParseRankFileName(
+            file.path().filename().string(), RankFile::kPid);
+        if (!rank_number) continue;
+        const int rank_id = *rank_number;
         Rank rank;
         rank.paths = RankPaths(attempt.dir, rank_id);
         if (FileExists(rank.paths.done_path)) continue;
@@ -314,7 +296,8 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
     if (!stop) {
       rank.exit = ExitRecord{{-1, 0}, "worker lost while the agent was down"};
     } else {
-      rank.exit = ExitRecord{{*stop == "success" ? 0 : 1, 0}, ""};
+      rank.exit =
+          ExitRecord{{*stop == event_keys::kStatusSuccess ? 0 : 1, 0}, ""};
     }
   }
   v1::WorkerExited report;

@@ -4,10 +4,8 @@
 // attempt until every rank's exit was reported and every event acknowledged,
 // and it finds the attempts of an earlier agent in the workdir again.
 //
-// Workdir layout, per attempt: WORKDIR/runs/<run_id>/attempt-<n>/rank-R.*
-// with .events (written by the worker), .stdout, .stderr, .pid ("PID
-// START_TIME"), .acked (acknowledged seq), .exit (the reported exit) and
-// .done (everything delivered).
+// Workdir layout: one folder per attempt, one file of each kind per rank
+// (agent/attempt_layout.h).
 //
 // Not thread-safe: one thread (the Agent's loop) drives it.
 #ifndef HPCAI500_AGENT_SUPERVISOR_H_

@@ -2,11 +2,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/event_keys.h"
 
 namespace hpcai500 {
 
 int EventLine::epoch() const {
-  auto it = metadata.find("epoch_num");
+  auto it = metadata.find(event_keys::kMetaEpochNum);
   if (it == metadata.end() || !it->is_number_integer()) return -1;
   return it->get<int>();
 }
@@ -65,14 +66,14 @@ absl::StatusOr<EventLine> ParseEventLine(std::string_view line) {
         absl::StrCat("event '", event.key, "': 'metadata' is not an object"));
   }
   event.metadata = *metadata;
-  auto seq = metadata->find("seq");
+  auto seq = metadata->find(event_keys::kMetaSeq);
   if (seq == metadata->end() || !seq->is_number_integer() ||
       seq->get<int64_t>() < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "event '", event.key, "': metadata.seq must be an integer >= 1"));
   }
   event.seq = seq->get<int64_t>();
-  auto rank = metadata->find("rank");
+  auto rank = metadata->find(event_keys::kMetaRank);
   if (rank == metadata->end() || !rank->is_number_integer() ||
       rank->get<int64_t>() < 0 || rank->get<int64_t>() > 1 << 20) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/event_keys.h"
 
 namespace hpcai500 {
 namespace {
@@ -37,23 +38,24 @@ absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,
   int64_t eval_ms = 0;
   std::map<int, int64_t> eval_started;  // epoch -> time_ms, rank 0
   for (const EventLine& e : events) {
-    if (e.key == "hpcai500_epoch_stats") {
-      samples += static_cast<int64_t>(NumberOr(e.value, "samples", 0));
-      energy_joules += NumberOr(e.value, "energy_joules", 0);
+    if (e.key == event_keys::kEpochStats) {
+      samples +=
+          static_cast<int64_t>(NumberOr(e.value, event_keys::kStatsSamples, 0));
+      energy_joules += NumberOr(e.value, event_keys::kStatsEnergyJoules, 0);
     }
     if (e.rank != 0) continue;
-    if (e.key == "run_start") {
+    if (e.key == event_keys::kRunStart) {
       run_start = &e;
-    } else if (e.key == "run_stop") {
+    } else if (e.key == event_keys::kRunStop) {
       run_stop = &e;
-    } else if (e.key == "eval_accuracy" && e.value.is_number()) {
+    } else if (e.key == event_keys::kEvalAccuracy && e.value.is_number()) {
       if (accuracy == nullptr || e.epoch() >= accuracy->epoch()) accuracy = &e;
-    } else if (e.key == "hpcai500_forward_flops_per_sample" &&
+    } else if (e.key == event_keys::kForwardFlopsPerSample &&
                e.value.is_number()) {
       forward_flops = e.value.get<double>();
-    } else if (e.key == "eval_start") {
+    } else if (e.key == event_keys::kEvalStart) {
       eval_started[e.epoch()] = e.time_ms;
-    } else if (e.key == "eval_stop") {
+    } else if (e.key == event_keys::kEvalStop) {
       auto it = eval_started.find(e.epoch());
       if (it != eval_started.end()) {
         eval_ms += e.time_ms - it->second;
@@ -107,13 +109,16 @@ std::vector<v1::EpochSummary> SummarizeEpochs(
   for (const EventLine& e : events) {
     const int epoch = e.epoch();
     if (epoch < 0) continue;
-    if (e.key == "hpcai500_epoch_stats") {
+    if (e.key == event_keys::kEpochStats) {
       v1::EpochSummary& s = by_epoch[epoch];
-      s.set_samples(s.samples() +
-                    static_cast<int64_t>(NumberOr(e.value, "samples", 0)));
-      s.set_seconds(std::max(s.seconds(), NumberOr(e.value, "seconds", 0)));
-      if (e.rank == 0) s.set_train_loss(NumberOr(e.value, "train_loss", 0));
-    } else if (e.key == "eval_accuracy" && e.rank == 0 && e.value.is_number()) {
+      s.set_samples(s.samples() + static_cast<int64_t>(NumberOr(
+                                      e.value, event_keys::kStatsSamples, 0)));
+      s.set_seconds(std::max(s.seconds(),
+                             NumberOr(e.value, event_keys::kStatsSeconds, 0)));
+      if (e.rank == 0)
+        s.set_train_loss(NumberOr(e.value, event_keys::kStatsTrainLoss, 0));
+    } else if (e.key == event_keys::kEvalAccuracy && e.rank == 0 &&
+               e.value.is_number()) {
       by_epoch[epoch];
       accuracy[epoch] = e.value.get<double>();
     }

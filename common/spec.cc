@@ -73,30 +73,116 @@ absl::StatusOr<int64_t> ScalarInt(const YAML::Node& node,
   return static_cast<int64_t>(v);
 }
 
-}  // namespace
-
-absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
-                          int64_t high) {
-  if (value < low || value > high) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": must be between ", low, " and ", high, ", got ", value));
+// The YAML text as a mapping: InvalidArgument when it is too long, not YAML
+// (naming the line and column) or not a mapping.
+absl::StatusOr<YAML::Node> LoadSpecMapping(std::string_view yaml) {
+  if (yaml.size() > kMaxSpecBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec of ", yaml.size(), " bytes exceeds the limit of ",
+                     kMaxSpecBytes));
   }
-  return absl::OkStatus();
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec is not valid YAML: line ", e.mark.line + 1,
+                     ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+  if (!root.IsMap()) {
+    return absl::InvalidArgumentError("spec must be a YAML mapping of fields");
+  }
+  return root;
 }
 
-absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
-                        absl::Span<const absl::string_view> allowed) {
-  for (absl::string_view a : allowed) {
-    if (value == a) return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, ": must be one of ", absl::StrJoin(allowed, ", "),
-                   "; got '", value.substr(0, 80), "'"));
+// Reads one YAML value into a RunSpec field.
+using Setter = std::function<absl::Status(const YAML::Node&)>;
+
+Setter StringSetter(absl::string_view field,
+                    void (v1::RunSpec::*set)(const std::string&),
+                    v1::RunSpec* s) {
+  return [=](const YAML::Node& n) -> absl::Status {
+    ASSIGN_OR_RETURN(std::string v, ScalarString(n, field));
+    (s->*set)(v);
+    return absl::OkStatus();
+  };
 }
 
-absl::Status ValidateRunSpec(const v1::RunSpec& spec,
-                             const Registry& registry) {
-  RETURN_IF_ERROR(CheckName("name", spec.name(), 64, /*allow_spaces=*/false));
+Setter Int32Setter(absl::string_view field, void (v1::RunSpec::*set)(int32_t),
+                   v1::RunSpec* s) {
+  return [=](const YAML::Node& n) -> absl::Status {
+    ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, field));
+    if (v < INT32_MIN || v > INT32_MAX) {
+      return FieldError(field, absl::StrCat("out of range: ", v));
+    }
+    (s->*set)(static_cast<int32_t>(v));
+    return absl::OkStatus();
+  };
+}
+
+// Every key a spec may hold, writing into *spec (borrowed for the setters'
+// lifetime).
+std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
+  return {
+      {"name", StringSetter("name", &v1::RunSpec::set_name, spec)},
+      {"workload", StringSetter("workload", &v1::RunSpec::set_workload, spec)},
+      {"config", StringSetter("config", &v1::RunSpec::set_config, spec)},
+      {"level", StringSetter("level", &v1::RunSpec::set_level, spec)},
+      {"device", StringSetter("device", &v1::RunSpec::set_device, spec)},
+      {"precision",
+       StringSetter("precision", &v1::RunSpec::set_precision, spec)},
+      {"compression",
+       StringSetter("compression", &v1::RunSpec::set_compression, spec)},
+      {"system", StringSetter("system", &v1::RunSpec::set_system, spec)},
+      {"nodes", Int32Setter("nodes", &v1::RunSpec::set_nodes, spec)},
+      {"ranks_per_node",
+       Int32Setter("ranks_per_node", &v1::RunSpec::set_ranks_per_node, spec)},
+      {"batch_size",
+       Int32Setter("batch_size", &v1::RunSpec::set_batch_size, spec)},
+      {"epochs", Int32Setter("epochs", &v1::RunSpec::set_epochs, spec)},
+      {"repetitions",
+       Int32Setter("repetitions", &v1::RunSpec::set_repetitions, spec)},
+      {"seed",
+       [spec](const YAML::Node& n) -> absl::Status {
+         ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "seed"));
+         spec->set_seed(v);
+         return absl::OkStatus();
+       }},
+  };
+}
+
+// Reads the mapping's fields into *spec. Returns the keys given, or
+// InvalidArgument for a key that is not a plain name, unknown, given twice,
+// of the wrong type or missing while required.
+absl::StatusOr<std::set<std::string>> ReadSpecFields(const YAML::Node& root,
+                                                     v1::RunSpec* spec) {
+  const std::map<std::string, Setter> setters = SpecSetters(spec);
+  const std::vector<std::string> required = {
+      "name",   "workload",   "config",    "level", "nodes", "ranks_per_node",
+      "device", "batch_size", "precision", "seed",  "system"};
+  std::set<std::string> seen;
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar()) {
+      return absl::InvalidArgumentError("spec keys must be plain names");
+    }
+    const std::string key = entry.first.Scalar();
+    auto setter = setters.find(key);
+    if (setter == setters.end()) {
+      return FieldError(key, "unknown key");
+    }
+    if (!seen.insert(key).second) return FieldError(key, "given twice");
+    RETURN_IF_ERROR(setter->second(entry.second));
+  }
+  for (const std::string& key : required) {
+    if (seen.count(key) == 0) return FieldError(key, "is required");
+  }
+  return seen;
+}
+
+// The registry config the spec names: FieldError for an unknown workload or
+// config (listing the known ones) or a config the worker does not implement.
+absl::StatusOr<const ConfigInfo*> FindSpecConfig(const v1::RunSpec& spec,
+                                                 const Registry& registry) {
   if (registry.FindWorkload(spec.workload()) == nullptr) {
     std::vector<std::string> known;
     for (const WorkloadInfo& w : registry.workloads()) known.push_back(w.name);
@@ -121,6 +207,99 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                                              "' is not implemented by this "
                                              "build's worker yet"));
   }
+  return config;
+}
+
+// The fields that need no registry: sizes, the vocabulary's names and what
+// each needs of the device, seed and system.
+absl::Status CheckRunFields(const v1::RunSpec& spec) {
+  RETURN_IF_ERROR(CheckInRange(Field("nodes"), spec.nodes(), 1, kMaxNodes));
+  RETURN_IF_ERROR(CheckInRange(Field("ranks_per_node"), spec.ranks_per_node(),
+                               1, kMaxRanksPerNode));
+  RETURN_IF_ERROR(CheckOneOf<Device>(Field("device"), spec.device()));
+  RETURN_IF_ERROR(
+      CheckInRange(Field("batch_size"), spec.batch_size(), 1, kMaxBatch));
+  RETURN_IF_ERROR(CheckOneOf<Precision>(Field("precision"), spec.precision()));
+  if (spec.precision() == Name(Precision::kFp16) &&
+      spec.device() != Name(Device::kCuda)) {
+    return FieldError("precision", "fp16 needs device cuda");
+  }
+  RETURN_IF_ERROR(
+      CheckOneOf<Compression>(Field("compression"), spec.compression()));
+  if (spec.compression() == Name(Compression::kBf16) &&
+      spec.device() != Name(Device::kCuda)) {
+    return FieldError("compression",
+                      "bf16 needs device cuda (NCCL); Gloo carries bf16 only "
+                      "from LibTorch 2.2");
+  }
+  RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSeed));
+  return CheckName("system", spec.system(), 128, /*allow_spaces=*/true);
+}
+
+// Epochs within the config's budget, and the repetitions.
+absl::Status CheckBudget(const v1::RunSpec& spec, const ConfigInfo& config) {
+  if (spec.epochs() > config.epochs) {
+    return FieldError(
+        "epochs", absl::StrCat("exceeds the epoch budget of ", spec.config(),
+                               " (", config.epochs, "), got ", spec.epochs()));
+  }
+  RETURN_IF_ERROR(
+      CheckInRange(Field("epochs"), spec.epochs(), 1, config.epochs));
+  return CheckInRange(Field("repetitions"), spec.repetitions(), 1,
+                      kMaxRepetitions);
+}
+
+// The hardware level keeps the reference recipe: only the hardware and the
+// reference's two precision variants (ReferenceBatchSize) may differ.
+absl::Status CheckHardwareLevel(const v1::RunSpec& spec,
+                                const ConfigInfo& config) {
+  if (spec.level() != "hardware") return absl::OkStatus();
+  if (spec.compression() != Name(Compression::kNone)) {
+    return FieldError("compression",
+                      "level hardware keeps the reference software stack; "
+                      "compression needs level system or free");
+  }
+  const int reference =
+      ReferenceBatchSize(config, *Parse<Precision>(spec.precision()));
+  if (spec.batch_size() != reference) {
+    return FieldError(
+        "batch_size",
+        absl::StrCat("level hardware keeps the reference batch of ", reference,
+                     " per rank for ", spec.precision(), ", got ",
+                     spec.batch_size()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
+                          int64_t high) {
+  if (value < low || value > high) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": must be between ", low, " and ", high, ", got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
+                        absl::Span<const absl::string_view> allowed) {
+  for (absl::string_view a : allowed) {
+    if (value == a) return absl::OkStatus();
+  }
+  return NotOneOfError(what, value, absl::StrJoin(allowed, ", "));
+}
+
+absl::Status NotOneOfError(absl::string_view what, absl::string_view value,
+                           absl::string_view names) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": must be one of ", names, "; got '", value.substr(0, 80), "'"));
+}
+
+absl::Status ValidateRunSpec(const v1::RunSpec& spec,
+                             const Registry& registry) {
+  RETURN_IF_ERROR(CheckName("name", spec.name(), 64, /*allow_spaces=*/false));
+  ASSIGN_OR_RETURN(const ConfigInfo* config, FindSpecConfig(spec, registry));
   RETURN_IF_ERROR(
       CheckOneOf(Field("level"), spec.level(), {"hardware", "system", "free"}));
   // LARS changes the optimizer the reference recipe fixes: free level only.
@@ -131,143 +310,18 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                                    "(level is '",
                                    spec.level(), "')"));
   }
-  RETURN_IF_ERROR(CheckInRange(Field("nodes"), spec.nodes(), 1, kMaxNodes));
-  RETURN_IF_ERROR(CheckInRange(Field("ranks_per_node"), spec.ranks_per_node(),
-                               1, kMaxRanksPerNode));
-  RETURN_IF_ERROR(CheckOneOf(Field("device"), spec.device(), kDevices));
-  RETURN_IF_ERROR(
-      CheckInRange(Field("batch_size"), spec.batch_size(), 1, kMaxBatch));
-  RETURN_IF_ERROR(
-      CheckOneOf(Field("precision"), spec.precision(), kPrecisions));
-  if (spec.precision() == "fp16" && spec.device() != "cuda") {
-    return FieldError("precision", "fp16 needs device cuda");
-  }
-  RETURN_IF_ERROR(
-      CheckOneOf(Field("compression"), spec.compression(), kCompressions));
-  if (spec.compression() == "bf16" && spec.device() != "cuda") {
-    return FieldError("compression",
-                      "bf16 needs device cuda (NCCL); Gloo carries bf16 only "
-                      "from LibTorch 2.2");
-  }
-  RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSeed));
-  RETURN_IF_ERROR(
-      CheckName("system", spec.system(), 128, /*allow_spaces=*/true));
-  if (spec.epochs() > config->epochs) {
-    return FieldError(
-        "epochs", absl::StrCat("exceeds the epoch budget of ", spec.config(),
-                               " (", config->epochs, "), got ", spec.epochs()));
-  }
-  RETURN_IF_ERROR(
-      CheckInRange(Field("epochs"), spec.epochs(), 1, config->epochs));
-  RETURN_IF_ERROR(CheckInRange(Field("repetitions"), spec.repetitions(), 1,
-                               kMaxRepetitions));
-  // The hardware level keeps the reference recipe: only the hardware and
-  // the reference's two precision variants (fp32 at its batch, mixed
-  // precision at twice that) may differ.
-  if (spec.level() == "hardware" && spec.compression() != "none") {
-    return FieldError("compression",
-                      "level hardware keeps the reference software stack; "
-                      "compression needs level system or free");
-  }
-  if (spec.level() == "hardware") {
-    const int reference = spec.precision() == "fp32" ? config->batch_size
-                                                     : 2 * config->batch_size;
-    if (spec.batch_size() != reference) {
-      return FieldError(
-          "batch_size",
-          absl::StrCat("level hardware keeps the reference batch of ",
-                       reference, " per rank for ", spec.precision(), ", got ",
-                       spec.batch_size()));
-    }
-  }
-  return absl::OkStatus();
+  RETURN_IF_ERROR(CheckRunFields(spec));
+  RETURN_IF_ERROR(CheckBudget(spec, *config));
+  return CheckHardwareLevel(spec, *config);
 }
 
 absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
                                          const Registry& registry) {
-  if (yaml.size() > kMaxSpecBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec of ", yaml.size(), " bytes exceeds the limit of ",
-                     kMaxSpecBytes));
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec is not valid YAML: line ", e.mark.line + 1,
-                     ", column ", e.mark.column + 1, ": ", e.msg));
-  }
-  if (!root.IsMap()) {
-    return absl::InvalidArgumentError("spec must be a YAML mapping of fields");
-  }
+  ASSIGN_OR_RETURN(YAML::Node root, LoadSpecMapping(yaml));
   v1::RunSpec spec;
   spec.set_repetitions(1);
-  spec.set_compression("none");
-  using Setter = std::function<absl::Status(const YAML::Node&)>;
-  auto str = [](absl::string_view field,
-                void (v1::RunSpec::*set)(const std::string&),
-                v1::RunSpec* s) -> Setter {
-    return [=](const YAML::Node& n) -> absl::Status {
-      ASSIGN_OR_RETURN(std::string v, ScalarString(n, field));
-      (s->*set)(v);
-      return absl::OkStatus();
-    };
-  };
-  auto integer = [](absl::string_view field, auto set,
-                    v1::RunSpec* s) -> Setter {
-    return [=](const YAML::Node& n) -> absl::Status {
-      ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, field));
-      if (v < INT32_MIN || v > INT32_MAX) {
-        return FieldError(field, absl::StrCat("out of range: ", v));
-      }
-      (s->*set)(static_cast<int32_t>(v));
-      return absl::OkStatus();
-    };
-  };
-  const std::map<std::string, Setter> setters = {
-      {"name", str("name", &v1::RunSpec::set_name, &spec)},
-      {"workload", str("workload", &v1::RunSpec::set_workload, &spec)},
-      {"config", str("config", &v1::RunSpec::set_config, &spec)},
-      {"level", str("level", &v1::RunSpec::set_level, &spec)},
-      {"device", str("device", &v1::RunSpec::set_device, &spec)},
-      {"precision", str("precision", &v1::RunSpec::set_precision, &spec)},
-      {"compression", str("compression", &v1::RunSpec::set_compression, &spec)},
-      {"system", str("system", &v1::RunSpec::set_system, &spec)},
-      {"nodes", integer("nodes", &v1::RunSpec::set_nodes, &spec)},
-      {"ranks_per_node",
-       integer("ranks_per_node", &v1::RunSpec::set_ranks_per_node, &spec)},
-      {"batch_size",
-       integer("batch_size", &v1::RunSpec::set_batch_size, &spec)},
-      {"epochs", integer("epochs", &v1::RunSpec::set_epochs, &spec)},
-      {"repetitions",
-       integer("repetitions", &v1::RunSpec::set_repetitions, &spec)},
-      {"seed",
-       [&spec](const YAML::Node& n) -> absl::Status {
-         ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "seed"));
-         spec.set_seed(v);
-         return absl::OkStatus();
-       }},
-  };
-  const std::vector<std::string> required = {
-      "name",   "workload",   "config",    "level", "nodes", "ranks_per_node",
-      "device", "batch_size", "precision", "seed",  "system"};
-  std::set<std::string> seen;
-  for (const auto& entry : root) {
-    if (!entry.first.IsScalar()) {
-      return absl::InvalidArgumentError("spec keys must be plain names");
-    }
-    const std::string key = entry.first.Scalar();
-    auto setter = setters.find(key);
-    if (setter == setters.end()) {
-      return FieldError(key, "unknown key");
-    }
-    if (!seen.insert(key).second) return FieldError(key, "given twice");
-    RETURN_IF_ERROR(setter->second(entry.second));
-  }
-  for (const std::string& key : required) {
-    if (seen.count(key) == 0) return FieldError(key, "is required");
-  }
+  spec.set_compression(std::string(Name(Compression::kNone)));
+  ASSIGN_OR_RETURN(std::set<std::string> seen, ReadSpecFields(root, &spec));
   // Defaults that depend on the registry; validate the workload and config
   // first so that the lookup below is safe.
   const ConfigInfo* config =

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/registry.h"
+#include "common/vocabulary.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -30,13 +31,6 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
 // defaults). Used for specs that did not come from YAML.
 absl::Status ValidateRunSpec(const v1::RunSpec& spec, const Registry& registry);
 
-// The values a spec's enumerated fields take; the agent checks assignments
-// against the same lists.
-inline constexpr absl::string_view kDevices[] = {"cpu", "cuda"};
-inline constexpr absl::string_view kPrecisions[] = {"fp32", "bf16", "fp16"};
-inline constexpr absl::string_view kCompressions[] = {"none", "fp16", "bf16",
-                                                      "powersgd"};
-
 // Field checks shared by every place that checks what a remote side sends
 // (run specs here, assignments in the agent). Each returns OkStatus or
 // InvalidArgument "<what>: <reason>", `what` naming the field the way the
@@ -47,6 +41,22 @@ absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
                           int64_t high);
 absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
                         absl::Span<const absl::string_view> allowed);
+
+// The InvalidArgument of CheckOneOf: "<what>: must be one of <names>; got
+// '<value>'" (value cut at 80 characters).
+absl::Status NotOneOfError(absl::string_view what, absl::string_view value,
+                           absl::string_view names);
+
+// CheckOneOf against the names of a vocabulary enum (Device, Precision,
+// Compression in common/vocabulary.h), the one list specs and assignments
+// are checked against.
+template <typename Enum>
+absl::Status CheckOneOf(absl::string_view what, absl::string_view value) {
+  if (Parse<Enum>(std::string_view(value.data(), value.size()))) {
+    return absl::OkStatus();
+  }
+  return NotOneOfError(what, value, JoinNames<Enum>(", "));
+}
 
 // The spec as YAML, in the key order users write (for `show` and storage).
 std::string RunSpecToYaml(const v1::RunSpec& spec);

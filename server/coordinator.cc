@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/event_keys.h"
 #include "common/scoring.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
@@ -1015,11 +1016,12 @@ void Coordinator::ChangedLocked(RunRecord& record, std::string log_line) {
 
 void Coordinator::AddEventLocked(RunRecord& record, EventLine event) {
   const int epoch = event.epoch();
-  if (event.key == "hpcai500_epoch_stats" && epoch >= 0) {
+  if (event.key == event_keys::kEpochStats && epoch >= 0) {
     record.stats_ranks[epoch].insert(event.rank);
-  } else if (event.key == "eval_accuracy" && event.rank == 0 && epoch >= 0) {
+  } else if (event.key == event_keys::kEvalAccuracy && event.rank == 0 &&
+             epoch >= 0) {
     record.accuracy_epochs.insert(epoch);
-  } else if (event.key == "run_stop") {
+  } else if (event.key == event_keys::kRunStop) {
     record.stopped_ranks.insert(event.rank);
   }
   record.events.push_back(std::move(event));

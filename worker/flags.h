@@ -1,5 +1,6 @@
-// The worker's command line and rank environment, resolved against the
-// workload registry into one WorkerOptions. No LibTorch here.
+// The worker's command line (common/worker_args.h) and rank environment,
+// resolved against the workload registry into one WorkerOptions. No LibTorch
+// here.
 //
 // Thread-safe: pure functions.
 #ifndef HPCAI500_WORKER_FLAGS_H_
@@ -19,15 +20,15 @@ namespace hpcai500::worker {
 // rank layout from the environment (torchrun style).
 struct WorkerOptions {
   ConfigInfo config;  // epochs, batch_size, data_dir already overridden
-  std::string precision = "fp32";  // fp32 | bf16 | fp16
-  std::string device = "cpu";      // cpu | cuda
+  std::string precision = "fp32";  // a Precision name (common/vocabulary.h)
+  std::string device = "cpu";      // a Device name
   uint64_t seed = 42;
   int threads = 1;
   std::string events_file;      // empty: stdout only
   int64_t steps_per_epoch = 0;  // 0: the whole shard
 
-  // Engine options (issue 3).
-  std::string compression = "none";  // none | fp16 | bf16 | powersgd
+  // How ranks exchange gradients, and what keeps a run alive and resumable.
+  std::string compression = "none";  // a Compression name
   int powersgd_rank = 1;             // --powersgd-rank, >= 1
   // --powersgd-warmup-steps: steps all-reduced uncompressed before PowerSGD
   // starts (PyTorch's start_powerSGD_iter), counted from each (re)start.
@@ -39,7 +40,7 @@ struct WorkerOptions {
   int watchdog_seconds = 300;            // --watchdog-seconds; 0 disables
   int collective_timeout_seconds = 180;  // --collective-timeout-seconds
 
-  // Image classification (issue 4). --model overrides config.model;
+  // Model, data and MLPerf submission: --model overrides config.model;
   // --data synthetic sets config.real_data = false (random tensors shaped
   // like config.dataset's samples: the run is unranked).
   // --mllog-submission org=ORG,platform=PLATFORM[,status=S] adds MLPerf's
@@ -64,8 +65,9 @@ EnvLookup ProcessEnv();
 
 enum class ParseOutcome { kRun, kHelp, kError };
 
-// Parses `args` (argv without the program name; "--flag value" or
-// "--flag=value"; --deterministic and --resume also stand alone) and the
+// Parses `args` (argv without the program name, read by
+// WorkerArgs::FromArgv: "--flag value" or "--flag=value"; --deterministic
+// and --resume also stand alone) and the
 // rank layout from the first environment family present: torchrun (RANK,
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), OpenMPI (OMPI_COMM_WORLD_RANK,
 // _SIZE, _LOCAL_RANK, _LOCAL_SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS,
@@ -73,9 +75,10 @@ enum class ParseOutcome { kRun, kHelp, kError };
 // SLURM_NODEID). World > 1 also needs MASTER_ADDR and MASTER_PORT. Threads
 // default to hardware_threads / local ranks. Returns kError with *error
 // naming the flag, variable, workload or config at fault (unknown, out of
-// range, or a config the worker does not implement). An imagenet config
-// without --batch-size doubles its per-rank batch in bf16/fp16 (the
-// reference recipe: 128 in fp32, 256 in mixed precision).
+// range, or a config the worker does not implement). Without --batch-size
+// the per-rank batch is DefaultBatchSize (common/vocabulary.h): an imagenet
+// config doubles it in bf16/fp16 (the reference recipe: 128 in fp32, 256 in
+// mixed precision).
 ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
                               const Registry& registry, const EnvLookup& env,
                               unsigned hardware_threads, WorkerOptions* out,

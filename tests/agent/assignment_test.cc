@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/spec.h"
+#include "common/vocabulary.h"
 #include "gtest/gtest.h"
 
 namespace hpcai500::agent {
@@ -178,7 +179,7 @@ TEST(PlanAttempt, RefusalsUseTheSpecsChecksUnderTheAssignmentsFieldNames) {
   EXPECT_EQ(PlanAttempt(port, Node()).status().message(),
             "assignment: master_port: must be between 1 and 65535, got 70000");
   // Every compression a spec may name is one the agent accepts.
-  for (absl::string_view compression : kCompressions) {
+  for (std::string_view compression : AllNames<Compression>()) {
     v1::Assignment a = GoodStart();
     a.mutable_spec()->set_compression(std::string(compression));
     EXPECT_TRUE(PlanAttempt(a, Node()).ok()) << compression;

@@ -1,0 +1,107 @@
+// The names every process agrees on for a run's device, precision and
+// gradient compression: one enum each, its spellings on the wire (specs,
+// assignments, worker flags) and the full list for error messages. Also the
+// reference recipe's batch rule, which both the coordinator (level hardware)
+// and the worker (its default batch) apply. Standard library only: the worker
+// links it without abseil or protobuf.
+//
+// Thread-safe: constants and pure functions.
+#ifndef HPCAI500_COMMON_VOCABULARY_H_
+#define HPCAI500_COMMON_VOCABULARY_H_
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/registry.h"
+
+namespace hpcai500 {
+
+enum class Device { kCpu, kCuda };
+enum class Precision { kFp32, kBf16, kFp16 };
+enum class Compression { kNone, kFp16, kBf16, kPowerSgd };
+
+// kNames[i] spells the enum value i. Specialised for each enum above only.
+template <typename Enum>
+struct Vocabulary;
+
+template <>
+struct Vocabulary<Device> {
+  static constexpr std::array<std::string_view, 2> kNames = {"cpu", "cuda"};
+};
+template <>
+struct Vocabulary<Precision> {
+  static constexpr std::array<std::string_view, 3> kNames = {"fp32", "bf16",
+                                                             "fp16"};
+};
+template <>
+struct Vocabulary<Compression> {
+  static constexpr std::array<std::string_view, 4> kNames = {
+      "none", "fp16", "bf16", "powersgd"};
+};
+
+// Every spelling of Enum, in declaration order ("fp32", "bf16", "fp16").
+template <typename Enum>
+constexpr const auto& AllNames() {
+  return Vocabulary<Enum>::kNames;
+}
+
+// The spelling of `value` ("bf16"); never empty.
+template <typename Enum>
+constexpr std::string_view Name(Enum value) {
+  return Vocabulary<Enum>::kNames[static_cast<size_t>(value)];
+}
+
+// The value spelled `name` exactly (case-sensitive); nullopt for any other
+// text.
+template <typename Enum>
+constexpr std::optional<Enum> Parse(std::string_view name) {
+  const auto& names = Vocabulary<Enum>::kNames;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
+
+// The spellings joined by `separator`: "fp32|bf16|fp16" for "|".
+template <typename Enum>
+std::string JoinNames(std::string_view separator) {
+  std::string text;
+  for (std::string_view name : Vocabulary<Enum>::kNames) {
+    if (!text.empty()) text += separator;
+    text += name;
+  }
+  return text;
+}
+
+// The spellings joined for a message: "fp32, bf16 or fp16".
+template <typename Enum>
+std::string NamesInProse() {
+  const auto& names = Vocabulary<Enum>::kNames;
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+// True for bf16 and fp16: the precisions the reference recipe calls mixed.
+bool IsMixedPrecision(Precision precision);
+
+// The reference recipe's per-rank batch for `config` in `precision`: the
+// config's batch_size (its fp32 batch), doubled in mixed precision (the
+// HPC AI500 reference trains ResNet-50 at 128 per GPU in fp32 and 256 in
+// mixed precision). Level hardware keeps exactly this batch.
+int ReferenceBatchSize(const ConfigInfo& config, Precision precision);
+
+// The worker's per-rank batch when no batch size is given: the reference
+// batch for configs on the imagenet dataset (whose recipe publishes both
+// variants), the config's batch_size for every other config.
+int DefaultBatchSize(const ConfigInfo& config, Precision precision);
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_COMMON_VOCABULARY_H_

@@ -1,0 +1,376 @@
+#include "common/worker_args.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <type_traits>
+#include <variant>
+
+#include "common/numbers.h"
+
+namespace hpcai500 {
+namespace {
+
+// How a flag's text becomes its field.
+enum class Kind {
+  kRequired,     // std::string, any text
+  kInt,          // integer in [low, high]
+  kNumber,       // decimal number in (low, high]
+  kBool,         // true|1|false|0; may stand alone (true)
+  kPath,         // non-empty text
+  kText,         // any text
+  kPrecision,    // one of the Precision names
+  kDevice,       // one of the Device names
+  kCompression,  // one of the Compression names
+  kSubmission,   // org=ORG,platform=PLATFORM[,status=STATUS]
+};
+
+using Member = std::variant<
+    std::string WorkerArgs::*, std::optional<std::string> WorkerArgs::*,
+    std::optional<int64_t> WorkerArgs::*, std::optional<double> WorkerArgs::*,
+    std::optional<bool> WorkerArgs::*, std::optional<Precision> WorkerArgs::*,
+    std::optional<Device> WorkerArgs::*,
+    std::optional<Compression> WorkerArgs::*,
+    std::optional<MllogSubmission> WorkerArgs::*>;
+
+struct Flag {
+  const char* name;  // without "--"
+  Member member;
+  Kind kind;
+  int64_t low = 0;  // kInt, kNumber
+  int64_t high = 0;
+};
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr int64_t kWeekSeconds = 7 * 86400;
+
+// Every worker flag. ToArgv writes them in this order.
+const Flag kFlags[] = {
+    {"workload", &WorkerArgs::workload, Kind::kRequired},
+    {"config", &WorkerArgs::config, Kind::kRequired},
+    {"epochs", &WorkerArgs::epochs, Kind::kInt, 1, 100000},
+    {"batch-size", &WorkerArgs::batch_size, Kind::kInt, 1, 1 << 20},
+    {"precision", &WorkerArgs::precision, Kind::kPrecision},
+    {"compression", &WorkerArgs::compression, Kind::kCompression},
+    {"device", &WorkerArgs::device, Kind::kDevice},
+    {"seed", &WorkerArgs::seed, Kind::kInt, 0, kInt64Max},
+    {"events-file", &WorkerArgs::events_file, Kind::kPath},
+    {"threads", &WorkerArgs::threads, Kind::kInt, 1, 4096},
+    {"data", &WorkerArgs::data, Kind::kPath},
+    {"steps-per-epoch", &WorkerArgs::steps_per_epoch, Kind::kInt, 1, kIntMax},
+    {"powersgd-rank", &WorkerArgs::powersgd_rank, Kind::kInt, 1, 1024},
+    {"powersgd-warmup-steps", &WorkerArgs::powersgd_warmup_steps, Kind::kInt, 0,
+     1000000},
+    {"bucket-mb", &WorkerArgs::bucket_mb, Kind::kNumber, 0, 65536},
+    {"deterministic", &WorkerArgs::deterministic, Kind::kBool},
+    {"checkpoint-dir", &WorkerArgs::checkpoint_dir, Kind::kPath},
+    {"resume", &WorkerArgs::resume, Kind::kBool},
+    {"watchdog-seconds", &WorkerArgs::watchdog_seconds, Kind::kInt, 0,
+     kWeekSeconds},
+    {"collective-timeout-seconds", &WorkerArgs::collective_timeout_seconds,
+     Kind::kInt, 1, kWeekSeconds},
+    {"model", &WorkerArgs::model, Kind::kText},
+    {"mllog-submission", &WorkerArgs::mllog_submission, Kind::kSubmission},
+};
+
+const Flag* FindFlag(const std::string& name) {
+  for (const Flag& flag : kFlags) {
+    if (name == flag.name) return &flag;
+  }
+  return nullptr;
+}
+
+// The field of `args` that `flag` names, typed T (the table's invariant).
+template <typename T>
+T& FieldOf(const Flag& flag, WorkerArgs& args) {
+  return args.*std::get<T WorkerArgs::*>(flag.member);
+}
+template <typename T>
+const T& FieldOf(const Flag& flag, const WorkerArgs& args) {
+  return args.*std::get<T WorkerArgs::*>(flag.member);
+}
+
+std::string Quoted(const Flag& flag, const std::string& text) {
+  return std::string("--") + flag.name + ": '" + text + "'";
+}
+
+bool ParseNumber(const Flag& flag, const std::string& text, double* out,
+                 std::string* error) {
+  std::optional<double> v = ParseNumberAbove(text, flag.low, flag.high);
+  if (!v) {
+    *error = Quoted(flag, text) + " is not a number in (" +
+             std::to_string(flag.low) + ", " + std::to_string(flag.high) + "]";
+    return false;
+  }
+  *out = *v;
+  return true;
+}
+
+bool ParseBool(const Flag& flag, const std::string& text, bool* out,
+               std::string* error) {
+  if (text == "true" || text == "1") {
+    *out = true;
+  } else if (text == "false" || text == "0") {
+    *out = false;
+  } else {
+    *error = Quoted(flag, text) + " is not true or false";
+    return false;
+  }
+  return true;
+}
+
+template <typename Enum>
+bool ParseEnum(const Flag& flag, const std::string& text,
+               std::optional<Enum>* out, std::string* error) {
+  *out = Parse<Enum>(text);
+  if (!*out) *error = Quoted(flag, text) + " is not " + NamesInProse<Enum>();
+  return out->has_value();
+}
+
+bool IsSubmissionStatus(const std::string& status) {
+  return status == "onprem" || status == "cloud" || status == "preview" ||
+         status == "research";
+}
+
+// Parses "org=ORG,platform=PLATFORM[,status=STATUS]".
+bool ParseSubmission(const std::string& text, MllogSubmission* out,
+                     std::string* error) {
+  MllogSubmission s;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value =
+        eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (eq == std::string::npos || value.empty()) {
+      *error = "--mllog-submission: '" + item + "' is not key=value";
+      return false;
+    }
+    if (key == "org") {
+      s.org = value;
+    } else if (key == "platform") {
+      s.platform = value;
+    } else if (key == "status" && IsSubmissionStatus(value)) {
+      s.status = value;
+    } else if (key == "status") {
+      *error = "--mllog-submission: status '" + value +
+               "' is not onprem, cloud, preview or research";
+      return false;
+    } else {
+      *error = "--mllog-submission: unknown key '" + key +
+               "' (org, platform, status)";
+      return false;
+    }
+  }
+  if (s.org.empty() || s.platform.empty()) {
+    *error = "--mllog-submission needs org=... and platform=...";
+    return false;
+  }
+  *out = std::move(s);
+  return true;
+}
+
+// Sets the field of `flag` in *args from `text`; false with *error naming
+// the flag when the text breaks the flag's rule.
+bool SetField(const Flag& flag, const std::string& text, WorkerArgs* args,
+              std::string* error) {
+  switch (flag.kind) {
+    case Kind::kRequired:
+      FieldOf<std::string>(flag, *args) = text;
+      return true;
+    case Kind::kPath:
+      if (text.empty()) {
+        *error = std::string("--") + flag.name + ": empty path";
+        return false;
+      }
+      FieldOf<std::optional<std::string>>(flag, *args) = text;
+      return true;
+    case Kind::kText:
+      FieldOf<std::optional<std::string>>(flag, *args) = text;
+      return true;
+    case Kind::kInt: {
+      int64_t v = 0;
+      if (!ReadInt(std::string("--") + flag.name, text, flag.low, flag.high, &v,
+                   error)) {
+        return false;
+      }
+      FieldOf<std::optional<int64_t>>(flag, *args) = v;
+      return true;
+    }
+    case Kind::kNumber: {
+      double v = 0;
+      if (!ParseNumber(flag, text, &v, error)) return false;
+      FieldOf<std::optional<double>>(flag, *args) = v;
+      return true;
+    }
+    case Kind::kBool: {
+      bool v = false;
+      if (!ParseBool(flag, text, &v, error)) return false;
+      FieldOf<std::optional<bool>>(flag, *args) = v;
+      return true;
+    }
+    case Kind::kPrecision:
+      return ParseEnum(flag, text,
+                       &FieldOf<std::optional<Precision>>(flag, *args), error);
+    case Kind::kDevice:
+      return ParseEnum(flag, text, &FieldOf<std::optional<Device>>(flag, *args),
+                       error);
+    case Kind::kCompression:
+      return ParseEnum(
+          flag, text, &FieldOf<std::optional<Compression>>(flag, *args), error);
+    case Kind::kSubmission: {
+      MllogSubmission s;
+      if (!ParseSubmission(text, &s, error)) return false;
+      FieldOf<std::optional<MllogSubmission>>(flag, *args) = std::move(s);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The shortest decimal text that strtod reads back as `v` exactly.
+std::string FormatNumber(double v) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  return text;
+}
+
+// The value text of the field of `flag`, or nullopt when it is unset.
+std::optional<std::string> FieldText(const Flag& flag, const WorkerArgs& args) {
+  return std::visit(
+      [&](auto member) -> std::optional<std::string> {
+        const auto& field = args.*member;
+        using Field = std::decay_t<decltype(field)>;
+        if constexpr (std::is_same_v<Field, std::string>) {
+          return field;
+        } else {
+          if (!field) return std::nullopt;
+          using T = typename Field::value_type;
+          if constexpr (std::is_same_v<T, std::string>) {
+            return *field;
+          } else if constexpr (std::is_same_v<T, int64_t>) {
+            return std::to_string(*field);
+          } else if constexpr (std::is_same_v<T, double>) {
+            return FormatNumber(*field);
+          } else if constexpr (std::is_same_v<T, bool>) {
+            return *field ? "true" : "false";
+          } else if constexpr (std::is_same_v<T, MllogSubmission>) {
+            return "org=" + field->org + ",platform=" + field->platform +
+                   ",status=" + field->status;
+          } else {
+            return std::string(Name(*field));
+          }
+        }
+      },
+      flag.member);
+}
+
+bool FieldsEqual(const Flag& flag, const WorkerArgs& a, const WorkerArgs& b) {
+  return std::visit([&](auto member) { return a.*member == b.*member; },
+                    flag.member);
+}
+
+// Splits argv into flag name -> value text (the last one given).
+ArgvOutcome SplitFlags(const std::vector<std::string>& args,
+                       std::map<const Flag*, std::string>* values,
+                       std::string* error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") return ArgvOutcome::kHelp;
+    if (arg.rfind("--", 0) != 0) {
+      *error = "unexpected argument '" + arg + "'";
+      return ArgvOutcome::kError;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const Flag* flag = FindFlag(name);
+    if (!value && flag != nullptr && flag->kind == Kind::kBool) {
+      value = "true";
+    } else if (!value && i + 1 < args.size()) {
+      value = args[++i];
+    } else if (!value) {
+      *error = "flag --" + name + " needs a value";
+      return ArgvOutcome::kError;
+    }
+    if (flag == nullptr) {
+      *error = "unknown flag --" + name;
+      return ArgvOutcome::kError;
+    }
+    (*values)[flag] = *value;
+  }
+  return ArgvOutcome::kArgs;
+}
+
+}  // namespace
+
+bool MllogSubmission::operator==(const MllogSubmission& other) const {
+  return org == other.org && platform == other.platform &&
+         status == other.status;
+}
+
+std::vector<std::string> WorkerArgs::ToArgv() const {
+  std::vector<std::string> argv;
+  for (const Flag& flag : kFlags) {
+    std::optional<std::string> text = FieldText(flag, *this);
+    if (!text) continue;
+    argv.push_back(std::string("--") + flag.name);
+    if (flag.kind == Kind::kBool && *text == "true") continue;
+    if (flag.kind == Kind::kBool) {
+      argv.back() += "=" + *text;  // "--resume false" would read as true
+    } else {
+      argv.push_back(std::move(*text));
+    }
+  }
+  return argv;
+}
+
+ArgvOutcome WorkerArgs::FromArgv(const std::vector<std::string>& args,
+                                 WorkerArgs* out, std::string* error) {
+  std::map<const Flag*, std::string> values;
+  if (ArgvOutcome split = SplitFlags(args, &values, error);
+      split != ArgvOutcome::kArgs) {
+    return split;
+  }
+  const Flag* workload = FindFlag("workload");
+  const Flag* config = FindFlag("config");
+  if (!values.count(workload) || !values.count(config)) {
+    *error = "--workload and --config are required";
+    return ArgvOutcome::kError;
+  }
+  WorkerArgs parsed;
+  for (const Flag& flag : kFlags) {
+    auto value = values.find(&flag);
+    if (value != values.end() &&
+        !SetField(flag, value->second, &parsed, error)) {
+      return ArgvOutcome::kError;
+    }
+  }
+  if (parsed.resume.value_or(false) && !parsed.checkpoint_dir) {
+    *error = "--resume needs --checkpoint-dir";
+    return ArgvOutcome::kError;
+  }
+  *out = std::move(parsed);
+  return ArgvOutcome::kArgs;
+}
+
+bool WorkerArgs::operator==(const WorkerArgs& other) const {
+  for (const Flag& flag : kFlags) {
+    if (!FieldsEqual(flag, *this, other)) return false;
+  }
+  return true;
+}
+
+}  // namespace hpcai500

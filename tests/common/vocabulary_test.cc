@@ -1,0 +1,72 @@
+#include "common/vocabulary.h"
+
+#include <gtest/gtest.h>
+
+#include "common/event_keys.h"
+
+namespace hpcai500 {
+namespace {
+
+template <typename Enum>
+void ExpectEveryNameRoundTrips() {
+  for (std::string_view name : AllNames<Enum>()) {
+    std::optional<Enum> value = Parse<Enum>(name);
+    ASSERT_TRUE(value) << name;
+    EXPECT_EQ(Name(*value), name);
+  }
+}
+
+TEST(Vocabulary, EveryNameParsesBackToItself) {
+  ExpectEveryNameRoundTrips<Device>();
+  ExpectEveryNameRoundTrips<Precision>();
+  ExpectEveryNameRoundTrips<Compression>();
+}
+
+TEST(Vocabulary, ListsTheWireSpellings) {
+  EXPECT_EQ(JoinNames<Device>(", "), "cpu, cuda");
+  EXPECT_EQ(JoinNames<Precision>("|"), "fp32|bf16|fp16");
+  EXPECT_EQ(NamesInProse<Compression>(), "none, fp16, bf16 or powersgd");
+  EXPECT_EQ(Name(Compression::kPowerSgd), "powersgd");
+  EXPECT_EQ(Parse<Precision>("bf16"), Precision::kBf16);
+}
+
+TEST(Vocabulary, RefusesOtherSpellings) {
+  EXPECT_FALSE(Parse<Precision>("fp8"));
+  EXPECT_FALSE(Parse<Precision>("FP32"));
+  EXPECT_FALSE(Parse<Device>(""));
+  EXPECT_FALSE(Parse<Compression>("powersgd "));
+}
+
+ConfigInfo Config(const std::string& dataset, int batch_size) {
+  ConfigInfo config;
+  config.dataset = dataset;
+  config.batch_size = batch_size;
+  return config;
+}
+
+TEST(Vocabulary, MixedPrecisionDoublesTheReferenceBatch) {
+  const ConfigInfo fmnist = Config("fashion_mnist", 64);
+  EXPECT_EQ(ReferenceBatchSize(fmnist, Precision::kFp32), 64);
+  EXPECT_EQ(ReferenceBatchSize(fmnist, Precision::kBf16), 128);
+  EXPECT_EQ(ReferenceBatchSize(fmnist, Precision::kFp16), 128);
+  EXPECT_FALSE(IsMixedPrecision(Precision::kFp32));
+  EXPECT_TRUE(IsMixedPrecision(Precision::kFp16));
+}
+
+TEST(Vocabulary, DefaultBatchDoublesOnlyForImagenet) {
+  EXPECT_EQ(DefaultBatchSize(Config("imagenet", 128), Precision::kBf16), 256);
+  EXPECT_EQ(DefaultBatchSize(Config("imagenet", 128), Precision::kFp32), 128);
+  EXPECT_EQ(DefaultBatchSize(Config("cifar10", 128), Precision::kBf16), 128);
+}
+
+TEST(EventKeys, SpellTheDocumentedNames) {
+  EXPECT_STREQ(event_keys::kRunStop, "run_stop");
+  EXPECT_STREQ(event_keys::kEvalAccuracy, "eval_accuracy");
+  EXPECT_STREQ(event_keys::kEpochStats, "hpcai500_epoch_stats");
+  EXPECT_STREQ(event_keys::kForwardFlopsPerSample,
+               "hpcai500_forward_flops_per_sample");
+  EXPECT_STREQ(event_keys::kMetaEpochNum, "epoch_num");
+}
+
+}  // namespace
+}  // namespace hpcai500

@@ -1,0 +1,137 @@
+#include "common/worker_args.h"
+
+#include <gtest/gtest.h>
+
+#include <utility>
+
+namespace hpcai500 {
+namespace {
+
+WorkerArgs Required(std::string workload, std::string config) {
+  WorkerArgs a;
+  a.workload = std::move(workload);
+  a.config = std::move(config);
+  return a;
+}
+
+WorkerArgs EveryFieldSet() {
+  WorkerArgs a;
+  a.workload = "image_classification";
+  a.config = "imagenet";
+  a.epochs = 3;
+  a.batch_size = 256;
+  a.precision = Precision::kBf16;
+  a.compression = Compression::kPowerSgd;
+  a.device = Device::kCuda;
+  a.seed = 9007199254740993;  // above 2^53: must not pass through a double
+  a.events_file = "/w/rank-0.events";
+  a.threads = 12;
+  a.data = "/data/imagenet";
+  a.steps_per_epoch = 5;
+  a.powersgd_rank = 4;
+  a.powersgd_warmup_steps = 0;
+  a.bucket_mb = 0.1;
+  a.deterministic = true;
+  a.checkpoint_dir = "/ck";
+  a.resume = false;
+  a.watchdog_seconds = 0;
+  a.collective_timeout_seconds = 30;
+  a.model = "resnet34";
+  a.mllog_submission = MllogSubmission{"Acme", "box-8", "cloud"};
+  return a;
+}
+
+TEST(WorkerArgs, ToArgvThenFromArgvGivesBackTheSameArgs) {
+  for (const WorkerArgs& original :
+       {EveryFieldSet(), Required("extreme_weather", "ewa_smoke")}) {
+    WorkerArgs back;
+    std::string error;
+    ASSERT_EQ(WorkerArgs::FromArgv(original.ToArgv(), &back, &error),
+              ArgvOutcome::kArgs)
+        << error;
+    EXPECT_EQ(back, original);
+  }
+}
+
+TEST(WorkerArgs, ToArgvWritesOnlySetFieldsInTableOrder) {
+  WorkerArgs a = Required("image_classification", "fashion_mnist_smoke");
+  a.epochs = 3;
+  a.precision = Precision::kFp32;
+  a.device = Device::kCpu;
+  a.resume = true;
+  a.checkpoint_dir = "/ck";
+  a.deterministic = false;
+  EXPECT_EQ(a.ToArgv(),
+            (std::vector<std::string>{
+                "--workload", "image_classification", "--config",
+                "fashion_mnist_smoke", "--epochs", "3", "--precision", "fp32",
+                "--device", "cpu", "--deterministic=false", "--checkpoint-dir",
+                "/ck", "--resume"}));
+}
+
+TEST(WorkerArgs, EqualityComparesEveryField) {
+  WorkerArgs a = EveryFieldSet();
+  WorkerArgs b = a;
+  EXPECT_EQ(a, b);
+  b.mllog_submission->status = "onprem";
+  EXPECT_NE(a, b);
+  b = a;
+  b.bucket_mb.reset();
+  EXPECT_NE(a, b);
+}
+
+TEST(WorkerArgs, FromArgvReadsBothSyntaxesAndStandaloneBools) {
+  WorkerArgs a;
+  std::string error;
+  ASSERT_EQ(WorkerArgs::FromArgv(
+                {"--workload=w", "--config", "c", "--deterministic",
+                 "--epochs=2", "--epochs", "4", "--compression=fp16"},
+                &a, &error),
+            ArgvOutcome::kArgs)
+      << error;
+  EXPECT_EQ(a.workload, "w");
+  EXPECT_EQ(a.config, "c");
+  EXPECT_EQ(a.deterministic, true);
+  EXPECT_EQ(a.epochs, 4);  // the last one given
+  EXPECT_EQ(a.compression, Compression::kFp16);
+  EXPECT_FALSE(a.precision);
+}
+
+TEST(WorkerArgs, FromArgvRefusalsNameTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--config", "c"}, "--workload"},
+      {{"--workload", "w", "--config", "c", "--precision", "fp8"},
+       "--precision: 'fp8' is not fp32, bf16 or fp16"},
+      {{"--workload", "w", "--config", "c", "--device", "tpu"},
+       "--device: 'tpu' is not cpu or cuda"},
+      {{"--workload", "w", "--config", "c", "--bucket-mb", "0"},
+       "--bucket-mb: '0' is not a number in (0, 65536]"},
+      {{"--workload", "w", "--config", "c", "--threads", "0"},
+       "--threads: '0' is not an integer in [1, 4096]"},
+      {{"--workload", "w", "--config", "c", "--events-file="},
+       "--events-file: empty path"},
+      {{"--workload", "w", "--config", "c", "--epochs"},
+       "flag --epochs needs a value"},
+      {{"--workload", "w", "--config", "c", "stray"}, "'stray'"},
+      {{"--workload", "w", "--config", "c", "--resume=true"},
+       "--resume needs --checkpoint-dir"},
+  };
+  for (const auto& [args, named] : cases) {
+    WorkerArgs a;
+    std::string error;
+    EXPECT_EQ(WorkerArgs::FromArgv(args, &a, &error), ArgvOutcome::kError)
+        << named;
+    EXPECT_NE(error.find(named), std::string::npos)
+        << "error '" << error << "' does not name " << named;
+  }
+}
+
+TEST(WorkerArgs, HelpWinsWhereverItStands) {
+  WorkerArgs a;
+  std::string error;
+  EXPECT_EQ(WorkerArgs::FromArgv({"--epochs", "3", "-h"}, &a, &error),
+            ArgvOutcome::kHelp);
+}
+
+}  // namespace
+}  // namespace hpcai500
