@@ -8,13 +8,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "agent/internal/log.h"
+#include "agent/internal/where.h"
 #include "agent/pid_file.h"
 #include "common/events.h"
+#include "common/log.h"
 
 namespace hpcai500::agent {
 
-using agent_internal::LogWarning;
 using agent_internal::Where;
 
 EventTailer::EventTailer(std::string events_path, std::string acked_path,

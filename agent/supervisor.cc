@@ -10,13 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "agent/files.h"
-#include "agent/internal/log.h"
+#include "agent/internal/where.h"
+#include "common/log.h"
 
 namespace hpcai500::agent {
 
-using agent_internal::LogError;
-using agent_internal::LogInfo;
-using agent_internal::LogWarning;
 using agent_internal::Where;
 
 namespace {

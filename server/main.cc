@@ -19,11 +19,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/registry.h"
 #include "common/status_macros.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
-#include "server/internal/log.h"
 #include "server/store.h"
 #ifdef HPCAI500_HAVE_HTTP
 #include "server/http/http_server.h"
@@ -137,6 +137,7 @@ std::string WithPort(const std::string& host_port, int port) {
 }
 
 absl::Status RunServer(const Flags& flags) {
+  SetLogIdentity("hpcai500d", /*context=*/"");
   // Block the stop signals in every thread; this one waits for them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -175,7 +176,7 @@ absl::Status RunServer(const Flags& flags) {
     return absl::UnavailableError(
         absl::StrCat("--grpc ", flags.grpc, ": cannot listen there"));
   }
-  LogLine(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
+  LogInfo(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
 
 #ifdef HPCAI500_HAVE_HTTP
   HttpServer http(coordinator.get(), flags.web_dir, /*threads=*/2,
@@ -184,10 +185,10 @@ absl::Status RunServer(const Flags& flags) {
     server->Shutdown();
     return started;
   }
-  LogLine(
+  LogInfo(
       absl::StrCat("http listening on ", WithPort(flags.http, http.port())));
 #endif
-  LogLine(absl::StrCat("store ", flags.db, ", auth ",
+  LogInfo(absl::StrCat("store ", flags.db, ", auth ",
                        token.empty() ? "off" : "bearer token",
                        ", node timeout ", flags.node_timeout_s, " s"));
 
@@ -201,7 +202,7 @@ absl::Status RunServer(const Flags& flags) {
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  LogLine(absl::StrCat("signal ", signal_number, ": shutting down"));
+  LogInfo(absl::StrCat("signal ", signal_number, ": shutting down"));
   stopping.store(true);
   coordinator->Shutdown();
 #ifdef HPCAI500_HAVE_HTTP
@@ -209,7 +210,7 @@ absl::Status RunServer(const Flags& flags) {
 #endif
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   ticker.join();
-  LogLine("stopped");
+  LogInfo("stopped");
   return absl::OkStatus();
 }
 
