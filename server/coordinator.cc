@@ -1,6 +1,5 @@
 #include "server/coordinator.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,13 +15,6 @@
 #include "server/run_log.h"
 
 namespace hpcai500 {
-namespace {
-
-constexpr int kDefaultListLimit = 100;
-constexpr int kMaxListLimit = 10'000;
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     Store* store, Clock* clock, const Registry* registry,
     CoordinatorOptions options) {
@@ -113,17 +105,11 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
       v1::SubmitResponse response,
       store_->CreateSubmission(std::string(spec_yaml), run_specs, now));
   for (int i = 0; i < response.run_ids_size(); ++i) {
-    RunRecord& record = runs_[response.run_ids(i)];
-    record.run.set_id(response.run_ids(i));
-    record.run.set_submission_id(response.submission_id());
-    record.run.set_repetition(i + 1);
-    *record.run.mutable_spec() = run_specs[i];
-    record.run.set_state(v1::RUN_STATE_QUEUED);
-    record.run.set_created_ms(now);
-    record.log.push_back(absl::StrFormat("queued: %s/%s, %d x %d ranks",
-                                         spec.workload(), spec.config(),
-                                         spec.nodes(), spec.ranks_per_node()));
-    scheduler_.Enqueue(record.run.id(), spec.nodes(), spec.ranks_per_node());
+    runs_[response.run_ids(i)] =
+        RunRecord::Queued(response.run_ids(i), response.submission_id(),
+                          /*repetition=*/i + 1, run_specs[i], now);
+    scheduler_.Enqueue(response.run_ids(i), spec.nodes(),
+                       spec.ranks_per_node());
   }
   LogInfo(absl::StrFormat("submission %d: %s (%s/%s) queued as runs %s",
                           response.submission_id(), spec.name(),
@@ -172,10 +158,7 @@ absl::StatusOr<v1::Run> Coordinator::GetRun(int64_t run_id) {
 
 absl::StatusOr<v1::ListRunsResponse> Coordinator::ListRuns(
     const v1::ListRunsRequest& request) {
-  RETURN_IF_ERROR(ValidateListRunsRequest(request));
-  v1::ListRunsRequest filter = request;
-  if (filter.limit() <= 0) filter.set_limit(kDefaultListLimit);
-  filter.set_limit(std::min(filter.limit(), kMaxListLimit));
+  ASSIGN_OR_RETURN(const v1::ListRunsRequest filter, ListRunsFilter(request));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListRuns(filter));
   v1::ListRunsResponse response;
@@ -275,14 +258,13 @@ void Coordinator::ReconcileLocked(const v1::Register& request,
   }
   for (auto& [run_id, record] : runs_) {
     if (!IsPlaced(record.run.state())) continue;
-    auto at = std::find(record.nodes.begin(), record.nodes.end(), name);
-    if (at == record.nodes.end()) continue;
+    const int node_index = record.NodeIndex(name);
+    if (node_index < 0) continue;
     const v1::AttemptKey key = record.key();
     if (listed.count({key.run_id(), key.attempt()}) > 0) continue;
-    const bool rank0_node = at == record.nodes.begin();
     if (!record.start_sent) {
       // Nothing was started yet: ask rank 0's node for a port again.
-      if (rank0_node) SendReserveLocked(record);
+      if (node_index == 0) SendReserveLocked(record);
       continue;
     }
     EndRunLocked(record, v1::RUN_STATE_FAILED,
@@ -365,11 +347,7 @@ void Coordinator::Tick() {
 void Coordinator::FailRunsOnSilentNodeLocked(const std::string& name,
                                              int64_t silent_ms) {
   for (auto& [run_id, record] : runs_) {
-    if (!IsPlaced(record.run.state())) continue;
-    if (std::find(record.nodes.begin(), record.nodes.end(), name) ==
-        record.nodes.end()) {
-      continue;
-    }
+    if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
     EndRunLocked(
         record, v1::RUN_STATE_FAILED,
         absl::StrFormat("node %s silent for %d s (timeout %d s)", name,
@@ -456,23 +434,14 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
                             Describe(port.key()), " (not awaited from it)"));
     return;
   }
-  if (!port.error().empty() || port.port() < 1 || port.port() > 65535) {
+  absl::StatusOr<std::string> address = RendezvousHost(port, node.info);
+  if (!address.ok()) {
     EndRunLocked(*record, v1::RUN_STATE_FAILED,
-                 absl::StrFormat(
-                     "node %s could not reserve a port: %s", node.info.name(),
-                     port.error().empty() ? absl::StrCat("port ", port.port())
-                                          : port.error()),
+                 std::string(address.status().message()),
                  /*cancel_workers=*/true);
     return;
   }
-  std::string host = port.host().empty() ? node.info.address() : port.host();
-  if (host.empty() || host.size() > kMaxAddressBytes) {
-    EndRunLocked(*record, v1::RUN_STATE_FAILED,
-                 absl::StrCat("node ", node.info.name(),
-                              " reported no usable rendezvous address"),
-                 /*cancel_workers=*/true);
-    return;
-  }
+  const std::string& host = *address;
   for (size_t i = 0; i < record->nodes.size(); ++i) {
     v1::CoordinatorMessage start = record->AssignmentFor(
         v1::Assignment::PHASE_START, static_cast<int32_t>(i));

@@ -1,10 +1,11 @@
-// The coordinator: it keeps the agents' sessions, places runs on nodes
-// (through the Scheduler) and drives each attempt's two-phase rendezvous,
-// start, event intake and end. What it delegates lives in plain classes: the
-// Store (what is saved), RunTracker (per-epoch summaries), ScoreRun,
-// BuildLeaderboard and PrometheusText. The gRPC services and the HTTP front
-// end only convert and call into it; tests drive it directly with fake agent
-// channels and a fake clock.
+// The coordinator: it keeps the agents' sessions, places queued runs on
+// nodes and drives each attempt's two-phase rendezvous, its events and its
+// end. Everything else is delegated to plain parts: Scheduler (placement
+// rule), Store (persistence), NodeTable (nodes and sessions), RunRecord and
+// RunTracker (one run's state and epochs), requests.h (input checks),
+// event_intake.h, ScoreRun, BuildLeaderboard and PrometheusText. The gRPC
+// services and the HTTP front end only convert and call into it; tests drive
+// it directly with fake agent channels and a fake clock.
 //
 // Thread-safe: every public method may be called from any thread. Messages to
 // agents are handed to their AgentChannel with mu_ held, so Send() must only
@@ -27,7 +28,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/events.h"
 #include "common/registry.h"
 #include "proto/hpcai500.pb.h"
 #include "server/event_intake.h"

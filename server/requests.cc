@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 
@@ -15,6 +16,8 @@ namespace {
 constexpr size_t kMaxSpecBytes = 1 << 20;
 constexpr int kMaxRepetitions = 100;
 constexpr int kMaxSlots = 4096;
+constexpr int kDefaultListLimit = 100;
+constexpr int kMaxListLimit = 10'000;
 // A ListRuns text filter longer than this names no run (spec names are at
 // most 64 bytes).
 constexpr size_t kMaxListFilterBytes = 128;
@@ -75,6 +78,15 @@ absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::ListRunsRequest> ListRunsFilter(
+    const v1::ListRunsRequest& request) {
+  RETURN_IF_ERROR(ValidateListRunsRequest(request));
+  v1::ListRunsRequest filter = request;
+  if (filter.limit() <= 0) filter.set_limit(kDefaultListLimit);
+  filter.set_limit(std::min(filter.limit(), kMaxListLimit));
+  return filter;
+}
+
 absl::Status ValidateRegister(const v1::Register& request) {
   if (!IsValidNodeName(request.name())) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -94,6 +106,22 @@ absl::Status ValidateRegister(const v1::Register& request) {
         "register: address, hostname, cpus or gpus out of range");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RendezvousHost(const v1::PortReserved& port,
+                                           const v1::Node& node) {
+  if (!port.error().empty() || port.port() < 1 || port.port() > 65535) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "node %s could not reserve a port: %s", node.name(),
+        port.error().empty() ? absl::StrCat("port ", port.port())
+                             : port.error()));
+  }
+  std::string host = port.host().empty() ? node.address() : port.host();
+  if (host.empty() || host.size() > kMaxAddressBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", node.name(), " reported no usable rendezvous address"));
+  }
+  return host;
 }
 
 }  // namespace hpcai500

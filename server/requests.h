@@ -7,6 +7,7 @@
 #define HPCAI500_SERVER_REQUESTS_H_
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,10 +33,22 @@ absl::StatusOr<std::vector<v1::RunSpec>> ParseSubmission(
 // text filter over 128 bytes, an unknown state, a negative before_id).
 absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request);
 
+// The filter the store runs for `request`: validated as above, its limit
+// 100 when unset and at most 10,000.
+absl::StatusOr<v1::ListRunsRequest> ListRunsFilter(
+    const v1::ListRunsRequest& request);
+
 // InvalidArgument when an agent's Register has a bad node name (1 to
 // kMaxNameBytes of letters, digits, '.', '-', '_'), slots outside
 // 1..4096, or an address, hostname, cpu or gpu count out of range.
 absl::Status ValidateRegister(const v1::Register& request);
+
+// The rendezvous host of rank 0's node `node`: the reported host, else the
+// node's address. InvalidArgument, worded to fail the run with, when the
+// agent reported an error or a port outside 1..65535, or when there is no
+// usable host (empty or over kMaxAddressBytes).
+absl::StatusOr<std::string> RendezvousHost(const v1::PortReserved& port,
+                                           const v1::Node& node);
 
 }  // namespace hpcai500
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "common/run_state.h"
 #include "server/run_log.h"
 
@@ -41,11 +42,30 @@ int RunRecord::world_size() const {
   return run.spec().nodes() * run.spec().ranks_per_node();
 }
 
-bool RunRecord::HostsRank(const std::string& node, int32_t rank) const {
+RunRecord RunRecord::Queued(int64_t id, int64_t submission_id, int repetition,
+                            v1::RunSpec spec, int64_t now_ms) {
+  RunRecord record;
+  record.run.set_id(id);
+  record.run.set_submission_id(submission_id);
+  record.run.set_repetition(repetition);
+  record.run.set_state(v1::RUN_STATE_QUEUED);
+  record.run.set_created_ms(now_ms);
+  record.log.push_back(absl::StrFormat("queued: %s/%s, %d x %d ranks",
+                                       spec.workload(), spec.config(),
+                                       spec.nodes(), spec.ranks_per_node()));
+  *record.run.mutable_spec() = std::move(spec);
+  return record;
+}
+
+int RunRecord::NodeIndex(const std::string& node) const {
   auto at = std::find(nodes.begin(), nodes.end(), node);
-  if (at == nodes.end()) return false;
+  return at == nodes.end() ? -1 : static_cast<int>(at - nodes.begin());
+}
+
+bool RunRecord::HostsRank(const std::string& node, int32_t rank) const {
+  const int node_index = NodeIndex(node);
+  if (node_index < 0) return false;
   const int rpn = run.spec().ranks_per_node();
-  const int node_index = static_cast<int>(at - nodes.begin());
   return rank >= node_index * rpn && rank < (node_index + 1) * rpn;
 }
 

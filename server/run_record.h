@@ -41,6 +41,13 @@ struct RunRecord {
   v1::AttemptKey key() const;
   // nodes x ranks per node of the run's spec.
   int world_size() const;
+  // A queued run of a new submission, its log opened with "queued: ...".
+  static RunRecord Queued(int64_t id, int64_t submission_id, int repetition,
+                          v1::RunSpec spec, int64_t now_ms);
+
+  // The position of `node` in the current attempt's gang (0 hosts rank 0),
+  // or -1 when it is not in it.
+  int NodeIndex(const std::string& node) const;
   // Whether `node` hosts `rank` in the current attempt's gang.
   bool HostsRank(const std::string& node, int32_t rank) const;
 

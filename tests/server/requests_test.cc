@@ -64,5 +64,28 @@ TEST(Requests, ListRunsFiltersThatNoRunMatchesAreRefused) {
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateListRunsRequest(request)));
 }
 
+TEST(Requests, RendezvousHostFallsBackToTheNodeAddressAndChecksThePort) {
+  v1::Node node;
+  node.set_name("a");
+  node.set_address("10.0.0.1");
+  v1::PortReserved port;
+  port.set_port(29500);
+  EXPECT_EQ(*RendezvousHost(port, node), "10.0.0.1");
+  port.set_host("a.cluster");
+  EXPECT_EQ(*RendezvousHost(port, node), "a.cluster");
+  port.set_port(70000);
+  EXPECT_EQ(RendezvousHost(port, node).status().message(),
+            "node a could not reserve a port: port 70000");
+  port.set_port(29500);
+  port.set_error("no free port");
+  EXPECT_EQ(RendezvousHost(port, node).status().message(),
+            "node a could not reserve a port: no free port");
+  port.clear_error();
+  port.clear_host();
+  node.clear_address();
+  EXPECT_EQ(RendezvousHost(port, node).status().message(),
+            "node a reported no usable rendezvous address");
+}
+
 }  // namespace
 }  // namespace hpcai500
