@@ -2,17 +2,16 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <deque>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/files.h"
-#include "agent/internal/log.h"
+#include "common/closable_queue.h"
+#include "common/log.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 #ifndef HPCAI500_VERSION
@@ -21,46 +20,12 @@
 
 namespace hpcai500::agent {
 
-using agent_internal::LogInfo;
-using agent_internal::LogWarning;
-
 namespace {
 
 constexpr int64_t kDefaultHeartbeatMs = 5000;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
 constexpr absl::Duration kFirstBackoff = absl::Milliseconds(500);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(10);
-
-// Messages from the coordinator, handed from the reading thread to the loop.
-// Thread-safe.
-class Inbox {
- public:
-  void Push(v1::CoordinatorMessage message) {
-    absl::MutexLock lock(&mu_);
-    messages_.push_back(std::move(message));
-  }
-  void Close() {
-    absl::MutexLock lock(&mu_);
-    closed_ = true;
-  }
-  // Waits up to timeout for a message or the close, then takes all messages.
-  std::deque<v1::CoordinatorMessage> Take(absl::Duration timeout,
-                                          bool* closed) {
-    absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(this, &Inbox::Ready), timeout);
-    *closed = closed_;
-    return std::exchange(messages_, {});
-  }
-
- private:
-  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return closed_ || !messages_.empty();
-  }
-
-  absl::Mutex mu_;
-  std::deque<v1::CoordinatorMessage> messages_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-};
 
 std::vector<std::string> CurrentEnvironment() {
   std::vector<std::string> env;
@@ -100,7 +65,7 @@ Agent::Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock)
       supervisor_(MakeSupervisorOptions(options_), processes, clock) {}
 
 absl::Status Agent::Run(const std::atomic<bool>* stop) {
-  agent_internal::SetLogNode(options_.name);
+  SetLogIdentity("hpcai500-agent", absl::StrCat("node=", options_.name));
   if (absl::Status made = MakeDirectories(options_.workdir); !made.ok()) {
     return made;
   }
@@ -146,7 +111,8 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   std::unique_ptr<
       grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>>
       stream = stub->Connect(&context);
-  Inbox inbox;
+  // Messages from the coordinator, handed from the reading thread to the loop.
+  ClosableQueue<v1::CoordinatorMessage> inbox;
   std::thread reader([&] {
     v1::CoordinatorMessage message;
     while (stream->Read(&message)) inbox.Push(std::move(message));
@@ -183,7 +149,7 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   while (ok && !stop->load()) {
     bool closed = false;
     for (const v1::CoordinatorMessage& message :
-         inbox.Take(kPollInterval, &closed)) {
+         inbox.TakeAll(kPollInterval, &closed)) {
       switch (message.msg_case()) {
         case v1::CoordinatorMessage::kRegistered:
           registered = true;

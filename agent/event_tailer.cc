@@ -8,10 +8,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "agent/internal/log.h"
+#include "agent/internal/where.h"
 #include "agent/pid_file.h"
 #include "common/event_keys.h"
 #include "common/events.h"
+#include "common/log.h"
 
 namespace hpcai500::agent {
 namespace {
@@ -28,7 +29,6 @@ std::string NoReadableLine(int64_t seq) {
 
 }  // namespace
 
-using agent_internal::LogWarning;
 using agent_internal::Where;
 
 EventTailer::EventTailer(std::string events_path, std::string acked_path,

@@ -8,14 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "agent/attempt_layout.h"
 #include "agent/files.h"
-#include "agent/internal/log.h"
+#include "agent/internal/where.h"
 #include "common/event_keys.h"
+#include "common/log.h"
 
 namespace hpcai500::agent {
 
-using agent_internal::LogError;
-using agent_internal::LogInfo;
-using agent_internal::LogWarning;
 using agent_internal::Where;
 
 namespace {

@@ -1,8 +1,11 @@
-// The coordinator's logic, without a network: submissions, the queue and the
-// gang scheduler, the two-phase rendezvous, event ingestion and
-// acknowledgement, scoring, cancels, the node registry, run watchers and the
-// leaderboard. The gRPC services and the HTTP front end only convert and call
-// into it; tests drive it directly with fake agent channels and a fake clock.
+// The coordinator: it keeps the agents' sessions, places queued runs on
+// nodes and drives each attempt's two-phase rendezvous, its events and its
+// end. Everything else is delegated to plain parts: Scheduler (placement
+// rule), Store (persistence), NodeTable (nodes and sessions), RunRecord and
+// RunTracker (one run's state and epochs), requests.h (input checks),
+// event_intake.h, ScoreRun, BuildLeaderboard and PrometheusText. The gRPC
+// services and the HTTP front end only convert and call into it; tests drive
+// it directly with fake agent channels and a fake clock.
 //
 // Thread-safe: every public method may be called from any thread. Messages to
 // agents are handed to their AgentChannel with mu_ held, so Send() must only
@@ -25,22 +28,16 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/events.h"
 #include "common/registry.h"
 #include "proto/hpcai500.pb.h"
+#include "server/event_intake.h"
 #include "server/http/coordinator_view.h"
+#include "server/node_table.h"
+#include "server/run_record.h"
 #include "server/scheduler.h"
 #include "server/store.h"
 
 namespace hpcai500 {
-
-// The outbound half of one agent's stream. The coordinator calls Send() with
-// its mutex held: an implementation queues the message and returns.
-class AgentChannel {
- public:
-  virtual ~AgentChannel() = default;
-  virtual void Send(const v1::CoordinatorMessage& message) = 0;
-};
 
 struct CoordinatorOptions {
   // A node silent this long (disconnected or no heartbeat) fails its attempts.
@@ -75,10 +72,7 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<v1::RunState> CancelRun(int64_t run_id);
 
   // Where a watcher is in a run's update stream.
-  struct WatchCursor {
-    int64_t version = -1;
-    size_t log_sent = 0;
-  };
+  using WatchCursor = RunWatchCursor;
   // Waits up to `timeout` for the run to change after `cursor` and returns
   // the update (the run now, the new log lines, final once it ended), or
   // nullopt on timeout. NotFound for an unknown run; Unavailable once
@@ -120,31 +114,15 @@ class Coordinator final : public CoordinatorView {
   void Shutdown();
 
  private:
-  struct NodeState {
-    v1::Node info;
-    int64_t session = 0;              // 0: disconnected
-    AgentChannel* channel = nullptr;  // borrowed; null when disconnected
-  };
-  // A run the coordinator holds in memory: active ones, and finished ones
-  // that were active or watched since this process started.
-  struct RunRecord {
-    v1::Run run;                     // authoritative while in memory
-    std::vector<std::string> nodes;  // current attempt's gang, node-major
-    bool start_sent = false;         // PHASE_START went out
-    std::map<int32_t, v1::WorkerExited> exits;  // by rank
-    int64_t all_exited_ms = 0;
-    std::vector<EventLine> events;                 // current attempt, parsed
-    std::map<int, std::set<int32_t>> stats_ranks;  // epoch -> ranks
-    std::set<int> accuracy_epochs;                 // rank 0 evaluated
-    std::set<int32_t> stopped_ranks;               // ranks with run_stop
-    std::set<int> logged_epochs;
-    std::vector<std::string> log;
-    int64_t version = 0;
-  };
+  using NodeState = NodeTable::Node;
 
   Coordinator(Store* store, Clock* clock, const Registry* registry,
               CoordinatorOptions options);
   absl::Status Restore();
+  // Takes up a run that was placed when the coordinator stopped: holds its
+  // nodes and replays its stored events.
+  absl::Status RestorePlacedLocked(RunRecord& record, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Runs from the head of the queue onto free nodes.
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -162,12 +140,6 @@ class Coordinator final : public CoordinatorView {
   void MaybeFinishLocked(RunRecord& record, bool force)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PersistLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ChangedLocked(RunRecord& record, std::string log_line)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AddEventLocked(RunRecord& record, EventLine event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void LogEpochsLocked(RunRecord& record, bool flush)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendLocked(const std::string& node, const v1::CoordinatorMessage& m)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The record of an active run whose current attempt is `key`, else null.
@@ -182,6 +154,20 @@ class Coordinator final : public CoordinatorView {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleEventsLocked(NodeState& node, const v1::Events& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks and stores one event, notes it in `acks` once stored or refused
+  // for good, and feeds it to its run's tracker (adding the run to
+  // `changed_runs`) when it is new and valid.
+  void IngestEventLocked(const NodeState& node, const v1::Event& event,
+                         AckBatch& acks, std::set<int64_t>& changed_runs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes what a (re-)registered agent runs agree with what the coordinator
+  // expects of it: cancels attempts it should not run, asks again for a
+  // port not yet reported, fails attempts whose workers it lost.
+  void ReconcileLocked(const v1::Register& request, AgentChannel* channel)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails the placed runs with a gang on `name`, silent for `silent_ms`.
+  void FailRunsOnSilentNodeLocked(const std::string& name, int64_t silent_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandlePortReservedLocked(NodeState& node, const v1::PortReserved& port)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleWorkerExitedLocked(NodeState& node, const v1::WorkerExited& exit)
@@ -195,10 +181,10 @@ class Coordinator final : public CoordinatorView {
 
   absl::Mutex mu_;
   Scheduler scheduler_ ABSL_GUARDED_BY(mu_);
+  // Active runs, and ended ones that were active or watched since this
+  // process started.
   std::map<int64_t, RunRecord> runs_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, NodeState> nodes_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, std::string> sessions_ ABSL_GUARDED_BY(mu_);  // -> node
-  int64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
+  NodeTable nodes_ ABSL_GUARDED_BY(mu_);
   int64_t events_ingested_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };

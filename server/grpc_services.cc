@@ -2,15 +2,13 @@
 
 #include <grpc/grpc.h>
 
-#include <deque>
 #include <optional>
 #include <thread>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "server/internal/log.h"
+#include "common/closable_queue.h"
+#include "common/log.h"
 
 namespace hpcai500 {
 namespace {
@@ -48,8 +46,8 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
       if (Allowed(*metadata)) {
         metadata->emplace(kPrincipalKey, kAnyPrincipal);
       } else {
-        LogLine(absl::StrCat("refusing ", info_->method(),
-                             ": missing or wrong bearer token"));
+        LogWarning(absl::StrCat("refusing ", info_->method(),
+                                ": missing or wrong bearer token"));
         grpc_call_cancel_with_status(
             info_->server_context()->c_call(), GRPC_STATUS_UNAUTHENTICATED,
             "missing or wrong 'authorization: Bearer' token", nullptr);
@@ -82,32 +80,17 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
 class Outbox final : public AgentChannel {
  public:
   void Send(const v1::CoordinatorMessage& message) override {
-    absl::MutexLock lock(&mu_);
-    queue_.push_back(message);
+    queue_.Push(message);
   }
-  void Close() {
-    absl::MutexLock lock(&mu_);
-    closed_ = true;
-  }
+  void Close() { queue_.Close(); }
   // The next message; nullopt after `timeout` or once closed.
   std::optional<v1::CoordinatorMessage> Pop(absl::Duration timeout,
                                             bool* closed) {
-    absl::MutexLock lock(&mu_);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return closed_ || !queue_.empty();
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
-    *closed = closed_;
-    if (closed_ || queue_.empty()) return std::nullopt;
-    v1::CoordinatorMessage message = std::move(queue_.front());
-    queue_.pop_front();
-    return message;
+    return queue_.Pop(timeout, closed);
   }
 
  private:
-  absl::Mutex mu_;
-  std::deque<v1::CoordinatorMessage> queue_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  ClosableQueue<v1::CoordinatorMessage> queue_;
 };
 
 constexpr absl::Duration kPollInterval = absl::Milliseconds(200);
@@ -221,8 +204,8 @@ grpc::Status AgentServiceImpl::Connect(
   absl::StatusOr<int64_t> session =
       coordinator_->Connect(first.register_(), &outbox);
   if (!session.ok()) {
-    LogLine(absl::StrCat("refusing an agent from ", context->peer(), ": ",
-                         session.status().message()));
+    LogWarning(absl::StrCat("refusing an agent from ", context->peer(), ": ",
+                            session.status().message()));
     return ToGrpcStatus(session.status());
   }
   const std::string node = first.register_().name();
@@ -233,7 +216,7 @@ grpc::Status AgentServiceImpl::Connect(
           coordinator_->HandleAgentMessage(*session, message);
       if (absl::IsFailedPrecondition(handled)) break;  // replaced
       if (!handled.ok()) {
-        LogLine(absl::StrCat("node ", node, ": ", handled.message()));
+        LogWarning(absl::StrCat("node ", node, ": ", handled.message()));
       }
     }
     outbox.Close();

@@ -18,12 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/flags.h"
+#include "common/log.h"
 #include "common/registry.h"
 #include "common/status_macros.h"
 #include "common/token.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
-#include "server/internal/log.h"
 #include "server/store.h"
 #ifdef HPCAI500_HAVE_HTTP
 #include "server/http/http_server.h"
@@ -94,6 +94,7 @@ std::string WithPort(const std::string& host_port, int port) {
 }
 
 absl::Status RunServer(const Flags& flags) {
+  SetLogIdentity("hpcai500d", /*context=*/"");
   // Block the stop signals in every thread; this one waits for them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -133,7 +134,7 @@ absl::Status RunServer(const Flags& flags) {
     return absl::UnavailableError(
         absl::StrCat("--grpc ", flags.grpc, ": cannot listen there"));
   }
-  LogLine(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
+  LogInfo(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
 
 #ifdef HPCAI500_HAVE_HTTP
   HttpServer http(coordinator.get(), flags.web_dir, /*threads=*/2,
@@ -142,10 +143,10 @@ absl::Status RunServer(const Flags& flags) {
     server->Shutdown();
     return started;
   }
-  LogLine(
+  LogInfo(
       absl::StrCat("http listening on ", WithPort(flags.http, http.port())));
 #endif
-  LogLine(absl::StrCat("store ", flags.db, ", auth ",
+  LogInfo(absl::StrCat("store ", flags.db, ", auth ",
                        token.empty() ? "off" : "bearer token",
                        ", node timeout ", flags.node_timeout_s, " s"));
 
@@ -159,7 +160,7 @@ absl::Status RunServer(const Flags& flags) {
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  LogLine(absl::StrCat("signal ", signal_number, ": shutting down"));
+  LogInfo(absl::StrCat("signal ", signal_number, ": shutting down"));
   stopping.store(true);
   coordinator->Shutdown();
 #ifdef HPCAI500_HAVE_HTTP
@@ -167,7 +168,7 @@ absl::Status RunServer(const Flags& flags) {
 #endif
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   ticker.join();
-  LogLine("stopped");
+  LogInfo("stopped");
   return absl::OkStatus();
 }
 

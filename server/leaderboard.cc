@@ -1,0 +1,131 @@
+#include "server/leaderboard.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/scoring.h"
+
+namespace hpcai500 {
+namespace {
+
+bool ConfigKnown(const v1::LeaderboardRequest& request,
+                 const Registry& registry) {
+  for (const ConfigInfo& config : registry.configs()) {
+    if (config.name == request.config() &&
+        (request.workload().empty() || config.workload == request.workload())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MatchesFilters(const v1::RunSpec& spec,
+                    const v1::LeaderboardRequest& request) {
+  return (request.workload().empty() ||
+          spec.workload() == request.workload()) &&
+         (request.config().empty() || spec.config() == request.config());
+}
+
+// Whether a submission's runs are all there and all succeeded with a score.
+bool Complete(const std::vector<const v1::Run*>& members) {
+  const bool all_scored =
+      std::all_of(members.begin(), members.end(), [](const v1::Run* run) {
+        return run->state() == v1::RUN_STATE_SUCCEEDED && run->has_score();
+      });
+  return all_scored && static_cast<int>(members.size()) >=
+                           std::max(1, members.front()->spec().repetitions());
+}
+
+// The row of one complete submission; `members` are sorted by run id.
+v1::LeaderboardRow SubmissionRow(int64_t submission_id,
+                                 const std::vector<const v1::Run*>& members) {
+  const v1::RunSpec& spec = members.front()->spec();
+  std::vector<double> vflops, flops, quality;
+  v1::LeaderboardRow row;
+  row.set_ranked(true);
+  for (const v1::Run* run : members) {
+    vflops.push_back(run->score().valid_flops());
+    flops.push_back(run->score().flops());
+    quality.push_back(run->score().quality());
+    row.add_run_ids(run->id());
+    row.set_finished_ms(std::max(row.finished_ms(), run->finished_ms()));
+    if (!run->spec().ranked()) row.set_ranked(false);
+  }
+  const Aggregate valid = AggregateRepetitions(vflops);
+  row.set_submission_id(submission_id);
+  row.set_name(spec.name());
+  row.set_system(spec.system());
+  row.set_workload(spec.workload());
+  row.set_config(spec.config());
+  row.set_level(spec.level());
+  row.set_valid_flops(valid.mean);
+  row.set_valid_flops_min(valid.min);
+  row.set_valid_flops_max(valid.max);
+  row.set_flops(AggregateRepetitions(flops).mean);
+  row.set_quality(AggregateRepetitions(quality).mean);
+  row.set_target(members.front()->score().target());
+  row.set_runs(static_cast<int32_t>(members.size()));
+  return row;
+}
+
+// Ranked rows first, each part by Valid FLOPS, best first.
+void RankRows(std::vector<v1::LeaderboardRow>& rows) {
+  std::stable_sort(
+      rows.begin(), rows.end(),
+      [](const v1::LeaderboardRow& a, const v1::LeaderboardRow& b) {
+        if (a.ranked() != b.ranked()) return a.ranked();
+        if (a.valid_flops() != b.valid_flops()) {
+          return a.valid_flops() > b.valid_flops();
+        }
+        return a.submission_id() < b.submission_id();
+      });
+  int rank = 0;
+  for (v1::LeaderboardRow& row : rows) row.set_rank(row.ranked() ? ++rank : 0);
+}
+
+}  // namespace
+
+absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
+                                        const Registry& registry) {
+  if (!request.workload().empty() &&
+      registry.FindWorkload(request.workload()) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown workload '", request.workload(), "'"));
+  }
+  if (!request.config().empty() && !ConfigKnown(request, registry)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown config '", request.config(), "'"));
+  }
+  return absl::OkStatus();
+}
+
+v1::LeaderboardResponse BuildLeaderboard(
+    const std::vector<v1::Run>& runs, const v1::LeaderboardRequest& request) {
+  std::map<int64_t, std::vector<const v1::Run*>> by_submission;
+  for (const v1::Run& run : runs) {
+    by_submission[run.submission_id()].push_back(&run);
+  }
+  // (workload, config) -> rows.
+  std::map<std::pair<std::string, std::string>, std::vector<v1::LeaderboardRow>>
+      groups;
+  for (auto& [submission_id, members] : by_submission) {
+    const v1::RunSpec& spec = members.front()->spec();
+    if (!MatchesFilters(spec, request) || !Complete(members)) continue;
+    std::sort(
+        members.begin(), members.end(),
+        [](const v1::Run* a, const v1::Run* b) { return a->id() < b->id(); });
+    groups[{spec.workload(), spec.config()}].push_back(
+        SubmissionRow(submission_id, members));
+  }
+  v1::LeaderboardResponse response;
+  for (auto& [group, rows] : groups) {
+    RankRows(rows);
+    for (v1::LeaderboardRow& row : rows) *response.add_rows() = std::move(row);
+  }
+  return response;
+}
+
+}  // namespace hpcai500

@@ -1,0 +1,75 @@
+#include "server/node_table.h"
+
+#include <utility>
+
+namespace hpcai500 {
+
+bool NodeTable::AddIfUnknown(const std::string& name, int64_t now_ms) {
+  Node& node = nodes_[name];
+  if (!node.info.name().empty()) return false;
+  node.info.set_name(name);
+  node.info.set_last_seen_ms(now_ms);
+  return true;
+}
+
+void NodeTable::Restore(v1::Node info, int64_t now_ms) {
+  info.set_last_seen_ms(now_ms);
+  info.set_connected(false);
+  const std::string name = info.name();
+  nodes_[name].info = std::move(info);
+}
+
+NodeTable::Node& NodeTable::Connect(const v1::Register& request,
+                                    AgentChannel* channel, int64_t now_ms,
+                                    bool* replaced) {
+  Node& node = nodes_[request.name()];
+  *replaced = node.session != 0;
+  if (*replaced) sessions_.erase(node.session);
+  const int64_t session = next_session_++;
+  sessions_[session] = request.name();
+  node.session = session;
+  node.channel = channel;
+  v1::Node& info = node.info;
+  info.set_name(request.name());
+  info.set_address(request.address().empty() ? request.hostname()
+                                             : request.address());
+  info.set_slots(request.slots());
+  info.set_cpus(request.cpus());
+  info.set_gpus(request.gpus());
+  *info.mutable_labels() = request.labels();
+  info.set_last_seen_ms(now_ms);
+  return node;
+}
+
+NodeTable::Node* NodeTable::FindSession(int64_t session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return nullptr;
+  return &nodes_[it->second];
+}
+
+NodeTable::Node* NodeTable::Disconnect(int64_t session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return nullptr;
+  Node& node = nodes_[it->second];
+  sessions_.erase(it);
+  if (node.session != session) return nullptr;
+  node.session = 0;
+  node.channel = nullptr;
+  return &node;
+}
+
+bool NodeTable::Send(const std::string& name,
+                     const v1::CoordinatorMessage& message) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || it->second.channel == nullptr) return false;
+  it->second.channel->Send(message);
+  return true;
+}
+
+int NodeTable::connected() const {
+  int count = 0;
+  for (const auto& [name, node] : nodes_) count += node.session != 0;
+  return count;
+}
+
+}  // namespace hpcai500

@@ -1,0 +1,76 @@
+// NodeTable: the nodes the coordinator knows (each one's last registration
+// and when it was last heard from) and the live agent streams (sessions) to
+// them. It only records; the Coordinator decides what a registration, a
+// silence or a disconnection means for the runs.
+//
+// Not thread-safe: the Coordinator's mutex guards it.
+#ifndef HPCAI500_SERVER_NODE_TABLE_H_
+#define HPCAI500_SERVER_NODE_TABLE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500 {
+
+// The outbound half of one agent's stream. The coordinator calls Send() with
+// its mutex held: an implementation queues the message and returns.
+class AgentChannel {
+ public:
+  virtual ~AgentChannel() = default;
+  virtual void Send(const v1::CoordinatorMessage& message) = 0;
+};
+
+class NodeTable {
+ public:
+  struct Node {
+    v1::Node info;
+    int64_t session = 0;              // 0: disconnected
+    AgentChannel* channel = nullptr;  // borrowed; null when disconnected
+  };
+
+  // Adds node `name`, disconnected, with no slots and last seen at
+  // `now_ms`, unless it is known. Returns whether it was added.
+  bool AddIfUnknown(const std::string& name, int64_t now_ms);
+
+  // Adds a node read back from the store, disconnected, its silence counted
+  // from `now_ms` (not from before a restart).
+  void Restore(v1::Node info, int64_t now_ms);
+
+  // Opens a session for an accepted Register: records the node's address
+  // (the hostname when no address), slots, cpus, gpus and labels, and
+  // `channel`, borrowed until Disconnect(session). A session the node had
+  // is replaced; `*replaced` (not null) says whether there was one.
+  // Returns the node; its `session` is the new session id.
+  Node& Connect(const v1::Register& request, AgentChannel* channel,
+                int64_t now_ms, bool* replaced);
+
+  // The node of live session `session`; null when unknown or replaced.
+  Node* FindSession(int64_t session);
+
+  // Ends `session`. Returns its node when that was the node's live session
+  // (now disconnected), else null.
+  Node* Disconnect(int64_t session);
+
+  // Hands `message` to the channel of `name`; false when it is not
+  // connected.
+  bool Send(const std::string& name, const v1::CoordinatorMessage& message);
+
+  // The number of nodes with a live session.
+  int connected() const;
+
+  // Every node by name. References stay valid until the table is destroyed.
+  std::map<std::string, Node>& nodes() { return nodes_; }
+  const std::map<std::string, Node>& nodes() const { return nodes_; }
+
+ private:
+  std::map<std::string, Node> nodes_;
+  std::map<int64_t, std::string> sessions_;  // live session -> node
+  int64_t next_session_ = 1;
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_SERVER_NODE_TABLE_H_

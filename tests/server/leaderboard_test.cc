@@ -1,0 +1,110 @@
+#include "server/leaderboard.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpcai500 {
+namespace {
+
+using ::testing::ElementsAre;
+
+// A run of submission `submission` that succeeded with `valid_flops`.
+v1::Run ScoredRun(int64_t id, int64_t submission, double valid_flops,
+                  const std::string& workload = "image_classification",
+                  int repetitions = 1, bool ranked = true) {
+  v1::Run run;
+  run.set_id(id);
+  run.set_submission_id(submission);
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  run.set_finished_ms(1000 + id);
+  v1::RunSpec* spec = run.mutable_spec();
+  spec->set_name("s" + std::to_string(submission));
+  spec->set_workload(workload);
+  spec->set_config("cfg");
+  spec->set_repetitions(repetitions);
+  spec->set_ranked(ranked);
+  run.mutable_score()->set_valid_flops(valid_flops);
+  run.mutable_score()->set_flops(2 * valid_flops);
+  run.mutable_score()->set_quality(0.8);
+  run.mutable_score()->set_target(0.7);
+  return run;
+}
+
+std::vector<int64_t> SubmissionIds(const v1::LeaderboardResponse& board) {
+  std::vector<int64_t> ids;
+  for (const v1::LeaderboardRow& row : board.rows()) {
+    ids.push_back(row.submission_id());
+  }
+  return ids;
+}
+
+TEST(Leaderboard, RanksByValidFlopsWithUnrankedRowsLast) {
+  const std::vector<v1::Run> runs = {
+      ScoredRun(1, 1, 10), ScoredRun(2, 2, 30),
+      ScoredRun(3, 3, 99, "image_classification", 1, /*ranked=*/false),
+      ScoredRun(4, 4, 20)};
+  const v1::LeaderboardResponse board =
+      BuildLeaderboard(runs, v1::LeaderboardRequest());
+  EXPECT_THAT(SubmissionIds(board), ElementsAre(2, 4, 1, 3));
+  EXPECT_EQ(board.rows(0).rank(), 1);
+  EXPECT_EQ(board.rows(2).rank(), 3);
+  EXPECT_EQ(board.rows(3).rank(), 0) << "unranked rows carry no rank";
+}
+
+TEST(Leaderboard, AggregatesRepetitionsDroppingBestAndWorst) {
+  const std::vector<v1::Run> runs = {
+      ScoredRun(1, 7, 10, "image_classification", 3),
+      ScoredRun(2, 7, 20, "image_classification", 3),
+      ScoredRun(3, 7, 90, "image_classification", 3)};
+  const v1::LeaderboardResponse board =
+      BuildLeaderboard(runs, v1::LeaderboardRequest());
+  ASSERT_EQ(board.rows_size(), 1);
+  EXPECT_DOUBLE_EQ(board.rows(0).valid_flops(), 20);
+  EXPECT_DOUBLE_EQ(board.rows(0).valid_flops_min(), 10);
+  EXPECT_DOUBLE_EQ(board.rows(0).valid_flops_max(), 90);
+  EXPECT_EQ(board.rows(0).runs(), 3);
+  EXPECT_THAT(board.rows(0).run_ids(), ElementsAre(1, 2, 3));
+}
+
+TEST(Leaderboard, ListsNoSubmissionMissingARunOrWithAFailedOne) {
+  v1::Run failed = ScoredRun(3, 2, 50, "image_classification", 2);
+  failed.set_state(v1::RUN_STATE_FAILED);
+  const std::vector<v1::Run> runs = {
+      ScoredRun(1, 1, 10, "image_classification", 2),  // 1 of 2 runs
+      ScoredRun(2, 2, 10, "image_classification", 2), failed};
+  EXPECT_EQ(BuildLeaderboard(runs, v1::LeaderboardRequest()).rows_size(), 0);
+}
+
+TEST(Leaderboard, FiltersByWorkloadAndRanksEachWorkloadApart) {
+  const std::vector<v1::Run> runs = {ScoredRun(1, 1, 10),
+                                     ScoredRun(2, 2, 50, "weather")};
+  v1::LeaderboardRequest request;
+  request.set_workload("weather");
+  EXPECT_THAT(SubmissionIds(BuildLeaderboard(runs, request)), ElementsAre(2));
+  const v1::LeaderboardResponse all =
+      BuildLeaderboard(runs, v1::LeaderboardRequest());
+  ASSERT_EQ(all.rows_size(), 2);
+  EXPECT_EQ(all.rows(0).rank(), 1);
+  EXPECT_EQ(all.rows(1).rank(), 1);
+}
+
+TEST(Leaderboard, UnknownWorkloadOrConfigIsInvalidArgument) {
+  const Registry& registry = Registry::Builtin();
+  v1::LeaderboardRequest request;
+  EXPECT_TRUE(ValidateLeaderboardRequest(request, registry).ok());
+  request.set_workload("no_such_workload");
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(ValidateLeaderboardRequest(request, registry)));
+  request.set_workload(registry.configs().front().workload);
+  request.set_config("no_such_config");
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(ValidateLeaderboardRequest(request, registry)));
+  request.set_config(registry.configs().front().name);
+  EXPECT_TRUE(ValidateLeaderboardRequest(request, registry).ok());
+}
+
+}  // namespace
+}  // namespace hpcai500

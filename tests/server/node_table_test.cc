@@ -1,0 +1,82 @@
+#include "server/node_table.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace hpcai500 {
+namespace {
+
+class RecordingChannel final : public AgentChannel {
+ public:
+  void Send(const v1::CoordinatorMessage& message) override {
+    sent.push_back(message);
+  }
+  std::vector<v1::CoordinatorMessage> sent;
+};
+
+v1::Register Registration(const std::string& name) {
+  v1::Register request;
+  request.set_name(name);
+  request.set_hostname(name + ".cluster");
+  request.set_slots(4);
+  return request;
+}
+
+TEST(NodeTable, ARegistrationOpensASessionThatANewerOneReplaces) {
+  NodeTable table;
+  RecordingChannel first, second;
+  bool replaced = true;
+  const int64_t old_session =
+      table.Connect(Registration("a"), &first, 100, &replaced).session;
+  EXPECT_FALSE(replaced);
+  EXPECT_EQ(table.nodes().at("a").info.address(), "a.cluster")
+      << "the hostname stands in for a missing address";
+  EXPECT_EQ(table.FindSession(old_session), &table.nodes().at("a"));
+
+  const int64_t new_session =
+      table.Connect(Registration("a"), &second, 200, &replaced).session;
+  EXPECT_TRUE(replaced);
+  EXPECT_NE(new_session, old_session);
+  EXPECT_EQ(table.FindSession(old_session), nullptr);
+  EXPECT_EQ(table.Disconnect(old_session), nullptr);
+  EXPECT_EQ(table.connected(), 1) << "the old stream ending changes nothing";
+
+  ASSERT_TRUE(table.Send("a", v1::CoordinatorMessage()));
+  EXPECT_EQ(second.sent.size(), 1u);
+  EXPECT_TRUE(first.sent.empty());
+}
+
+TEST(NodeTable, ADisconnectedNodeIsKeptButGetsNoMessage) {
+  NodeTable table;
+  RecordingChannel channel;
+  bool replaced = false;
+  const int64_t session =
+      table.Connect(Registration("a"), &channel, 100, &replaced).session;
+  NodeTable::Node* node = table.Disconnect(session);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->session, 0);
+  EXPECT_EQ(table.connected(), 0);
+  EXPECT_EQ(table.nodes().size(), 1u);
+  EXPECT_FALSE(table.Send("a", v1::CoordinatorMessage()));
+  EXPECT_FALSE(table.Send("unknown", v1::CoordinatorMessage()));
+}
+
+TEST(NodeTable, RestoredAndPlaceholderNodesStartDisconnectedAndSeenNow) {
+  NodeTable table;
+  v1::Node stored;
+  stored.set_name("a");
+  stored.set_slots(8);
+  stored.set_last_seen_ms(5);
+  stored.set_connected(true);
+  table.Restore(stored, /*now_ms=*/1000);
+  EXPECT_EQ(table.nodes().at("a").info.last_seen_ms(), 1000);
+  EXPECT_FALSE(table.nodes().at("a").info.connected());
+  EXPECT_FALSE(table.AddIfUnknown("a", 2000));
+  EXPECT_EQ(table.nodes().at("a").info.slots(), 8);
+  EXPECT_TRUE(table.AddIfUnknown("b", 2000));
+  EXPECT_EQ(table.nodes().at("b").info.last_seen_ms(), 2000);
+}
+
+}  // namespace
+}  // namespace hpcai500

@@ -1,0 +1,91 @@
+#include "server/requests.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace hpcai500 {
+namespace {
+
+std::string SpecYaml(int repetitions) {
+  return absl::StrCat(
+      "name: smoke\nworkload: image_classification\n"
+      "config: fashion_mnist_smoke\nlevel: free\nnodes: 1\n"
+      "ranks_per_node: 1\ndevice: cpu\nbatch_size: 64\nprecision: fp32\n"
+      "seed: 42\nsystem: test-box\nrepetitions: ",
+      repetitions, "\n");
+}
+
+TEST(Requests, ASubmissionBecomesOneRunPerRepetitionWithItsOwnSeed) {
+  absl::StatusOr<std::vector<v1::RunSpec>> runs =
+      ParseSubmission(SpecYaml(3), Registry::Builtin());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*runs)[i].seed(), 42 + i);
+    EXPECT_EQ((*runs)[i].repetitions(), 3);
+  }
+}
+
+TEST(Requests, RefusesTooManyRepetitionsAndAnOversizedSpec) {
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ParseSubmission(SpecYaml(101), Registry::Builtin()).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ParseSubmission(std::string((1 << 20) + 1, '#'), Registry::Builtin())
+          .status()));
+}
+
+TEST(Requests, RegisterNeedsAPlainNameAndSlotsInRange) {
+  v1::Register request;
+  request.set_name("node-1.rack_2");
+  request.set_slots(8);
+  EXPECT_TRUE(ValidateRegister(request).ok());
+  request.set_name("bad name");
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+  request.set_name(std::string(kMaxNameBytes + 1, 'a'));
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+  request.set_name("a");
+  request.set_slots(0);
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+  request.set_slots(1);
+  request.set_gpus(-1);
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+}
+
+TEST(Requests, ListRunsFiltersThatNoRunMatchesAreRefused) {
+  v1::ListRunsRequest request;
+  EXPECT_TRUE(ValidateListRunsRequest(request).ok());
+  request.set_name(std::string(129, 'n'));
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateListRunsRequest(request)));
+  request.clear_name();
+  request.set_before_id(-1);
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateListRunsRequest(request)));
+}
+
+TEST(Requests, RendezvousHostFallsBackToTheNodeAddressAndChecksThePort) {
+  v1::Node node;
+  node.set_name("a");
+  node.set_address("10.0.0.1");
+  v1::PortReserved port;
+  port.set_port(29500);
+  EXPECT_EQ(*RendezvousHost(port, node), "10.0.0.1");
+  port.set_host("a.cluster");
+  EXPECT_EQ(*RendezvousHost(port, node), "a.cluster");
+  port.set_port(70000);
+  EXPECT_EQ(RendezvousHost(port, node).status().message(),
+            "node a could not reserve a port: port 70000");
+  port.set_port(29500);
+  port.set_error("no free port");
+  EXPECT_EQ(RendezvousHost(port, node).status().message(),
+            "node a could not reserve a port: no free port");
+  port.clear_error();
+  port.clear_host();
+  node.clear_address();
+  EXPECT_EQ(RendezvousHost(port, node).status().message(),
+            "node a reported no usable rendezvous address");
+}
+
+}  // namespace
+}  // namespace hpcai500
