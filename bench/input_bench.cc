@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/image_data.h"
+#include "worker/data/image_data.h"
 
 namespace {
 

@@ -20,15 +20,16 @@
 // channels-last for --channels-last 1. A kind supplies only its model, its
 // input batch and its loss (a Workload).
 //
-// ResNet: worker/resnet.h with cross entropy on random labels; --small-stem
-// defaults to 1 for images of 64 pixels or less (the CIFAR stem), else 0.
-// Faster R-CNN (faster_rcnn_resnet{18,34,50,101}): the detector the worker
-// trains on a 16-channel grid of --height rows, from worker/faster_rcnn.h's
-// DetectorOptionsFor (C3 features below 192 rows, else C4; anchors scaled by
-// height / 96; --rois and --box-head-width as the registry's rois_per_image
-// and box_head_width, 0: Faster R-CNN's 512 and 1024), on a random
-// [batch, 16, height, width] batch with --boxes synthetic boxes per image
-// (SyntheticTargets, the same boxes as the peer's bench_boxes());
+// ResNet: worker/models/resnet.h with cross entropy on random labels;
+// --small-stem defaults to 1 for images of 64 pixels or less (the CIFAR stem),
+// else 0. Faster R-CNN (faster_rcnn_resnet{18,34,50,101}): the detector the
+// worker trains on a 16-channel grid of --height rows, from
+// worker/models/faster_rcnn.h's DetectorOptionsFor (C3 features below 192 rows,
+// else C4; anchors scaled by height / 96; --rois and --box-head-width as the
+// registry's rois_per_image and box_head_width, 0: Faster R-CNN's 512 and
+// 1024), on a random [batch, 16, height, width] batch with --boxes synthetic
+// boxes per image (SyntheticTargets, the same boxes as the peer's
+// bench_boxes());
 // --channels-last defaults to 1 for ResNet, 0 for the detector.
 // --profile writes a chrome trace (LibTorch's legacy profiler) of one more
 // step after the timed ones; bench/profile_summary.py sums it by operator.
@@ -47,10 +48,10 @@
 #include <string>
 #include <vector>
 
-#include "worker/ewa_data.h"
-#include "worker/faster_rcnn.h"
-#include "worker/precision.h"
-#include "worker/resnet.h"
+#include "worker/data/ewa_file.h"
+#include "worker/models/faster_rcnn.h"
+#include "worker/models/resnet.h"
+#include "worker/train/precision.h"
 
 namespace {
 
@@ -205,7 +206,7 @@ struct Workload {
   std::string result_fields;  // JSON members naming the case
 };
 
-// ResNet (worker/resnet.h) with cross entropy on random labels.
+// ResNet (worker/models/resnet.h) with cross entropy on random labels.
 Workload ResNetWorkload(const BenchOptions& o, const torch::Device& device) {
   w::ResNetOptions options;
   options.depth = w::ResNetDepthFromName(o.model);

@@ -370,10 +370,30 @@ void Coordinator::HandleHeartbeatLocked(NodeState& node) {
 
 void Coordinator::HandleEventsLocked(NodeState& node,
                                      const v1::Events& events) {
+  // One transaction (one synced commit) for the whole message, and acks only
+  // after it: an acknowledged event survives a crash or a power loss.
+  std::vector<IncomingEvent> incoming;
+  std::vector<EventRow> rows;
+  for (const v1::Event& event : events.events()) {
+    std::optional<IncomingEvent> checked = CheckEventLocked(node, event);
+    if (!checked.has_value()) continue;
+    rows.push_back(checked->row);
+    incoming.push_back(*std::move(checked));
+  }
+  if (rows.empty()) return;
+  absl::StatusOr<std::vector<EventDisposition>> dispositions =
+      store_->InsertEvents(rows);
+  if (!dispositions.ok()) {
+    // Nothing stored: no ack, the agent sends the batch again.
+    LogError(absl::StrFormat("storing %d events from node %s: %s", rows.size(),
+                             node.info.name(),
+                             dispositions.status().ToString()));
+    return;
+  }
   AckBatch acks;
   std::set<int64_t> changed_runs;
-  for (const v1::Event& event : events.events()) {
-    IngestEventLocked(node, event, acks, changed_runs);
+  for (size_t i = 0; i < incoming.size(); ++i) {
+    IngestStoredLocked(incoming[i], (*dispositions)[i], acks, changed_runs);
   }
   for (int64_t run_id : changed_runs) {
     RunRecord& record = runs_[run_id];
@@ -387,9 +407,8 @@ void Coordinator::HandleEventsLocked(NodeState& node,
   }
 }
 
-void Coordinator::IngestEventLocked(const NodeState& node,
-                                    const v1::Event& event, AckBatch& acks,
-                                    std::set<int64_t>& changed_runs) {
+std::optional<Coordinator::IncomingEvent> Coordinator::CheckEventLocked(
+    const NodeState& node, const v1::Event& event) {
   const v1::AttemptKey& key = event.key();
   const std::string where = absl::StrFormat(
       "run %d attempt %d rank %d seq %d from node %s", key.run_id(),
@@ -399,28 +418,37 @@ void Coordinator::IngestEventLocked(const NodeState& node,
       (!record->HostsRank(node.info.name(), event.rank()) || event.seq() < 1)) {
     LogWarning(absl::StrCat("ignoring event ", where,
                             ": that node does not host that rank, or seq < 1"));
-    return;
+    return std::nullopt;
   }
-  absl::StatusOr<EventLine> parsed = ParseAgentEvent(event);
+  IncomingEvent incoming{EventRow{}, ParseAgentEvent(event)};
   const std::string error =
-      parsed.ok() ? std::string() : std::string(parsed.status().message());
+      incoming.parsed.ok() ? std::string()
+                           : std::string(incoming.parsed.status().message());
   if (!error.empty()) {
     LogWarning(absl::StrCat("refusing event ", where, ": ", error));
   }
-  absl::StatusOr<EventDisposition> disposition = store_->InsertEvent(
-      key.run_id(), key.attempt(), event.rank(), event.seq(),
-      error.empty() ? event.line() : std::string(), error);
-  if (!disposition.ok()) {
-    // Not stored: no ack, the agent sends it again.
-    LogError(absl::StrCat("storing event ", where, ": ",
-                          disposition.status().ToString()));
-    return;
-  }
-  acks.Note(key, event.rank(), event.seq());
-  if (*disposition != EventDisposition::kStored) return;
+  incoming.row = EventRow{key.run_id(),
+                          key.attempt(),
+                          event.rank(),
+                          event.seq(),
+                          error.empty() ? event.line() : std::string(),
+                          error};
+  return incoming;
+}
+
+void Coordinator::IngestStoredLocked(IncomingEvent& incoming,
+                                     EventDisposition disposition,
+                                     AckBatch& acks,
+                                     std::set<int64_t>& changed_runs) {
+  v1::AttemptKey key;
+  key.set_run_id(incoming.row.run_id);
+  key.set_attempt(incoming.row.attempt);
+  acks.Note(key, incoming.row.rank, incoming.row.seq);
+  if (disposition != EventDisposition::kStored) return;
   ++events_ingested_;
-  if (record != nullptr && parsed.ok()) {
-    record->tracker.Add(*std::move(parsed));
+  RunRecord* record = CurrentAttemptLocked(key);
+  if (record != nullptr && incoming.parsed.ok()) {
+    record->tracker.Add(*std::move(incoming.parsed));
     changed_runs.insert(key.run_id());
   }
 }

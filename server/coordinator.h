@@ -152,13 +152,27 @@ class Coordinator final : public CoordinatorView {
 
   void HandleHeartbeatLocked(NodeState& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks a batch, stores it in one transaction and acknowledges what the
+  // commit made durable.
   void HandleEventsLocked(NodeState& node, const v1::Events& events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Checks and stores one event, notes it in `acks` once stored or refused
-  // for good, and feeds it to its run's tracker (adding the run to
-  // `changed_runs`) when it is new and valid.
-  void IngestEventLocked(const NodeState& node, const v1::Event& event,
-                         AckBatch& acks, std::set<int64_t>& changed_runs)
+  // One event of an agent's batch, checked and ready to store.
+  struct IncomingEvent {
+    EventRow row;  // the line, or empty with the reason it was refused
+    absl::StatusOr<EventLine> parsed;
+  };
+  // Checks an event against the node that sent it: nullopt (logged, never
+  // acknowledged) when the event's run is current and the node does not
+  // host its rank or its seq is below 1; else the row to store, which holds
+  // an error instead of the line when the line is refused for good.
+  std::optional<IncomingEvent> CheckEventLocked(const NodeState& node,
+                                                const v1::Event& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After the batch's commit: notes the ack owed for `incoming` and feeds a
+  // newly stored, valid line to its run's tracker (adding the run to
+  // `changed_runs`).
+  void IngestStoredLocked(IncomingEvent& incoming, EventDisposition disposition,
+                          AckBatch& acks, std::set<int64_t>& changed_runs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes what a (re-)registered agent runs agree with what the coordinator
   // expects of it: cancels attempts it should not run, asks again for a

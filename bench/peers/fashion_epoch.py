@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch peer of the worker's Fashion-MNIST epoch: the worker's ResNetSmall
-(worker/models.cc) written in PyTorch, trained with the loop of
-worker/engine.cc (SGD lr 0.8 with per-step cosine decay over the epoch,
+(worker/models/resnet_small.cc) written in PyTorch, trained with the loop of
+worker/train/trainer.cc (SGD lr 0.8 with per-step cosine decay over the epoch,
 momentum 0.9, weight decay 5e-4, cross entropy, batch 64, fp32,
 channels-last as the worker trains convolutional models in every precision;
 --channels-last 0 for contiguous NCHW) on torchvision.datasets.FashionMNIST

@@ -1,4 +1,4 @@
-// Runs the real hpcai500-worker on the image-classification paths of issue 4:
+// Runs the real hpcai500-worker on its image-classification data paths:
 // synthetic data (unranked, MLPerf-compatible log), a tiny generated CIFAR-10,
 // a tiny generated ImageNet folder tree, and a missing data folder.
 #include <gtest/gtest.h>

@@ -83,8 +83,8 @@ Violations CheckSampleCounts(const Log& log);
 // more, taking closed_resnet.yaml (3.1.0) minus the quality target:
 // global_batch_size exactly
 // once and > 0; opt_name exactly once, "sgd" or "lars"; eval_accuracy with
-// epoch_num and a value in [0, 1]. Plus the hyperparameters issue 4 asks
-// for under MLPerf's names: opt_base_learning_rate > 0,
+// epoch_num and a value in [0, 1]. Plus the hyperparameters the worker writes
+// under MLPerf's names: opt_base_learning_rate > 0,
 // opt_learning_rate_warmup_epochs >= 0, opt_momentum >= 0, opt_weight_decay
 // >= 0, label_smoothing in [0, 1), gradient_accumulation_steps > 0 (a
 // closed_common.yaml rule), each exactly once; with opt_name "lars" also

@@ -1,0 +1,439 @@
+#include "worker/data/image_data.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <numeric>
+#include <utility>
+
+#ifdef HPCAI500_HAVE_TURBOJPEG
+#include <turbojpeg.h>
+#endif
+
+namespace hpcai500::worker {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kCifarImageBytes = kCifarRecordBytes - 1;
+constexpr int64_t kCifarSide = 32;
+constexpr int64_t kCifarPad = 4;
+
+std::vector<uint8_t> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("error reading " + path);
+  return bytes;
+}
+
+// Writes normalised floats: out[c] = (pixel / 255 - mean[c]) / std[c].
+struct Normalizer {
+  explicit Normalizer(const Normalization& n) {
+    for (int c = 0; c < 3; ++c) {
+      scale[c] = 1.0f / (255.0f * n.std[c]);
+      bias[c] = -n.mean[c] / n.std[c];
+    }
+  }
+  std::array<float, 3> scale, bias;
+};
+
+int64_t UniformInt(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+
+bool HasJpegExtension(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpeg" || ext == ".jpg";
+}
+
+// One axis of a bilinear resampling: for each output pixel, the two source
+// pixels and the weight of the second.
+struct Taps {
+  std::vector<int64_t> lo, hi;
+  std::vector<float> weight;
+};
+
+// Output pixel i samples source coordinate start + (i + 0.5) * extent / n
+// - 0.5 (pixel centres aligned, as PIL and torchvision do), clamped to the
+// image.
+Taps BilinearTaps(double start, double extent, int64_t n, int64_t limit,
+                  bool reverse) {
+  Taps t;
+  t.lo.resize(n);
+  t.hi.resize(n);
+  t.weight.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    double s = start + (static_cast<double>(i) + 0.5) * extent / n - 0.5;
+    s = std::clamp(s, 0.0, static_cast<double>(limit - 1));
+    const int64_t lo = static_cast<int64_t>(std::floor(s));
+    const int64_t at = reverse ? n - 1 - i : i;
+    t.lo[at] = lo;
+    t.hi[at] = std::min(lo + 1, limit - 1);
+    t.weight[at] = static_cast<float>(s - lo);
+  }
+  return t;
+}
+
+// Resamples the region [x0, x0 + w) x [y0, y0 + h) (in pixels of the packed
+// RGB image `rgb`, width x height) to size x size, optionally mirrored, and
+// writes it normalised in CHW order.
+void ResampleToChw(const uint8_t* rgb, int64_t width, int64_t height, double x0,
+                   double y0, double w, double h, int64_t size, bool flip,
+                   const Normalizer& norm, float* out) {
+  const Taps xs = BilinearTaps(x0, w, size, width, flip);
+  const Taps ys = BilinearTaps(y0, h, size, height, /*reverse=*/false);
+  const int64_t plane = size * size;
+  std::vector<float> row(static_cast<size_t>(width) * 3);
+  for (int64_t oy = 0; oy < size; ++oy) {
+    const uint8_t* top = rgb + ys.lo[oy] * width * 3;
+    const uint8_t* bottom = rgb + ys.hi[oy] * width * 3;
+    const float wy = ys.weight[oy];
+    // Blend the two source rows only over the columns the taps touch.
+    const int64_t first = std::min(xs.lo.front(), xs.lo.back());
+    const int64_t last = std::max(xs.hi.front(), xs.hi.back());
+    for (int64_t k = first * 3; k < (last + 1) * 3; ++k) {
+      row[k] = top[k] + wy * (static_cast<float>(bottom[k]) - top[k]);
+    }
+    for (int64_t ox = 0; ox < size; ++ox) {
+      const float* a = &row[xs.lo[ox] * 3];
+      const float* b = &row[xs.hi[ox] * 3];
+      const float wx = xs.weight[ox];
+      for (int c = 0; c < 3; ++c) {
+        const float v = a[c] + wx * (b[c] - a[c]);
+        out[c * plane + oy * size + ox] = v * norm.scale[c] + norm.bias[c];
+      }
+    }
+  }
+}
+
+std::vector<std::string> CifarFiles(const std::string& dir, Split split) {
+  if (split == Split::kEval) return {dir + "/test_batch.bin"};
+  std::vector<std::string> files;
+  for (int i = 1; i <= 5; ++i) {
+    files.push_back(dir + "/data_batch_" + std::to_string(i) + ".bin");
+  }
+  return files;
+}
+
+}  // namespace
+
+// --- CIFAR-10 --------------------------------------------------------------
+
+Cifar10Dataset::Cifar10Dataset(const std::string& dir, Split split)
+    : Cifar10Dataset(CifarFiles(dir, split), split) {}
+
+Cifar10Dataset::Cifar10Dataset(const std::vector<std::string>& files,
+                               Split split)
+    : split_(split) {
+  for (const std::string& path : files) {
+    const std::vector<uint8_t> bytes = ReadWholeFile(path);
+    const int64_t n = static_cast<int64_t>(bytes.size());
+    if (n == 0 || n % kCifarRecordBytes != 0) {
+      throw std::runtime_error(
+          "CIFAR-10 file " + path + " holds " + std::to_string(n) +
+          " bytes, not a whole number of " + std::to_string(kCifarRecordBytes) +
+          "-byte records (truncated?)");
+    }
+    for (int64_t r = 0; r < n / kCifarRecordBytes; ++r) {
+      const uint8_t* record = bytes.data() + r * kCifarRecordBytes;
+      if (record[0] > 9) {
+        throw std::runtime_error("CIFAR-10 file " + path + " record " +
+                                 std::to_string(r) + " has label " +
+                                 std::to_string(record[0]) + " (expected 0-9)");
+      }
+      labels_.push_back(record[0]);
+      pixels_.insert(pixels_.end(), record + 1, record + kCifarRecordBytes);
+    }
+  }
+  if (labels_.empty()) throw std::runtime_error("CIFAR-10: no files given");
+}
+
+int64_t Cifar10Dataset::Get(int64_t index, std::mt19937_64& rng,
+                            float* out) const {
+  if (index < 0 || index >= size()) {
+    throw std::out_of_range("CIFAR-10 index " + std::to_string(index));
+  }
+  static const Normalizer norm(kCifar10Normalization);
+  int64_t dx = 0, dy = 0;
+  bool flip = false;
+  if (split_ == Split::kTrain) {
+    dx = UniformInt(rng, -kCifarPad, kCifarPad);
+    dy = UniformInt(rng, -kCifarPad, kCifarPad);
+    flip = UniformInt(rng, 0, 1) == 1;
+  }
+  const uint8_t* image = pixels_.data() + index * kCifarImageBytes;
+  const int64_t plane = kCifarSide * kCifarSide;
+  for (int c = 0; c < 3; ++c) {
+    for (int64_t y = 0; y < kCifarSide; ++y) {
+      for (int64_t x = 0; x < kCifarSide; ++x) {
+        const int64_t sy = y + dy;
+        const int64_t sx = (flip ? kCifarSide - 1 - x : x) + dx;
+        const bool inside =
+            sy >= 0 && sy < kCifarSide && sx >= 0 && sx < kCifarSide;
+        const float v = inside ? image[c * plane + sy * kCifarSide + sx] : 0;
+        out[c * plane + y * kCifarSide + x] = v * norm.scale[c] + norm.bias[c];
+      }
+    }
+  }
+  return labels_[index];
+}
+
+std::string Cifar10Dataset::Describe(int64_t index) const {
+  return std::string("cifar10:") +
+         (split_ == Split::kTrain ? "train:" : "test:") + std::to_string(index);
+}
+
+// --- Crops and decode scale ------------------------------------------------
+
+CropBox RandomResizedCropBox(int64_t width, int64_t height,
+                             const ImageFolderOptions& options,
+                             std::mt19937_64& rng) {
+  const double area = static_cast<double>(width) * height;
+  std::uniform_real_distribution<double> scale(options.min_scale,
+                                               options.max_scale);
+  std::uniform_real_distribution<double> log_ratio(std::log(options.min_ratio),
+                                                   std::log(options.max_ratio));
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target_area = area * scale(rng);
+    const double ratio = std::exp(log_ratio(rng));
+    const int64_t w = std::llround(std::sqrt(target_area * ratio));
+    const int64_t h = std::llround(std::sqrt(target_area / ratio));
+    if (w > 0 && h > 0 && w <= width && h <= height) {
+      return {UniformInt(rng, 0, width - w), UniformInt(rng, 0, height - h), w,
+              h};
+    }
+  }
+  // Fallback: the whole image, clamped to the ratio range, centred.
+  const double in_ratio = static_cast<double>(width) / height;
+  int64_t w = width, h = height;
+  if (in_ratio < options.min_ratio) {
+    h = std::llround(w / options.min_ratio);
+  } else if (in_ratio > options.max_ratio) {
+    w = std::llround(h * options.max_ratio);
+  }
+  return {(width - w) / 2, (height - h) / 2, w, h};
+}
+
+std::pair<int, int> ChooseDecodeScale(const CropBox& crop, int64_t min_width,
+                                      int64_t min_height) {
+  // libjpeg-turbo scales by k/8 during the inverse DCT; try the smallest.
+  for (int k = 1; k < 8; ++k) {
+    if (crop.width * k >= min_width * 8 && crop.height * k >= min_height * 8) {
+      return {k, 8};
+    }
+  }
+  return {1, 1};
+}
+
+// --- ImageNet-style folders ------------------------------------------------
+
+ImageFolderDataset::ImageFolderDataset(const std::string& root, Split split,
+                                       ImageFolderOptions options)
+    : split_(split), options_(std::move(options)) {
+#ifndef HPCAI500_HAVE_TURBOJPEG
+  throw std::runtime_error(
+      "image folder " + root +
+      ": this worker was built without libjpeg-turbo (install "
+      "libturbojpeg0-dev and reconfigure) and cannot decode JPEG");
+#endif
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    throw std::runtime_error("image folder " + root + " is not a directory");
+  }
+  std::vector<fs::path> class_dirs;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.is_directory()) class_dirs.push_back(entry.path());
+  }
+  std::sort(class_dirs.begin(), class_dirs.end());
+  for (const fs::path& dir : class_dirs) {
+    std::vector<std::string> images;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.is_regular_file() && HasJpegExtension(entry.path())) {
+        images.push_back(entry.path().string());
+      }
+    }
+    if (images.empty()) continue;
+    std::sort(images.begin(), images.end());
+    const int64_t label = classes_.size();
+    classes_.push_back(dir.filename().string());
+    for (std::string& image : images) {
+      files_.push_back(std::move(image));
+      labels_.push_back(label);
+    }
+  }
+  if (files_.empty()) {
+    throw std::runtime_error("image folder " + root +
+                             " holds no <class>/*.JPEG images");
+  }
+}
+
+#ifdef HPCAI500_HAVE_TURBOJPEG
+namespace {
+
+// One TurboJPEG decompressor per thread (handles are not thread-safe).
+tjhandle ThreadDecompressor() {
+  struct Handle {
+    tjhandle h = tjInitDecompress();
+    ~Handle() {
+      if (h != nullptr) tjDestroy(h);
+    }
+  };
+  thread_local Handle handle;
+  if (handle.h == nullptr) {
+    throw std::runtime_error("tjInitDecompress failed");
+  }
+  return handle.h;
+}
+
+}  // namespace
+#endif
+
+int64_t ImageFolderDataset::Get(int64_t index, std::mt19937_64& rng,
+                                float* out) const {
+  if (index < 0 || index >= size()) {
+    throw std::out_of_range("image index " + std::to_string(index));
+  }
+#ifdef HPCAI500_HAVE_TURBOJPEG
+  const std::string& path = files_[index];
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = ReadWholeFile(path);
+  } catch (const std::runtime_error& e) {
+    throw CorruptSample(e.what());
+  }
+  tjhandle tj = ThreadDecompressor();
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(tj, bytes.data(), bytes.size(), &width, &height,
+                          &subsampling, &colorspace) != 0) {
+    throw CorruptSample(std::string("not a JPEG: ") + tjGetErrorStr2(tj));
+  }
+  if (width <= 0 || height <= 0) throw CorruptSample("empty JPEG");
+
+  // The region of the full-size image that becomes the output square.
+  const int64_t size = options_.crop_size;
+  CropBox crop;
+  bool flip = false;
+  if (split_ == Split::kTrain) {
+    crop = RandomResizedCropBox(width, height, options_, rng);
+    flip = options_.flip && UniformInt(rng, 0, 1) == 1;
+  } else {
+    // Shorter side to resize_size, then the centre size x size square.
+    const double side = static_cast<double>(size) * std::min(width, height) /
+                        options_.resize_size;
+    crop.width = crop.height = std::max<int64_t>(1, std::llround(side));
+    crop.width = std::min<int64_t>(crop.width, width);
+    crop.height = std::min<int64_t>(crop.height, height);
+    crop.x = (width - crop.width) / 2;
+    crop.y = (height - crop.height) / 2;
+  }
+
+  const auto [num, denom] = ChooseDecodeScale(crop, size, size);
+  const tjscalingfactor factor{num, denom};
+  const int scaled_w = TJSCALED(width, factor);
+  const int scaled_h = TJSCALED(height, factor);
+  thread_local std::vector<uint8_t> rgb;
+  rgb.resize(static_cast<size_t>(scaled_w) * scaled_h * 3);
+  if (tjDecompress2(tj, bytes.data(), bytes.size(), rgb.data(), scaled_w,
+                    /*pitch=*/0, scaled_h, TJPF_RGB, /*flags=*/0) != 0 &&
+      tjGetErrorCode(tj) != TJERR_WARNING) {
+    throw CorruptSample(std::string("JPEG decode failed: ") +
+                        tjGetErrorStr2(tj));
+  }
+  const double sx = static_cast<double>(scaled_w) / width;
+  const double sy = static_cast<double>(scaled_h) / height;
+  const Normalizer norm(options_.normalization);
+  ResampleToChw(rgb.data(), scaled_w, scaled_h, crop.x * sx, crop.y * sy,
+                crop.width * sx, crop.height * sy, size, flip, norm, out);
+  return labels_[index];
+#else
+  (void)rng;
+  (void)out;
+  throw std::runtime_error("built without libjpeg-turbo");
+#endif
+}
+
+// --- Synthetic -------------------------------------------------------------
+
+SyntheticImages::SyntheticImages(int64_t batch_size,
+                                 std::array<int64_t, 3> shape,
+                                 int64_t num_classes, uint64_t seed,
+                                 const torch::Device& device) {
+  if (batch_size < 1 || num_classes < 1 || shape[0] < 1 || shape[1] < 1 ||
+      shape[2] < 1) {
+    throw std::invalid_argument(
+        "synthetic data needs batch_size, num_classes and shape >= 1");
+  }
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  images_ =
+      torch::randn({batch_size, shape[0], shape[1], shape[2]}, gen).to(device);
+  labels_ = torch::randint(num_classes, {batch_size}, gen,
+                           torch::TensorOptions(torch::kInt64))
+                .to(device);
+}
+
+namespace {
+
+// The samples of a parent data set at `indices`.
+class IndexedSubset final : public ImageDataset {
+ public:
+  IndexedSubset(std::unique_ptr<ImageDataset> parent,
+                std::vector<int64_t> indices)
+      : parent_(std::move(parent)), indices_(std::move(indices)) {}
+
+  int64_t size() const override { return indices_.size(); }
+  int64_t num_classes() const override { return parent_->num_classes(); }
+  std::array<int64_t, 3> sample_shape() const override {
+    return parent_->sample_shape();
+  }
+  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override {
+    return parent_->Get(ParentIndex(index), rng, out);
+  }
+  std::string Describe(int64_t index) const override {
+    return parent_->Describe(ParentIndex(index));
+  }
+
+ private:
+  int64_t ParentIndex(int64_t index) const {
+    if (index < 0 || index >= size()) {
+      throw std::out_of_range("sample " + std::to_string(index) +
+                              " of a subset of " + std::to_string(size()));
+    }
+    return indices_[index];
+  }
+
+  // Constant after construction.
+  const std::unique_ptr<ImageDataset> parent_;
+  const std::vector<int64_t> indices_;
+};
+
+}  // namespace
+
+std::unique_ptr<ImageDataset> SpreadSubset(
+    std::unique_ptr<ImageDataset> dataset, int64_t n, const std::string& what) {
+  const int64_t size = dataset->size();
+  if (n < 0 || n > size) {
+    throw std::invalid_argument(
+        what + " " + std::to_string(n) +
+        (n < 0
+             ? " is negative"
+             : " exceeds the data set's " + std::to_string(size) + " samples"));
+  }
+  if (n == 0) return dataset;
+  std::vector<int64_t> indices(n);
+  for (int64_t i = 0; i < n; ++i) {
+    indices[i] = i * size / n;  // no overflow below 2^31 samples
+  }
+  return std::make_unique<IndexedSubset>(std::move(dataset),
+                                         std::move(indices));
+}
+
+}  // namespace hpcai500::worker

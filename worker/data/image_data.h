@@ -1,0 +1,186 @@
+// Random-access image sample stores (ImageDataset: one sample by index, safe
+// to read from many decoder threads), which ImageLoader
+// (worker/data/image_loader.h) turns into batches of a rank's shard. The
+// trainer never sees these: OpenDataset (worker/data/open_dataset.h) puts a
+// loader behind the Dataset interface.
+// - Cifar10Dataset: CIFAR-10's binary batches (1 label byte + 3072 bytes of
+//   R, G, B planes per record), held in memory as uint8.
+// - ImageFolderDataset: an ImageNet-style tree (<root>/<class>/*.JPEG, classes
+//   sorted by name) decoded with libjpeg-turbo at reduced scale where the crop
+//   allows; random-resized-crop + flip for training, resize + center crop for
+//   evaluation. Needs HPCAI500_HAVE_TURBOJPEG, else its constructor throws.
+// - SyntheticImages: one fixed random batch on a device, for throughput only.
+//
+// Samples come out as normalised float [C, H, W].
+#ifndef HPCAI500_WORKER_DATA_IMAGE_DATA_H_
+#define HPCAI500_WORKER_DATA_IMAGE_DATA_H_
+
+#include <torch/torch.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hpcai500::worker {
+
+// Thrown by ImageDataset::Get for a sample that cannot be decoded; the loader
+// counts it and skips the sample.
+class CorruptSample : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A random-access set of labelled images.
+// Thread-safe: Get may run on many threads at once.
+class ImageDataset {
+ public:
+  virtual ~ImageDataset() = default;
+  virtual int64_t size() const = 0;
+  virtual int64_t num_classes() const = 0;
+  // {C, H, W} of every sample Get writes.
+  virtual std::array<int64_t, 3> sample_shape() const = 0;
+  // Writes sample `index` (in [0, size())), augmented with randomness drawn
+  // from `rng`, as normalised floats into `out` (C*H*W, CHW order) and
+  // returns its label. Throws CorruptSample when the sample's bytes cannot be
+  // decoded, std::out_of_range for a bad index.
+  virtual int64_t Get(int64_t index, std::mt19937_64& rng,
+                      float* out) const = 0;
+  // A name for sample `index` in warnings (a file path, or set:index).
+  virtual std::string Describe(int64_t index) const = 0;
+};
+
+enum class Split { kTrain, kEval };
+
+// Per-channel normalisation applied after scaling pixels to [0, 1].
+struct Normalization {
+  std::array<float, 3> mean;
+  std::array<float, 3> std;
+};
+inline constexpr Normalization kImageNetNormalization{{0.485f, 0.456f, 0.406f},
+                                                      {0.229f, 0.224f, 0.225f}};
+inline constexpr Normalization kCifar10Normalization{
+    {0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
+
+inline constexpr int64_t kCifarRecordBytes = 1 + 3 * 32 * 32;
+
+// CIFAR-10 from `dir` holding data_batch_1.bin .. data_batch_5.bin (train)
+// or test_batch.bin (eval). Training samples are augmented the usual way
+// (4-pixel zero padding, random 32x32 crop, horizontal flip); evaluation
+// samples are not. Output [3, 32, 32], 10 classes.
+class Cifar10Dataset final : public ImageDataset {
+ public:
+  // Throws std::runtime_error naming the file that is missing, is not a whole
+  // number of 3073-byte records, or holds a label above 9.
+  Cifar10Dataset(const std::string& dir, Split split);
+  // Reads the given files in order (the constructor above uses the standard
+  // names); same errors.
+  Cifar10Dataset(const std::vector<std::string>& files, Split split);
+
+  int64_t size() const override { return labels_.size(); }
+  int64_t num_classes() const override { return 10; }
+  std::array<int64_t, 3> sample_shape() const override { return {3, 32, 32}; }
+  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override;
+  std::string Describe(int64_t index) const override;
+
+ private:
+  // Constant after construction.
+  Split split_;
+  std::vector<uint8_t> pixels_;  // N x 3072, R, G, B planes
+  std::vector<uint8_t> labels_;
+};
+
+struct ImageFolderOptions {
+  int64_t crop_size = 224;    // output height and width
+  int64_t resize_size = 256;  // eval: shorter side before the center crop
+  double min_scale = 0.08;    // train: random-resized-crop area range
+  double max_scale = 1.0;
+  double min_ratio = 3.0 / 4.0;  // train: aspect ratio range
+  double max_ratio = 4.0 / 3.0;
+  bool flip = true;  // train: horizontal flip with probability 1/2
+  Normalization normalization = kImageNetNormalization;
+};
+
+// <root>/<class>/<file> for every regular file whose extension is .jpeg or
+// .jpg (any case); class index = rank of the folder name in sorted order.
+// Training (Split::kTrain) applies torchvision's RandomResizedCrop (area
+// scale, ratio, bilinear) and a horizontal flip; evaluation resizes the
+// shorter side to resize_size and takes the center crop_size square. Output
+// [3, crop_size, crop_size].
+class ImageFolderDataset final : public ImageDataset {
+ public:
+  // Throws std::runtime_error when libjpeg-turbo was not built in, `root` is
+  // not a directory, or it holds no class folder with an image.
+  ImageFolderDataset(const std::string& root, Split split,
+                     ImageFolderOptions options = {});
+
+  int64_t size() const override { return files_.size(); }
+  int64_t num_classes() const override { return classes_.size(); }
+  std::array<int64_t, 3> sample_shape() const override {
+    return {3, options_.crop_size, options_.crop_size};
+  }
+  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override;
+  std::string Describe(int64_t index) const override { return files_[index]; }
+  const std::vector<std::string>& classes() const { return classes_; }
+
+ private:
+  // Constant after construction.
+  Split split_;
+  ImageFolderOptions options_;
+  std::vector<std::string> classes_;
+  std::vector<std::string> files_;
+  std::vector<int64_t> labels_;
+};
+
+// `n` samples of `dataset` spread evenly over its index range (sample i is
+// the parent's floor(i * size / n)), so a subset of a class-sorted folder
+// tree still holds every class in proportion; the train_samples /
+// eval_samples knob of a config. Returns `dataset` itself when n is 0.
+// Throws std::invalid_argument naming `what` (e.g. "train_samples"), n and
+// the size when n < 0 or n exceeds the size. The result owns `dataset`;
+// thread-safe as the parent is.
+std::unique_ptr<ImageDataset> SpreadSubset(
+    std::unique_ptr<ImageDataset> dataset, int64_t n, const std::string& what);
+
+// A region of a width x height image, in pixels.
+struct CropBox {
+  int64_t x = 0, y = 0, width = 0, height = 0;
+};
+
+// torchvision's RandomResizedCrop.get_params: up to 10 draws of an area in
+// [min_scale, max_scale] of the image and a log-uniform aspect ratio, else
+// the center crop clamped to the ratio range.
+CropBox RandomResizedCropBox(int64_t width, int64_t height,
+                             const ImageFolderOptions& options,
+                             std::mt19937_64& rng);
+
+// The largest libjpeg-turbo reduction (num/denom <= 1 among the library's
+// scaling factors) at which a `crop` region of the full image still covers
+// at least `min_width` x `min_height` pixels, as {num, denom}; {1, 1} when
+// none smaller does.
+std::pair<int, int> ChooseDecodeScale(const CropBox& crop, int64_t min_width,
+                                      int64_t min_height);
+
+// Random tensors standing in for data: one batch of `batch_size` images of
+// `shape` ({C, H, W}) with labels in [0, num_classes), drawn once from `seed`
+// and made on `device`. For throughput only: it learns nothing.
+// Thread-safe: immutable after construction.
+class SyntheticImages {
+ public:
+  SyntheticImages(int64_t batch_size, std::array<int64_t, 3> shape,
+                  int64_t num_classes, uint64_t seed,
+                  const torch::Device& device);
+  const torch::Tensor& images() const { return images_; }
+  const torch::Tensor& labels() const { return labels_; }
+
+ private:
+  torch::Tensor images_;  // float [B, C, H, W] on the device
+  torch::Tensor labels_;  // int64 [B] on the device
+};
+
+}  // namespace hpcai500::worker
+
+#endif  // HPCAI500_WORKER_DATA_IMAGE_DATA_H_

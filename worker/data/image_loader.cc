@@ -1,0 +1,178 @@
+#include "worker/data/image_loader.h"
+
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "worker/data/sharding.h"
+
+namespace hpcai500::worker {
+
+ImageLoader::ImageLoader(const ImageDataset& dataset, LoaderOptions options)
+    : dataset_(dataset), options_(std::move(options)) {
+  if (options_.batch_size < 1 || options_.threads < 1 ||
+      options_.queue_batches < 1) {
+    throw std::invalid_argument(
+        "image loader: batch_size, threads and queue_batches must be >= 1");
+  }
+  if (options_.world_size < 1 || options_.rank < 0 ||
+      options_.rank >= options_.world_size) {
+    throw std::invalid_argument(
+        "image loader: rank " + std::to_string(options_.rank) +
+        " outside world of " + std::to_string(options_.world_size));
+  }
+}
+
+ImageLoader::~ImageLoader() { StopThreads(); }
+
+void ImageLoader::StopThreads() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void ImageLoader::StartEpoch(int epoch) {
+  if (epoch < 0) throw std::invalid_argument("image loader: epoch < 0");
+  StopThreads();
+  std::vector<int64_t> shard =
+      options_.shuffle ? ShardIndices(dataset_.size(), options_.seed, epoch,
+                                      options_.rank, options_.world_size)
+                       : EvalShardIndices(dataset_.size(), options_.rank,
+                                          options_.world_size);
+  int64_t batches =
+      (static_cast<int64_t>(shard.size()) + options_.batch_size - 1) /
+      options_.batch_size;
+  if (options_.max_batches > 0) {
+    batches = std::min(batches, options_.max_batches);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    epoch_ = epoch;
+    shard_ = std::move(shard);
+    batches_ = batches;
+    next_to_decode_ = 0;
+    next_to_yield_ = 0;
+    ready_.clear();
+    error_ = nullptr;
+    stopping_ = false;
+  }
+  for (int i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this] { Decode(); });
+  }
+}
+
+void ImageLoader::Decode() {
+  while (true) {
+    int64_t batch = 0;
+    int epoch = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      changed_.wait(lock, [this] {
+        return stopping_ || next_to_decode_ >= batches_ ||
+               next_to_decode_ < next_to_yield_ + options_.queue_batches;
+      });
+      if (stopping_ || next_to_decode_ >= batches_) return;
+      batch = next_to_decode_++;
+      epoch = epoch_;
+    }
+    try {
+      // shard_ is not written while decoder threads run.
+      ImageBatch decoded = DecodeBatch(batch, epoch, shard_);
+      std::lock_guard<std::mutex> lock(mu_);
+      ready_.emplace(batch, std::move(decoded));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = std::current_exception();
+      stopping_ = true;
+    }
+    changed_.notify_all();
+  }
+}
+
+ImageBatch ImageLoader::DecodeBatch(int64_t batch, int epoch,
+                                    const std::vector<int64_t>& shard) {
+  const int64_t begin = batch * options_.batch_size;
+  const int64_t end = std::min<int64_t>(begin + options_.batch_size,
+                                        static_cast<int64_t>(shard.size()));
+  const auto shape = dataset_.sample_shape();
+  const int64_t sample_numel = shape[0] * shape[1] * shape[2];
+  torch::Tensor images =
+      torch::empty({end - begin, shape[0], shape[1], shape[2]});
+  torch::Tensor labels = torch::empty({end - begin}, torch::kInt64);
+  float* pixels = images.data_ptr<float>();
+  int64_t* label = labels.data_ptr<int64_t>();
+  int64_t kept = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    const int64_t index = shard[i];
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (corrupt_.count(index) > 0) continue;
+    }
+    std::seed_seq seq{static_cast<uint32_t>(options_.seed),
+                      static_cast<uint32_t>(options_.seed >> 32),
+                      static_cast<uint32_t>(epoch),
+                      static_cast<uint32_t>(index),
+                      static_cast<uint32_t>(index >> 32)};
+    std::mt19937_64 rng(seq);
+    try {
+      label[kept] = dataset_.Get(index, rng, pixels + kept * sample_numel);
+      ++kept;
+    } catch (const CorruptSample& e) {
+      bool first = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        first = corrupt_.insert(index).second;
+      }
+      if (first) {
+        const std::string line = "warning: skipping corrupt image " +
+                                 dataset_.Describe(index) + ": " + e.what();
+        if (options_.warn) {
+          options_.warn(line);
+        } else {
+          std::cerr << line << std::endl;
+        }
+      }
+    }
+  }
+  return {images.narrow(0, 0, kept), labels.narrow(0, 0, kept)};
+}
+
+std::optional<ImageBatch> ImageLoader::Next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (epoch_ < 0)
+    throw std::logic_error("image loader: Next before StartEpoch");
+  if (next_to_yield_ >= batches_) return std::nullopt;
+  changed_.wait(lock, [this] {
+    return error_ != nullptr || ready_.count(next_to_yield_) > 0;
+  });
+  if (error_) std::rethrow_exception(error_);
+  auto it = ready_.find(next_to_yield_);
+  ImageBatch batch = std::move(it->second);
+  ready_.erase(it);
+  ++next_to_yield_;
+  lock.unlock();
+  changed_.notify_all();
+  return batch;
+}
+
+int64_t ImageLoader::batches_per_epoch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return batches_;
+}
+
+int64_t ImageLoader::shard_size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shard_.size();
+}
+
+int64_t ImageLoader::corrupt_samples() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return corrupt_.size();
+}
+
+}  // namespace hpcai500::worker

@@ -1,0 +1,178 @@
+#include "worker/events/event_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+namespace hpcai500::worker {
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string JsonInt(int64_t v) { return std::to_string(v); }
+
+std::string JsonDouble(double v) {
+  if (!std::isfinite(v)) return std::string(kJsonNull);
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof(buf), "%.1f", v);
+    return buf;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string JsonObject(const JsonMembers& members) {
+  std::string out = "{";
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += JsonString(members[i].first);
+    out += ": ";
+    out += members[i].second;
+  }
+  out += "}";
+  return out;
+}
+
+namespace {
+
+std::string_view EventTypeName(EventType type) {
+  switch (type) {
+    case EventType::kPointInTime:
+      return "POINT_IN_TIME";
+    case EventType::kIntervalStart:
+      return "INTERVAL_START";
+    case EventType::kIntervalEnd:
+      return "INTERVAL_END";
+  }
+  return "POINT_IN_TIME";
+}
+
+}  // namespace
+
+int64_t EventLog::SystemClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::unique_ptr<EventLog> EventLog::Open(const std::string& path, int rank,
+                                         std::FILE* echo, Clock clock,
+                                         std::string* error) {
+  int fd = -1;
+  if (!path.empty()) {
+    std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) {
+      *error = "events file " + path + ": cannot create folder " +
+               parent.string() + ": " + ec.message();
+      return nullptr;
+    }
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      *error = "events file " + path + ": " + std::strerror(errno);
+      return nullptr;
+    }
+  }
+  return std::unique_ptr<EventLog>(
+      new EventLog(fd, rank, echo, std::move(clock)));
+}
+
+EventLog::EventLog(int fd, int rank, std::FILE* echo, Clock clock)
+    : fd_(fd), rank_(rank), echo_(echo), clock_(std::move(clock)) {}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string EventLog::FormatLine(int64_t time_ms, EventType type,
+                                 std::string_view key,
+                                 std::string_view value_json, int64_t seq,
+                                 int rank, const JsonMembers& metadata) {
+  // "file" is part of the line format every consumer and fixture knows
+  // (docs/events.md), not a source location: it stays as it was written.
+  JsonMembers meta = {{"file", JsonString("worker/engine.cc")},
+                      {"lineno", "0"},
+                      {"seq", JsonInt(seq)},
+                      {"rank", JsonInt(rank)}};
+  meta.insert(meta.end(), metadata.begin(), metadata.end());
+  JsonMembers line = {{"namespace", JsonString("")},
+                      {"time_ms", JsonInt(time_ms)},
+                      {"event_type", JsonString(EventTypeName(type))},
+                      {"key", JsonString(key)},
+                      {"value", std::string(value_json)},
+                      {"metadata", JsonObject(meta)}};
+  return ":::MLLOG " + JsonObject(line) + "\n";
+}
+
+void EventLog::Emit(EventType type, std::string_view key,
+                    std::string_view value_json, const JsonMembers& metadata) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string line =
+      FormatLine(clock_(), type, key, value_json, next_seq_, rank_, metadata);
+  if (line.size() > kMaxLineBytes) {
+    throw std::runtime_error("event " + std::string(key) + " is " +
+                             std::to_string(line.size()) +
+                             " bytes, over the 64 KiB line limit");
+  }
+  if (fd_ >= 0) {
+    // One write(2) per line; O_APPEND makes it land whole at the end.
+    ssize_t n;
+    do {
+      n = ::write(fd_, line.data(), line.size());
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(line.size())) {
+      throw std::runtime_error(std::string("cannot write events file: ") +
+                               (n < 0 ? std::strerror(errno) : "short write"));
+    }
+  }
+  ++next_seq_;
+  if (echo_ != nullptr) {
+    std::fwrite(line.data(), 1, line.size(), echo_);
+    std::fflush(echo_);
+  }
+}
+
+}  // namespace hpcai500::worker

@@ -1,0 +1,35 @@
+#include "worker/train/task.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "worker/models/model_zoo.h"
+#include "worker/train/classification_task.h"
+#include "worker/train/detection_task.h"
+#include "worker/train/precision.h"
+
+namespace hpcai500::worker {
+
+std::unique_ptr<Task> MakeTask(const WorkerOptions& options,
+                               const Dataset& data,
+                               const torch::Device& device) {
+  const std::string& model = options.config.model;
+  if (IsDetector(model)) {
+    return std::make_unique<DetectionTask>(options, data.sample_shape(),
+                                           data.num_classes(), device);
+  }
+  if (IsClassifier(model)) {
+    return std::make_unique<ClassificationTask>(options, data.sample_shape(),
+                                                data.num_classes(), device);
+  }
+  throw std::invalid_argument("model '" + model +
+                              "' is not built by this worker");
+}
+
+torch::Tensor ImagesOn(const torch::Tensor& images, const torch::Device& device,
+                       bool channels_last) {
+  torch::Tensor x = images.to(device);
+  return channels_last ? ChannelsLastInput(x) : x;
+}
+
+}  // namespace hpcai500::worker

@@ -1,0 +1,294 @@
+#include "worker/train/trainer.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+#include "worker/data/open_dataset.h"
+#include "worker/data/sharding.h"
+#include "worker/events/mllog_keys.h"
+#include "worker/metrics/flops.h"
+#include "worker/models/model_zoo.h"
+#include "worker/train/checkpoint.h"
+
+namespace hpcai500::worker {
+
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// The CUDA device of a local rank. An agent gives each rank exactly its own
+// GPU (CUDA_VISIBLE_DEVICES), which the rank then sees as device 0; a rank
+// started without that sees every GPU of the node and takes its local rank's.
+int CudaDeviceIndex(int local_rank) {
+  return torch::cuda::device_count() == 1 ? 0 : local_rank;
+}
+
+torch::Device DeviceOf(const WorkerOptions& options) {
+  return options.device == "cuda"
+             ? torch::Device(torch::kCUDA, CudaDeviceIndex(options.local_rank))
+             : torch::Device(torch::kCPU);
+}
+
+}  // namespace
+
+Trainer::Trainer(const WorkerOptions& options, EventLog* log)
+    : o_(options), device_(DeviceOf(options)), reporter_(log), log_(log) {}
+
+Trainer::~Trainer() = default;
+
+void Trainer::Run() {
+  const int first_epoch = Initialize();
+  StartRunClocks();
+  for (int epoch = first_epoch; epoch <= o_.config.epochs; ++epoch) {
+    RunEpoch(epoch);
+  }
+  reporter_.Point("hpcai500_param_checksum",
+                  JsonString(ParameterChecksum(task_->module())));
+  reporter_.RunSuccess();
+}
+
+int Trainer::Initialize() {
+  reporter_.Point("init_start", kJsonNull, EventType::kIntervalStart);
+  const int64_t global_batch =
+      static_cast<int64_t>(o_.config.batch_size) * o_.world_size;
+  ReportRunSetup(global_batch);
+  BuildTraining(global_batch);
+  const int first_epoch = Resume() + 1;
+  reporter_.Point("init_stop", kJsonNull, EventType::kIntervalEnd);
+  return first_epoch;
+}
+
+void Trainer::ReportRunSetup(int64_t global_batch) {
+  const ConfigInfo& c = o_.config;
+  EmitMlperfSubmission(*log_, o_);
+  const ModelSpec* model = FindModel(c.model);
+  const bool mlperf = o_.mllog_submission && model != nullptr &&
+                      !model->mlperf_benchmark.empty();
+  reporter_.Point("submission_benchmark",
+                  JsonString(mlperf ? model->mlperf_benchmark
+                                    : std::string_view(c.workload)));
+  const bool synthetic = UsesSyntheticData(c);
+  reporter_.Point(
+      "hpcai500_config", JsonString(c.name), EventType::kPointInTime,
+      {{"model", JsonString(c.model)},
+       {"dataset", JsonString(synthetic ? "synthetic" : c.dataset)}});
+  if (synthetic) {
+    reporter_.Point("hpcai500_unranked",
+                    JsonString("synthetic data: for throughput only"));
+  }
+  reporter_.Point("seed", JsonInt(static_cast<int64_t>(o_.seed)));
+  reporter_.Point("global_batch_size", JsonInt(global_batch));
+}
+
+void Trainer::BuildTraining(int64_t global_batch) {
+  const ConfigInfo& c = o_.config;
+  data_ = OpenDataset(o_, device_);
+  steps_per_epoch_ = StepsPerEpoch(data_->train_size(), o_.world_size,
+                                   c.batch_size, o_.steps_per_epoch);
+  reporter_.Point("train_samples",
+                  JsonInt(SamplesPerEpoch(data_->train_size(), o_.world_size,
+                                          c.batch_size, steps_per_epoch_)));
+  reporter_.Point("eval_samples", JsonInt(data_->eval_size()));
+
+  if (o_.deterministic) EnableDeterminism(o_.threads);
+  torch::manual_seed(o_.seed);
+  task_ = MakeTask(o_, *data_, device_);
+  collectives_ = std::make_unique<Collectives>(o_);
+  BroadcastModuleState(*collectives_, task_->module());
+  schedule_ =
+      std::make_unique<LearningRateSchedule>(c, global_batch, steps_per_epoch_);
+  optimizer_ =
+      MakeOptimizer(c, task_->module().parameters(), schedule_->base_lr());
+  EmitMlperfHyperparameters(
+      *log_, o_,
+      MlperfRunFacts{global_batch, schedule_->base_lr(), steps_per_epoch_});
+  reducer_ = std::make_unique<GradientReducer>(
+      collectives_.get(), task_->module().parameters(),
+      ReducerOptions{o_.compression, o_.powersgd_rank, o_.bucket_mb,
+                     o_.powersgd_warmup_steps});
+  scaler_ = LossScaler::ForPrecision(o_.precision);
+}
+
+void Trainer::StartRunClocks() {
+  std::string energy_note;
+  energy_ = std::make_unique<EpochEnergy>(
+      OpenEnergyReader(device_.is_cuda(), o_.local_rank, &energy_note));
+  if (!energy_note.empty()) {
+    std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", o_.rank,
+                 energy_note.c_str());
+  }
+  reporter_.Point("run_start", kJsonNull, EventType::kIntervalStart);
+  // A rank that stops making progress (a peer stopped or gone mid
+  // collective) ends with run_stop "aborted" and exit 1 instead of hanging.
+  watchdog_ = std::make_unique<StallWatchdog>(
+      std::chrono::seconds(o_.watchdog_seconds),
+      [log = log_, rank = o_.rank](const std::string& reason) {
+        ReportAbort(log, rank, reason);
+        std::fflush(nullptr);
+        std::_Exit(1);
+      });
+}
+
+void Trainer::RunEpoch(int epoch) {
+  reporter_.EpochStart(epoch);
+  reporter_.EpochStop(epoch, TrainEpoch(epoch));
+  reporter_.EvalStart(epoch);
+  const double eval_started = MonotonicSeconds();
+  const EvalResult eval = Evaluate();
+  reporter_.EvalStop(epoch, MonotonicSeconds() - eval_started, eval);
+  SaveCheckpointAfter(epoch);
+}
+
+EpochStats Trainer::TrainEpoch(int epoch) {
+  task_->module().train();
+  data_->StartEpoch(epoch, steps_per_epoch_);
+  const auto start = std::chrono::steady_clock::now();
+  EpochStats stats;
+  const CommStats comm_before = reducer_->stats();
+  EpochClock clock;
+  energy_->StartEpoch();
+  double loss_sum = 0;
+  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+    TrainStep(epoch, step, clock, stats, loss_sum);
+  }
+  stats.seconds = SecondsSince(start);
+  stats.compute_seconds = clock.seconds(Phase::kCompute);
+  stats.input_wait_seconds = clock.seconds(Phase::kInputWait);
+  stats.energy_joules = energy_->StopEpoch();
+  if (stats.energy_joules) stats.energy_source = energy_->source();
+  const CommStats comm_after = reducer_->stats();
+  stats.comm_bytes = comm_after.bytes - comm_before.bytes;
+  stats.comm_wait_seconds = comm_after.wait_seconds - comm_before.wait_seconds;
+  stats.mean_loss = stats.samples > 0 ? loss_sum / stats.samples : 0.0;
+  stats.loss_scale = scaler_.scale();
+  stats.corrupt_samples = data_->corrupt_samples();
+  return stats;
+}
+
+void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
+                        EpochStats& stats, double& loss_sum) {
+  SetLearningRate(*optimizer_,
+                  schedule_->At((epoch - 1) * steps_per_epoch_ + step));
+  optimizer_->zero_grad();
+  StepTimer wait_for_batch(&clock, Phase::kInputWait);
+  std::optional<Batch> next = data_->NextTrain();
+  wait_for_batch.Stop();
+  const int64_t local = next ? next->size() : 0;
+  watchdog_->Beat();
+  watchdog_->SetPhase("gradient all-reduce (sample count)");
+  reducer_->BeginStep(local);
+  watchdog_->SetPhase("forward and backward");
+  energy_->Poll(clock.now());
+  if (local > 0) {
+    StepTimer input_wait(&clock, Phase::kInputWait);
+    const Batch batch = ToDevice(*next);
+    input_wait.Stop();
+    StepTimer compute(&clock, Phase::kCompute);
+    torch::Tensor loss;
+    FlopCount forward;
+    {
+      AutocastScope autocast(o_.precision, device_);
+      loss = task_->Loss(batch, &forward);
+    }
+    stats.forward_flops += forward.flops;
+    stats.other_ops += forward.other_ops;
+    // The first batch also gives the per-sample figure the score uses.
+    reporter_.ForwardFlopsPerSample(forward.flops / static_cast<double>(local));
+    scaler_.Scale(loss).backward();
+    loss_sum += loss.item<double>() * local;
+    stats.samples += local;
+  }
+  watchdog_->SetPhase("gradient all-reduce");
+  reducer_->FinishStep();
+  watchdog_->SetPhase("optimizer step");
+  StepTimer compute(&clock, Phase::kCompute);
+  if (!scaler_.Step(*optimizer_, task_->module().parameters())) {
+    ++stats.skipped_steps;
+  }
+}
+
+Batch Trainer::ToDevice(const Batch& batch) const {
+  Batch on_device;
+  on_device.images = ImagesOn(batch.images, device_, task_->channels_last());
+  if (batch.labels.defined()) on_device.labels = batch.labels.to(device_);
+  for (const DetectionTarget& t : batch.targets) {
+    on_device.targets.push_back({t.boxes.to(device_), t.labels.to(device_)});
+  }
+  return on_device;
+}
+
+// The quality of the model on the whole evaluation set, every rank scoring
+// its shard. BatchNorm statistics are averaged first so every rank
+// evaluates the same model.
+EvalResult Trainer::Evaluate() {
+  watchdog_->Beat();
+  watchdog_->SetPhase("evaluation (buffer all-reduce)");
+  AverageFloatBuffers(*collectives_, task_->module());
+  watchdog_->SetPhase("evaluation");
+  task_->module().eval();
+  torch::NoGradGuard no_grad;
+  task_->StartEvaluation();
+  data_->StartEval();
+  while (std::optional<Batch> batch = data_->NextEval()) {
+    watchdog_->Beat();
+    task_->EvaluateBatch(*batch);
+  }
+  const EvalResult result = task_->FinishEvaluation(*collectives_, *watchdog_);
+  task_->module().train();
+  return result;
+}
+
+// What a checkpoint must match to continue this run (see checkpoint.h).
+std::string Trainer::Fingerprint() const {
+  const ConfigInfo& c = o_.config;
+  return "workload=" + c.workload + " config=" + c.name + " model=" + c.model +
+         " world_size=" + std::to_string(o_.world_size) +
+         " batch_size=" + std::to_string(c.batch_size) +
+         " steps_per_epoch=" + std::to_string(steps_per_epoch_) +
+         " seed=" + std::to_string(o_.seed) + " precision=" + o_.precision;
+}
+
+// --resume: every rank loads the checkpoint of the epoch rank 0 finds
+// newest in --checkpoint-dir and emits hpcai500_resume (null when there is
+// none: a fresh start). Returns the epoch it completed, 0 when fresh. The
+// lr schedule needs no state: it is a function of epoch and step.
+int Trainer::Resume() {
+  if (!o_.resume) return 0;
+  const std::optional<std::string> newest = NewestCheckpoint(o_.checkpoint_dir);
+  TrainingState state{&task_->module(), optimizer_.get(), &scaler_, 0,
+                      Fingerprint()};
+  if (o_.rank == 0 && newest) LoadCheckpoint(*newest, &state);
+  torch::Tensor epoch =
+      torch::tensor({static_cast<double>(state.epoch)}, torch::kFloat64);
+  collectives_->BroadcastFromRank0(epoch);
+  const int resumed = static_cast<int>(epoch.item<double>());
+  if (resumed == 0) {
+    reporter_.Point(
+        "hpcai500_resume", kJsonNull, EventType::kPointInTime,
+        {{"reason", JsonString("no checkpoint in " + o_.checkpoint_dir)}});
+    return 0;
+  }
+  const std::string path = CheckpointPath(o_.checkpoint_dir, resumed);
+  if (o_.rank != 0) LoadCheckpoint(path, &state);
+  reporter_.Point("hpcai500_resume", JsonInt(resumed), EventType::kPointInTime,
+                  {{"checkpoint", JsonString(path)}});
+  return resumed;
+}
+
+// Rank 0 checkpoints the state at the end of `epoch` (after evaluation
+// averaged the buffers) when --checkpoint-dir is set.
+void Trainer::SaveCheckpointAfter(int epoch) {
+  if (o_.checkpoint_dir.empty() || o_.rank != 0) return;
+  watchdog_->SetPhase("checkpoint");
+  const std::string path = SaveCheckpoint(
+      o_.checkpoint_dir, TrainingState{&task_->module(), optimizer_.get(),
+                                       &scaler_, epoch, Fingerprint()});
+  reporter_.Checkpoint(path, epoch);
+}
+
+}  // namespace hpcai500::worker

@@ -1,0 +1,93 @@
+// The Trainer runs one rank of a data-parallel run: it opens the config's
+// data (worker/data/open_dataset.h), builds its Task (worker/train/task.h),
+// joins the process group (Gloo on CPU, NCCL on CUDA), trains the epoch
+// budget with the gradient all-reduce overlapping backward, evaluates after
+// every epoch, checkpoints and resumes, and reports it all as event lines
+// (worker/events/reporter.h). The loop is the same for every workload.
+//
+// Thread-safety: Run() owns the process's LibTorch state (autocast, the
+// global generator); call it from one thread, once. A stall watchdog thread
+// may end the process from inside Run() (run_stop "aborted", exit 1).
+#ifndef HPCAI500_WORKER_TRAIN_TRAINER_H_
+#define HPCAI500_WORKER_TRAIN_TRAINER_H_
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "worker/data/dataset.h"
+#include "worker/distributed/distributed.h"
+#include "worker/events/event_log.h"
+#include "worker/events/reporter.h"
+#include "worker/flags.h"
+#include "worker/metrics/energy.h"
+#include "worker/metrics/timing.h"
+#include "worker/train/optimizer.h"
+#include "worker/train/precision.h"
+#include "worker/train/task.h"
+
+namespace hpcai500::worker {
+
+class Trainer {
+ public:
+  // Borrows `options` and `log` for the trainer's lifetime.
+  Trainer(const WorkerOptions& options, EventLog* log);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains the run to the end of its epoch budget, ending with run_stop
+  // "success". Throws (LibTorch's or the readers' exceptions) on failure;
+  // the caller ends the run.
+  void Run();
+
+ private:
+  // Everything from init_start to init_stop; returns the first epoch to
+  // train (1, or the one after a resumed checkpoint).
+  int Initialize();
+  // The events that describe the run before its data is open.
+  void ReportRunSetup(int64_t global_batch);
+  // Data, task, process group, optimizer, reducer: the run's machinery.
+  void BuildTraining(int64_t global_batch);
+  // Energy counter and stall watchdog, started with the timed run.
+  void StartRunClocks();
+  // One epoch of training, its evaluation and its checkpoint.
+  void RunEpoch(int epoch);
+  EpochStats TrainEpoch(int epoch);
+  // One optimizer step of `epoch` (1-based), adding to `stats` and
+  // `loss_sum`.
+  void TrainStep(int epoch, int64_t step, EpochClock& clock, EpochStats& stats,
+                 double& loss_sum);
+  // `batch` (on the CPU) moved to the device.
+  Batch ToDevice(const Batch& batch) const;
+  EvalResult Evaluate();
+  std::string Fingerprint() const;
+  int Resume();
+  void SaveCheckpointAfter(int epoch);
+
+  // Constant after construction.
+  const WorkerOptions& o_;
+  const torch::Device device_;
+  RunReporter reporter_;
+  EventLog* const log_;
+
+  // Built by Initialize().
+  std::unique_ptr<Dataset> data_;
+  int64_t steps_per_epoch_ = 0;
+  std::unique_ptr<Task> task_;
+  std::unique_ptr<Collectives> collectives_;
+  std::unique_ptr<LearningRateSchedule> schedule_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  std::unique_ptr<GradientReducer> reducer_;
+  LossScaler scaler_{/*enabled=*/false};
+  // Started by StartRunClocks().
+  std::unique_ptr<EpochEnergy> energy_;
+  std::unique_ptr<StallWatchdog> watchdog_;
+};
+
+}  // namespace hpcai500::worker
+
+#endif  // HPCAI500_WORKER_TRAIN_TRAINER_H_
