@@ -98,6 +98,23 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
   return absl::OkStatus();
 }
 
+v1::AgentMessage Agent::RegisterMessage() {
+  v1::AgentMessage hello;
+  v1::Register* reg = hello.mutable_register_();
+  reg->set_name(options_.name);
+  reg->set_address(options_.address);
+  reg->set_slots(options_.slots);
+  reg->set_cpus(options_.cpus);
+  reg->set_gpus(options_.gpus);
+  reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
+  reg->set_hostname(options_.hostname);
+  reg->set_version(HPCAI500_VERSION);
+  for (v1::RunningAttempt& running : supervisor_.Running()) {
+    *reg->add_running() = std::move(running);
+  }
+  return hello;
+}
+
 bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   auto channel = grpc::CreateChannel(options_.coordinator,
                                      grpc::InsecureChannelCredentials());
@@ -127,20 +144,7 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
     for (const v1::AgentMessage& m : messages) send(m);
   };
 
-  v1::AgentMessage hello;
-  v1::Register* reg = hello.mutable_register_();
-  reg->set_name(options_.name);
-  reg->set_address(options_.address);
-  reg->set_slots(options_.slots);
-  reg->set_cpus(options_.cpus);
-  reg->set_gpus(options_.gpus);
-  reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
-  reg->set_hostname(options_.hostname);
-  reg->set_version(HPCAI500_VERSION);
-  for (v1::RunningAttempt& running : supervisor_.Running()) {
-    *reg->add_running() = std::move(running);
-  }
-  send(hello);
+  send(RegisterMessage());
   send_all(supervisor_.Resend());
 
   bool registered = false;

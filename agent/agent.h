@@ -38,6 +38,9 @@ class Agent {
   // true when the coordinator answered Register (backoff restarts); *why
   // says how the stream ended.
   bool RunSession(const std::atomic<bool>* stop, std::string* why);
+  // The first message of a session: this node, its inventory and the
+  // attempts its workers still run.
+  v1::AgentMessage RegisterMessage();
 
   // Constant after construction.
   const AgentOptions options_;

@@ -160,6 +160,32 @@ std::string SetConfigKey(ConfigInfo& c, std::string_view key,
   return "";
 }
 
+// The rules a config must keep once all its keys are read: "" when it
+// keeps them, else the first broken one naming the config.
+std::string CheckConfigs(const std::vector<ConfigInfo>& configs) {
+  for (const ConfigInfo& c : configs) {
+    if (c.target <= 0 || c.epochs <= 0 || c.batch_size <= 0) {
+      return "config " + c.workload + "/" + c.name +
+             ": target, epochs and batch_size must be positive";
+    }
+    if (c.dataset == "extreme_weather" &&
+        (c.train_years.empty() || c.eval_years.empty())) {
+      return "config " + c.workload + "/" + c.name +
+             ": dataset extreme_weather needs train_years and eval_years";
+    }
+    if (c.rois_per_image < 0 || c.box_head_width < 0) {
+      return "config " + c.workload + "/" + c.name +
+             ": rois_per_image and box_head_width must not be negative";
+    }
+    if (c.generate_samples < 0 ||
+        (c.generate_samples > 0 && c.generate_height == 0)) {
+      return "config " + c.workload + "/" + c.name +
+             ": generate_samples needs a positive count and generate_grid";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<Registry> Registry::Parse(std::string_view text,
@@ -227,29 +253,9 @@ std::optional<Registry> Registry::Parse(std::string_view text,
     }
     if (!why.empty()) return fail(why);
   }
-  for (const ConfigInfo& c : reg.configs_) {
-    if (c.target <= 0 || c.epochs <= 0 || c.batch_size <= 0) {
-      *error = "config " + c.workload + "/" + c.name +
-               ": target, epochs and batch_size must be positive";
-      return std::nullopt;
-    }
-    if (c.dataset == "extreme_weather" &&
-        (c.train_years.empty() || c.eval_years.empty())) {
-      *error = "config " + c.workload + "/" + c.name +
-               ": dataset extreme_weather needs train_years and eval_years";
-      return std::nullopt;
-    }
-    if (c.rois_per_image < 0 || c.box_head_width < 0) {
-      *error = "config " + c.workload + "/" + c.name +
-               ": rois_per_image and box_head_width must not be negative";
-      return std::nullopt;
-    }
-    if (c.generate_samples < 0 ||
-        (c.generate_samples > 0 && c.generate_height == 0)) {
-      *error = "config " + c.workload + "/" + c.name +
-               ": generate_samples needs a positive count and generate_grid";
-      return std::nullopt;
-    }
+  if (std::string why = CheckConfigs(reg.configs_); !why.empty()) {
+    *error = why;
+    return std::nullopt;
   }
   return reg;
 }

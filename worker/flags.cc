@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <utility>
+#include <vector>
 
 #include "common/numbers.h"
 #include "common/vocabulary.h"
 #include "common/worker_args.h"
+#include "worker/models/model_zoo.h"
 
 namespace hpcai500::worker {
 
@@ -70,15 +72,15 @@ bool SlurmTasksOnNode(const std::string& text, int node, int* tasks) {
   return false;
 }
 
-// The models the worker builds (worker/models.h, worker/resnet.h).
-bool IsKnownModel(const std::string& model) {
-  for (const char* known :
-       {"resnet_small", "resnet18", "resnet34", "resnet50", "resnet101",
-        "faster_rcnn_resnet18", "faster_rcnn_resnet34", "faster_rcnn_resnet50",
-        "faster_rcnn_resnet101"}) {
-    if (model == known) return true;
+// "a, b, c or d": every model of the zoo, for an error message.
+std::string ModelNamesInProse() {
+  const std::vector<ModelSpec>& zoo = ModelZoo();
+  std::string names;
+  for (size_t i = 0; i < zoo.size(); ++i) {
+    if (i > 0) names += i + 1 == zoo.size() ? " or " : ", ";
+    names += zoo[i].name;
   }
-  return false;
+  return names;
 }
 
 // The first launcher family whose world size or rank variable is set
@@ -182,10 +184,8 @@ bool ResolveConfig(const WorkerArgs& args, const Registry& registry,
              " is listed but not implemented by this worker yet";
     return false;
   }
-  if (args.model && !IsKnownModel(*args.model)) {
-    *error = "--model: '" + *args.model +
-             "' is not resnet_small, resnet18, resnet34, resnet50 or "
-             "resnet101";
+  if (args.model && FindModel(*args.model) == nullptr) {
+    *error = "--model: '" + *args.model + "' is not " + ModelNamesInProse();
     return false;
   }
   o->config = *config;

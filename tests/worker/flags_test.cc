@@ -196,6 +196,8 @@ TEST(WorkerFlags, RefusesBadInputNamingIt) {
       {{"--workload", "image_classification", "--config", "nope"}, {}, "nope"},
       {{"--workload", "nope", "--config", "fashion_mnist"}, {}, "nope"},
       {Smoke({"--model", "resnet7"}), {}, "resnet7"},
+      // The list of known models comes from the zoo: detectors included.
+      {Smoke({"--model", "resnet7"}), {}, "faster_rcnn_resnet50"},
       {Smoke({"--mllog-submission", "org=x"}), {}, "platform="},
       {Smoke({"--mllog-submission", "org=x,platform=y,colour=z"}),
        {},

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "common/event_keys.h"
+
 namespace hpcai500::worker {
 
 std::string JsonString(std::string_view s) {
@@ -135,8 +137,8 @@ std::string EventLog::FormatLine(int64_t time_ms, EventType type,
   // (docs/events.md), not a source location: it stays as it was written.
   JsonMembers meta = {{"file", JsonString("worker/engine.cc")},
                       {"lineno", "0"},
-                      {"seq", JsonInt(seq)},
-                      {"rank", JsonInt(rank)}};
+                      {event_keys::kMetaSeq, JsonInt(seq)},
+                      {event_keys::kMetaRank, JsonInt(rank)}};
   meta.insert(meta.end(), metadata.begin(), metadata.end());
   JsonMembers line = {{"namespace", JsonString("")},
                       {"time_ms", JsonInt(time_ms)},

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <exception>
 
+#include "common/event_keys.h"
+
 namespace hpcai500::worker {
 
 void RunReporter::Point(std::string_view key, std::string_view value,
@@ -13,28 +15,28 @@ void RunReporter::Point(std::string_view key, std::string_view value,
 void RunReporter::ForwardFlopsPerSample(double flops_per_sample) {
   if (flops_per_sample_written_) return;
   flops_per_sample_written_ = true;
-  Point("hpcai500_forward_flops_per_sample", JsonDouble(flops_per_sample),
+  Point(event_keys::kForwardFlopsPerSample, JsonDouble(flops_per_sample),
         EventType::kPointInTime,
         {{"convention", JsonString("convolutions and matrix products; "
                                    "multiply-add = 2")}});
 }
 
 void RunReporter::EpochStart(int epoch) {
-  Point("block_start", kJsonNull, EventType::kIntervalStart,
+  Point(event_keys::kBlockStart, kJsonNull, EventType::kIntervalStart,
         {{"first_epoch_num", JsonInt(epoch)}, {"epoch_count", JsonInt(1)}});
-  Point("epoch_start", kJsonNull, EventType::kIntervalStart,
-        {{"epoch_num", JsonInt(epoch)}});
+  Point(event_keys::kEpochStart, kJsonNull, EventType::kIntervalStart,
+        {{event_keys::kMetaEpochNum, JsonInt(epoch)}});
 }
 
 void RunReporter::EpochStop(int epoch, const EpochStats& stats) {
-  const JsonMembers epoch_meta = {{"epoch_num", JsonInt(epoch)}};
-  Point("epoch_stop", kJsonNull, EventType::kIntervalEnd, epoch_meta);
+  const JsonMembers epoch_meta = {{event_keys::kMetaEpochNum, JsonInt(epoch)}};
+  Point(event_keys::kEpochStop, kJsonNull, EventType::kIntervalEnd, epoch_meta);
   JsonMembers measured = {
-      {"samples", JsonInt(stats.samples)},
-      {"seconds", JsonDouble(stats.seconds)},
+      {event_keys::kStatsSamples, JsonInt(stats.samples)},
+      {event_keys::kStatsSeconds, JsonDouble(stats.seconds)},
       {"throughput",
        JsonDouble(stats.seconds > 0 ? stats.samples / stats.seconds : 0.0)},
-      {"train_loss", JsonDouble(stats.mean_loss)},
+      {event_keys::kStatsTrainLoss, JsonDouble(stats.mean_loss)},
       {"comm_bytes", JsonInt(stats.comm_bytes)},
       {"comm_wait_seconds", JsonDouble(stats.comm_wait_seconds)},
       {"forward_flops", JsonDouble(stats.forward_flops)},
@@ -45,49 +47,50 @@ void RunReporter::EpochStop(int epoch, const EpochStats& stats) {
       {"loss_scale", JsonDouble(stats.loss_scale)},
       {"corrupt_samples", JsonInt(stats.corrupt_samples)}};
   if (stats.energy_joules) {
-    measured.emplace_back("energy_joules", JsonDouble(*stats.energy_joules));
+    measured.emplace_back(event_keys::kStatsEnergyJoules,
+                          JsonDouble(*stats.energy_joules));
     measured.emplace_back("energy_source", JsonString(stats.energy_source));
   }
-  Point("hpcai500_epoch_stats", JsonObject(measured), EventType::kPointInTime,
+  Point(event_keys::kEpochStats, JsonObject(measured), EventType::kPointInTime,
         epoch_meta);
 }
 
 void RunReporter::EvalStart(int epoch) {
-  Point("eval_start", kJsonNull, EventType::kIntervalStart,
-        {{"epoch_num", JsonInt(epoch)}});
+  Point(event_keys::kEvalStart, kJsonNull, EventType::kIntervalStart,
+        {{event_keys::kMetaEpochNum, JsonInt(epoch)}});
 }
 
 void RunReporter::EvalStop(int epoch, double eval_seconds,
                            const EvalResult& result) {
-  const JsonMembers epoch_meta = {{"epoch_num", JsonInt(epoch)}};
+  const JsonMembers epoch_meta = {{event_keys::kMetaEpochNum, JsonInt(epoch)}};
   JsonMembers eval_meta = epoch_meta;
   eval_meta.emplace_back("eval_seconds", JsonDouble(eval_seconds));
-  Point("eval_stop", kJsonNull, EventType::kIntervalEnd, eval_meta);
-  Point("eval_accuracy", JsonDouble(result.quality), EventType::kPointInTime,
-        epoch_meta);
+  Point(event_keys::kEvalStop, kJsonNull, EventType::kIntervalEnd, eval_meta);
+  Point(event_keys::kEvalAccuracy, JsonDouble(result.quality),
+        EventType::kPointInTime, epoch_meta);
   if (result.top5) {
-    Point("eval_top5", JsonDouble(*result.top5), EventType::kPointInTime,
-          epoch_meta);
+    Point(event_keys::kEvalTop5, JsonDouble(*result.top5),
+          EventType::kPointInTime, epoch_meta);
   } else {
     JsonMembers ap;
     for (const auto& [name, value] : result.class_ap) {
       ap.emplace_back(name, JsonDouble(value));
     }
-    Point("hpcai500_eval_ap50", JsonObject(ap), EventType::kPointInTime,
+    Point(event_keys::kEvalAp50, JsonObject(ap), EventType::kPointInTime,
           epoch_meta);
   }
-  Point("block_stop", kJsonNull, EventType::kIntervalEnd,
+  Point(event_keys::kBlockStop, kJsonNull, EventType::kIntervalEnd,
         {{"first_epoch_num", JsonInt(epoch)}});
 }
 
 void RunReporter::Checkpoint(const std::string& path, int epoch) {
-  Point("hpcai500_checkpoint", JsonString(path), EventType::kPointInTime,
-        {{"epoch_num", JsonInt(epoch)}});
+  Point(event_keys::kCheckpoint, JsonString(path), EventType::kPointInTime,
+        {{event_keys::kMetaEpochNum, JsonInt(epoch)}});
 }
 
 void RunReporter::RunSuccess() {
-  Point("run_stop", kJsonNull, EventType::kIntervalEnd,
-        {{"status", JsonString("success")}});
+  Point(event_keys::kRunStop, kJsonNull, EventType::kIntervalEnd,
+        {{event_keys::kMetaStatus, JsonString(event_keys::kStatusSuccess)}});
 }
 
 void ReportAbort(EventLog* log, int rank, const std::string& reason) {
@@ -95,8 +98,9 @@ void ReportAbort(EventLog* log, int rank, const std::string& reason) {
                reason.c_str());
   try {
     log->Emit(
-        EventType::kIntervalEnd, "run_stop", kJsonNull,
-        {{"status", JsonString("aborted")}, {"reason", JsonString(reason)}});
+        EventType::kIntervalEnd, event_keys::kRunStop, kJsonNull,
+        {{event_keys::kMetaStatus, JsonString(event_keys::kStatusAborted)},
+         {event_keys::kMetaReason, JsonString(reason)}});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hpcai500-worker rank %d: cannot write run_stop: %s\n",
                  rank, e.what());

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/event_keys.h"
 #include "worker/data/open_dataset.h"
 #include "worker/data/sharding.h"
 #include "worker/events/mllog_keys.h"
@@ -47,19 +48,19 @@ void Trainer::Run() {
   for (int epoch = first_epoch; epoch <= o_.config.epochs; ++epoch) {
     RunEpoch(epoch);
   }
-  reporter_.Point("hpcai500_param_checksum",
+  reporter_.Point(event_keys::kParamChecksum,
                   JsonString(ParameterChecksum(task_->module())));
   reporter_.RunSuccess();
 }
 
 int Trainer::Initialize() {
-  reporter_.Point("init_start", kJsonNull, EventType::kIntervalStart);
+  reporter_.Point(event_keys::kInitStart, kJsonNull, EventType::kIntervalStart);
   const int64_t global_batch =
       static_cast<int64_t>(o_.config.batch_size) * o_.world_size;
   ReportRunSetup(global_batch);
   BuildTraining(global_batch);
   const int first_epoch = Resume() + 1;
-  reporter_.Point("init_stop", kJsonNull, EventType::kIntervalEnd);
+  reporter_.Point(event_keys::kInitStop, kJsonNull, EventType::kIntervalEnd);
   return first_epoch;
 }
 
@@ -69,20 +70,20 @@ void Trainer::ReportRunSetup(int64_t global_batch) {
   const ModelSpec* model = FindModel(c.model);
   const bool mlperf = o_.mllog_submission && model != nullptr &&
                       !model->mlperf_benchmark.empty();
-  reporter_.Point("submission_benchmark",
+  reporter_.Point(event_keys::kSubmissionBenchmark,
                   JsonString(mlperf ? model->mlperf_benchmark
                                     : std::string_view(c.workload)));
   const bool synthetic = UsesSyntheticData(c);
   reporter_.Point(
-      "hpcai500_config", JsonString(c.name), EventType::kPointInTime,
+      event_keys::kConfig, JsonString(c.name), EventType::kPointInTime,
       {{"model", JsonString(c.model)},
        {"dataset", JsonString(synthetic ? "synthetic" : c.dataset)}});
   if (synthetic) {
-    reporter_.Point("hpcai500_unranked",
+    reporter_.Point(event_keys::kUnranked,
                     JsonString("synthetic data: for throughput only"));
   }
-  reporter_.Point("seed", JsonInt(static_cast<int64_t>(o_.seed)));
-  reporter_.Point("global_batch_size", JsonInt(global_batch));
+  reporter_.Point(event_keys::kSeed, JsonInt(static_cast<int64_t>(o_.seed)));
+  reporter_.Point(event_keys::kGlobalBatchSize, JsonInt(global_batch));
 }
 
 void Trainer::BuildTraining(int64_t global_batch) {
@@ -90,10 +91,10 @@ void Trainer::BuildTraining(int64_t global_batch) {
   data_ = OpenDataset(o_, device_);
   steps_per_epoch_ = StepsPerEpoch(data_->train_size(), o_.world_size,
                                    c.batch_size, o_.steps_per_epoch);
-  reporter_.Point("train_samples",
+  reporter_.Point(event_keys::kTrainSamples,
                   JsonInt(SamplesPerEpoch(data_->train_size(), o_.world_size,
                                           c.batch_size, steps_per_epoch_)));
-  reporter_.Point("eval_samples", JsonInt(data_->eval_size()));
+  reporter_.Point(event_keys::kEvalSamples, JsonInt(data_->eval_size()));
 
   if (o_.deterministic) EnableDeterminism(o_.threads);
   torch::manual_seed(o_.seed);
@@ -122,7 +123,7 @@ void Trainer::StartRunClocks() {
     std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", o_.rank,
                  energy_note.c_str());
   }
-  reporter_.Point("run_start", kJsonNull, EventType::kIntervalStart);
+  reporter_.Point(event_keys::kRunStart, kJsonNull, EventType::kIntervalStart);
   // A rank that stops making progress (a peer stopped or gone mid
   // collective) ends with run_stop "aborted" and exit 1 instead of hanging.
   watchdog_ = std::make_unique<StallWatchdog>(
@@ -268,15 +269,15 @@ int Trainer::Resume() {
   collectives_->BroadcastFromRank0(epoch);
   const int resumed = static_cast<int>(epoch.item<double>());
   if (resumed == 0) {
-    reporter_.Point(
-        "hpcai500_resume", kJsonNull, EventType::kPointInTime,
-        {{"reason", JsonString("no checkpoint in " + o_.checkpoint_dir)}});
+    reporter_.Point(event_keys::kResume, kJsonNull, EventType::kPointInTime,
+                    {{event_keys::kMetaReason,
+                      JsonString("no checkpoint in " + o_.checkpoint_dir)}});
     return 0;
   }
   const std::string path = CheckpointPath(o_.checkpoint_dir, resumed);
   if (o_.rank != 0) LoadCheckpoint(path, &state);
-  reporter_.Point("hpcai500_resume", JsonInt(resumed), EventType::kPointInTime,
-                  {{"checkpoint", JsonString(path)}});
+  reporter_.Point(event_keys::kResume, JsonInt(resumed),
+                  EventType::kPointInTime, {{"checkpoint", JsonString(path)}});
   return resumed;
 }
 
