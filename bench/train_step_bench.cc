@@ -333,13 +333,16 @@ void BenchTrainingStep(const BenchOptions& o, const torch::Device& device,
   std::vector<torch::Tensor> params = model.parameters();
   torch::optim::SGD optimizer(
       params, torch::optim::SGDOptions(0.01).momentum(0.9).weight_decay(1e-4));
-  w::LossScaler scaler = w::LossScaler::ForPrecision(o.precision);
+  // --precision was checked when parsed.
+  const hpcai500::Precision precision =
+      *hpcai500::Parse<hpcai500::Precision>(o.precision);
+  w::LossScaler scaler = w::LossScaler::ForPrecision(precision);
   auto step = [&] {
     // zero_grad(set_to_none=True), as PyTorch recommends for speed.
     for (torch::Tensor& p : params) p.mutable_grad().reset();
     torch::Tensor loss;
     {
-      w::AutocastScope autocast(o.precision, device);
+      w::AutocastScope autocast(precision, device);
       loss = work.loss(input);
     }
     scaler.Scale(loss).backward();

@@ -195,19 +195,18 @@ bool ResolveConfig(const WorkerArgs& args, const Registry& registry,
     o->config.data_dir = *args.data;
     if (*args.data == "synthetic") o->config.real_data = false;
   }
-  o->config.batch_size =
-      args.batch_size
-          ? static_cast<int>(*args.batch_size)
-          : DefaultBatchSize(*config, *Parse<Precision>(o->precision));
+  o->config.batch_size = args.batch_size
+                             ? static_cast<int>(*args.batch_size)
+                             : DefaultBatchSize(*config, o->precision);
   return true;
 }
 
 // Copies the flags that do not touch the config into *o; unset ones keep
 // WorkerOptions' defaults.
 void ApplyRunArgs(const WorkerArgs& args, WorkerOptions* o) {
-  if (args.precision) o->precision = Name(*args.precision);
-  if (args.device) o->device = Name(*args.device);
-  if (args.compression) o->compression = Name(*args.compression);
+  if (args.precision) o->precision = *args.precision;
+  if (args.device) o->device = *args.device;
+  if (args.compression) o->compression = *args.compression;
   if (args.seed) o->seed = static_cast<uint64_t>(*args.seed);
   if (args.events_file) o->events_file = *args.events_file;
   if (args.steps_per_epoch) o->steps_per_epoch = *args.steps_per_epoch;

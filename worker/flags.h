@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/registry.h"
+#include "common/vocabulary.h"
 
 namespace hpcai500::worker {
 
@@ -20,16 +21,16 @@ namespace hpcai500::worker {
 // rank layout from the environment (torchrun style).
 struct WorkerOptions {
   ConfigInfo config;  // epochs, batch_size, data_dir already overridden
-  std::string precision = "fp32";  // a Precision name (common/vocabulary.h)
-  std::string device = "cpu";      // a Device name
+  Precision precision = Precision::kFp32;
+  Device device = Device::kCpu;
   uint64_t seed = 42;
   int threads = 1;
   std::string events_file;      // empty: stdout only
   int64_t steps_per_epoch = 0;  // 0: the whole shard
 
   // How ranks exchange gradients, and what keeps a run alive and resumable.
-  std::string compression = "none";  // a Compression name
-  int powersgd_rank = 1;             // --powersgd-rank, >= 1
+  Compression compression = Compression::kNone;
+  int powersgd_rank = 1;  // --powersgd-rank, >= 1
   // --powersgd-warmup-steps: steps all-reduced uncompressed before PowerSGD
   // starts (PyTorch's start_powerSGD_iter), counted from each (re)start.
   int powersgd_warmup_steps = 100;

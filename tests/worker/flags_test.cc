@@ -74,7 +74,7 @@ TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
   WorkerOptions o;
   std::string error;
   ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
-  EXPECT_EQ(o.compression, "none");
+  EXPECT_EQ(o.compression, Compression::kNone);
   EXPECT_EQ(o.powersgd_rank, 1);
   EXPECT_EQ(o.powersgd_warmup_steps, 100);
   EXPECT_DOUBLE_EQ(o.bucket_mb, 25);
@@ -93,7 +93,7 @@ TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
                   &o, &error),
             ParseOutcome::kRun)
       << error;
-  EXPECT_EQ(o.compression, "powersgd");
+  EXPECT_EQ(o.compression, Compression::kPowerSgd);
   EXPECT_EQ(o.powersgd_rank, 4);
   EXPECT_EQ(o.powersgd_warmup_steps, 7);
   EXPECT_DOUBLE_EQ(o.bucket_mb, 0.5);
@@ -108,7 +108,7 @@ TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
       ParseOutcome::kRun)
       << error;
   EXPECT_FALSE(o.deterministic);
-  EXPECT_EQ(o.compression, "fp16");
+  EXPECT_EQ(o.compression, Compression::kFp16);
 }
 
 TEST(WorkerFlags, ReadsTheRankLayoutFromOpenMpi) {

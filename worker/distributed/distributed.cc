@@ -71,13 +71,13 @@ void Orthogonalize(torch::Tensor& p) {
 }  // namespace
 
 std::string CheckCommunication(const WorkerOptions& options) {
-  const bool cuda = options.device == "cuda";
+  const bool cuda = options.device == Device::kCuda;
   if (cuda && options.world_size > 1 && !kHasNccl) {
     return "--device cuda with " + std::to_string(options.world_size) +
            " ranks needs a LibTorch built with NCCL; this one (" +
            TORCH_VERSION + ") has only Gloo";
   }
-  if (options.compression == "bf16" && !(cuda && kHasNccl) &&
+  if (options.compression == Compression::kBf16 && !(cuda && kHasNccl) &&
       !kGlooHasBFloat16) {
     return kBf16Refusal;
   }
@@ -100,7 +100,7 @@ Collectives::Collectives(const WorkerOptions& o)
   auto tcp_store =
       c10::make_intrusive<c10d::TCPStore>(o.master_addr, store_options);
   Init(tcp_store, /*loopback=*/o.local_world_size == o.world_size,
-       o.device == "cuda");
+       o.device == Device::kCuda);
 }
 
 Collectives::Collectives(c10::intrusive_ptr<c10d::Store> store, int rank,
@@ -165,17 +165,13 @@ GradientReducer::GradientReducer(Collectives* collectives,
       active_(collectives->world_size() > 1) {
   CheckOptions();
   AssignBuckets();
-  if (options_.compression == "powersgd") InitPowerSgd();
+  if (options_.compression == Compression::kPowerSgd) InitPowerSgd();
   if (active_) InstallHooks();
 }
 
 void GradientReducer::CheckOptions() const {
-  const std::string& c = options_.compression;
-  if (c != "none" && c != "fp16" && c != "bf16" && c != "powersgd") {
-    throw std::invalid_argument("compression '" + c +
-                                "' is not none, fp16, bf16 or powersgd");
-  }
-  if (c == "bf16" && !collectives_->SupportsBFloat16()) {
+  if (options_.compression == Compression::kBf16 &&
+      !collectives_->SupportsBFloat16()) {
     throw std::invalid_argument(kBf16Refusal);
   }
   if (options_.powersgd_rank < 1) {
@@ -323,9 +319,9 @@ void GradientReducer::Launch(size_t index) {
     }
   }
   torch::Tensor flat = torch::cat(pieces);
-  if (options_.compression == "fp16") {
+  if (options_.compression == Compression::kFp16) {
     flat = flat.to(torch::kHalf);
-  } else if (options_.compression == "bf16") {
+  } else if (options_.compression == Compression::kBf16) {
     flat = flat.to(torch::kBFloat16);
   }
   b.wire = flat;

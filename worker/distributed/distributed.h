@@ -93,7 +93,7 @@ torch::Tensor GatherRows(Collectives& collectives,
                          const std::vector<double>& rows, int64_t width);
 
 struct ReducerOptions {
-  std::string compression = "none";  // none | fp16 | bf16 | powersgd
+  Compression compression = Compression::kNone;
   int powersgd_rank = 1;
   double bucket_mb = 25;
   // powersgd: the first steps go uncompressed (the low-rank approximation

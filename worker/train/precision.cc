@@ -15,28 +15,28 @@ namespace hpcai500::worker {
 
 namespace {
 
-bool AutocastEnabled(const std::string& precision,
-                     const torch::Device& device) {
-  if (precision == "fp32") return false;
-  if (precision == "bf16") return true;
-  if (precision == "fp16") {
-    if (!device.is_cuda()) {
-      throw std::invalid_argument(
-          "--precision fp16 runs only on --device cuda");
-    }
-    return true;
+bool AutocastEnabled(Precision precision, const torch::Device& device) {
+  switch (precision) {
+    case Precision::kFp32:
+      return false;
+    case Precision::kBf16:
+      return true;
+    case Precision::kFp16:
+      if (!device.is_cuda()) {
+        throw std::invalid_argument(
+            "--precision fp16 runs only on --device cuda");
+      }
+      return true;
   }
-  throw std::invalid_argument("precision '" + precision +
-                              "' is not fp32, bf16 or fp16");
+  return false;
 }
 
 }  // namespace
 
-AutocastScope::AutocastScope(const std::string& precision,
-                             const torch::Device& device)
+AutocastScope::AutocastScope(Precision precision, const torch::Device& device)
     : enabled_(AutocastEnabled(precision, device)), cuda_(device.is_cuda()) {
   if (!enabled_) return;
-  const auto dtype = precision == "bf16" ? at::kBFloat16 : at::kHalf;
+  const auto dtype = precision == Precision::kBf16 ? at::kBFloat16 : at::kHalf;
   if (cuda_) {
     at::autocast::set_autocast_gpu_dtype(dtype);
     at::autocast::set_enabled(true);
@@ -61,8 +61,8 @@ LossScaler::LossScaler(bool enabled, Options options)
   state_.scale = enabled ? options.init_scale : 1.0;
 }
 
-LossScaler LossScaler::ForPrecision(const std::string& precision) {
-  return LossScaler(/*enabled=*/precision == "fp16");
+LossScaler LossScaler::ForPrecision(Precision precision) {
+  return LossScaler(/*enabled=*/precision == Precision::kFp16);
 }
 
 torch::Tensor LossScaler::Scale(const torch::Tensor& loss) const {
@@ -121,13 +121,7 @@ void LossScaler::Restore(const State& state) {
   if (!enabled_) state_.scale = 1.0;
 }
 
-bool WantsChannelsLast(const std::string& precision, bool /*asked*/) {
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
-    throw std::invalid_argument("precision '" + precision +
-                                "' is not fp32, bf16 or fp16");
-  }
-  return true;
-}
+bool WantsChannelsLast(Precision /*precision*/, bool /*asked*/) { return true; }
 
 void ToChannelsLast(torch::nn::Module& module) {
   torch::NoGradGuard no_grad;

@@ -15,14 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "common/vocabulary.h"
+
 namespace hpcai500::worker {
 
 // Turns on autocast for the scope when the run's precision asks for it:
-// "bf16" on CPU or CUDA, "fp16" on CUDA ("fp32" leaves autocast off). Throws
-// std::invalid_argument for fp16 on CPU or an unknown precision.
+// bf16 on CPU or CUDA, fp16 on CUDA (fp32 leaves autocast off). Throws
+// std::invalid_argument for fp16 on CPU.
 class AutocastScope {
  public:
-  AutocastScope(const std::string& precision, const torch::Device& device);
+  AutocastScope(Precision precision, const torch::Device& device);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
@@ -56,8 +58,8 @@ class LossScaler {
   explicit LossScaler(bool enabled) : LossScaler(enabled, Options()) {}
   LossScaler(bool enabled, Options options);
 
-  // The scaler a precision needs: enabled for "fp16" only.
-  static LossScaler ForPrecision(const std::string& precision);
+  // The scaler a precision needs: enabled for fp16 only.
+  static LossScaler ForPrecision(Precision precision);
 
   bool enabled() const { return enabled_; }
   // The current scale; 1 when disabled.
@@ -98,9 +100,8 @@ class LossScaler {
 // format: in every precision. Reduced-precision convolutions are fastest
 // there, and in fp32 oneDNN's NHWC convolutions and BatchNorm beat NCHW too
 // (resnet_small, batch 64, 2 threads: about a quarter less time per step on
-// the CI machine, in both LibTorch and PyTorch). `asked` forces it. Throws
-// std::invalid_argument for a precision other than fp32, bf16 or fp16.
-bool WantsChannelsLast(const std::string& precision, bool asked);
+// the CI machine, in both LibTorch and PyTorch). `asked` forces it.
+bool WantsChannelsLast(Precision precision, bool asked);
 
 // Restrides every 4-D parameter and buffer of `module` to channels-last, in
 // place; values, shapes and the tensors' identities are unchanged, so call

@@ -65,7 +65,7 @@ std::string CheckModelAndData(const ConfigInfo& c) {
 
 // The device and precision of `options` exist here; "" when they do.
 std::string CheckDevice(const WorkerOptions& options) {
-  if (options.device == "cuda") {
+  if (options.device == Device::kCuda) {
     if (!torch::cuda::is_available()) {
       return "--device cuda: no CUDA device is available to this LibTorch";
     }
@@ -76,7 +76,8 @@ std::string CheckDevice(const WorkerOptions& options) {
              " visible)";
     }
   }
-  if (options.precision == "fp16" && options.device != "cuda") {
+  if (options.precision == Precision::kFp16 &&
+      options.device != Device::kCuda) {
     return "--precision fp16 runs only on --device cuda";
   }
   return "";

@@ -30,7 +30,7 @@ int CudaDeviceIndex(int local_rank) {
 }
 
 torch::Device DeviceOf(const WorkerOptions& options) {
-  return options.device == "cuda"
+  return options.device == Device::kCuda
              ? torch::Device(torch::kCUDA, CudaDeviceIndex(options.local_rank))
              : torch::Device(torch::kCPU);
 }
@@ -251,7 +251,8 @@ std::string Trainer::Fingerprint() const {
          " world_size=" + std::to_string(o_.world_size) +
          " batch_size=" + std::to_string(c.batch_size) +
          " steps_per_epoch=" + std::to_string(steps_per_epoch_) +
-         " seed=" + std::to_string(o_.seed) + " precision=" + o_.precision;
+         " seed=" + std::to_string(o_.seed) +
+         " precision=" + std::string(Name(o_.precision));
 }
 
 // --resume: every rank loads the checkpoint of the epoch rank 0 finds

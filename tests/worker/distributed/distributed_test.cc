@@ -100,7 +100,7 @@ std::vector<torch::Tensor> RandomGrads(
 ReducerOptions Options(const std::string& compression, double bucket_mb = 25,
                        int rank = 1) {
   ReducerOptions o;
-  o.compression = compression;
+  o.compression = *Parse<Compression>(compression);
   o.bucket_mb = bucket_mb;
   o.powersgd_rank = rank;
   return o;
@@ -406,14 +406,14 @@ TEST(GradientReducer, OneRankHasNothingToReduce) {
 
 TEST(Communication, RefusesWhatTheBackendCannotCarry) {
   WorkerOptions o;
-  o.compression = "bf16";
+  o.compression = Compression::kBf16;
   EXPECT_NE(CheckCommunication(o).find(
                 "--compression bf16 needs NCCL or LibTorch >= 2.2 for Gloo"),
             std::string::npos);
-  o.compression = "fp16";
+  o.compression = Compression::kFp16;
   EXPECT_EQ(CheckCommunication(o), "");
 #ifndef USE_C10D_NCCL
-  o.device = "cuda";
+  o.device = Device::kCuda;
   o.world_size = 2;
   EXPECT_NE(CheckCommunication(o).find("NCCL"), std::string::npos);
 #endif

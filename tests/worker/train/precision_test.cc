@@ -88,17 +88,17 @@ TEST(LossScaler, DefaultGrowthIntervalIsTwoThousand) {
 }
 
 TEST(LossScaler, DisabledForFp32AndBf16NeverSkipsAndKeepsScaleOne) {
-  for (const char* precision : {"fp32", "bf16"}) {
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
     LossScaler scaler = LossScaler::ForPrecision(precision);
-    EXPECT_FALSE(scaler.enabled()) << precision;
+    EXPECT_FALSE(scaler.enabled()) << Name(precision);
     EXPECT_EQ(scaler.scale(), 1.0);
     OneParameter p;
     p.SetGradient({std::numeric_limits<float>::infinity(), 1.0f, 1.0f});
-    EXPECT_TRUE(scaler.Step(p.optimizer, {p.weight})) << precision;
+    EXPECT_TRUE(scaler.Step(p.optimizer, {p.weight})) << Name(precision);
     EXPECT_EQ(p.weight[1].item<float>(), 0.0f);  // stepped, unscaled
     EXPECT_EQ(scaler.scale(), 1.0);
   }
-  EXPECT_TRUE(LossScaler::ForPrecision("fp16").enabled());
+  EXPECT_TRUE(LossScaler::ForPrecision(Precision::kFp16).enabled());
 }
 
 TEST(LossScaler, RestoreRefusesANonPositiveScale) {
@@ -114,19 +114,19 @@ TEST(LossScaler, RestoreRefusesANonPositiveScale) {
 TEST(Autocast, Bf16OnCpuRunsMatmulsInBf16AndEndsWithTheScope) {
   const torch::Tensor a = torch::randn({4, 4});
   {
-    AutocastScope autocast("bf16", torch::Device(torch::kCPU));
+    AutocastScope autocast(Precision::kBf16, torch::Device(torch::kCPU));
     EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kBFloat16);
   }
   EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kFloat32);
   {
-    AutocastScope autocast("fp32", torch::Device(torch::kCPU));
+    AutocastScope autocast(Precision::kFp32, torch::Device(torch::kCPU));
     EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kFloat32);
   }
 }
 
 TEST(Autocast, Fp16OnCpuIsRefusedByName) {
   try {
-    AutocastScope autocast("fp16", torch::Device(torch::kCPU));
+    AutocastScope autocast(Precision::kFp16, torch::Device(torch::kCPU));
     FAIL() << "fp16 on CPU was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("fp16"), std::string::npos);
@@ -134,16 +134,12 @@ TEST(Autocast, Fp16OnCpuIsRefusedByName) {
 }
 
 TEST(ChannelsLast, WantedInEveryPrecisionAndUnknownOnesAreRefused) {
-  EXPECT_TRUE(WantsChannelsLast("fp32", /*asked=*/false));
-  EXPECT_TRUE(WantsChannelsLast("fp32", /*asked=*/true));
-  EXPECT_TRUE(WantsChannelsLast("bf16", false));
-  EXPECT_TRUE(WantsChannelsLast("fp16", false));
-  try {
-    WantsChannelsLast("fp8", false);
-    FAIL() << "fp8 was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("'fp8'"), std::string::npos);
-  }
+  EXPECT_TRUE(WantsChannelsLast(Precision::kFp32, /*asked=*/false));
+  EXPECT_TRUE(WantsChannelsLast(Precision::kFp32, /*asked=*/true));
+  EXPECT_TRUE(WantsChannelsLast(Precision::kBf16, false));
+  EXPECT_TRUE(WantsChannelsLast(Precision::kFp16, false));
+  // A precision is typed: an unknown name is refused where it is read.
+  EXPECT_FALSE(Parse<Precision>("fp8").has_value());
 }
 
 TEST(KeepFreedMemoryForReuse, LargeActivationSizedBlocksComeFromTheHeap) {
