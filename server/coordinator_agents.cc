@@ -2,8 +2,6 @@
 // reconciling what a returning agent runs) and what agents report (events,
 // reserved ports, worker exits). Declared in coordinator.h; the queue,
 // scheduling and run ends are in coordinator.cc.
-#include "server/coordinator.h"
-
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +11,7 @@
 #include "common/run_state.h"
 #include "common/scoring.h"
 #include "common/status_macros.h"
+#include "server/coordinator.h"
 #include "server/leaderboard.h"
 #include "server/metrics.h"
 #include "server/requests.h"
