@@ -158,6 +158,10 @@ class Coordinator final : public CoordinatorView {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One event of an agent's batch, checked and ready to store.
   struct IncomingEvent {
+    v1::AttemptKey key;
+    // The run's record when `key` is its current attempt, else null. Stays
+    // valid while mu_ is held (runs_ is a std::map).
+    RunRecord* record = nullptr;
     EventRow row;  // the line, or empty with the reason it was refused
     absl::StatusOr<EventLine> parsed;
   };

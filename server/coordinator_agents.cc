@@ -234,7 +234,7 @@ std::optional<Coordinator::IncomingEvent> Coordinator::CheckEventLocked(
                             ": that node does not host that rank, or seq < 1"));
     return std::nullopt;
   }
-  IncomingEvent incoming{EventRow{}, ParseAgentEvent(event)};
+  IncomingEvent incoming{key, record, EventRow{}, ParseAgentEvent(event)};
   const std::string error =
       incoming.parsed.ok() ? std::string()
                            : std::string(incoming.parsed.status().message());
@@ -254,16 +254,12 @@ void Coordinator::IngestStoredLocked(IncomingEvent& incoming,
                                      EventDisposition disposition,
                                      AckBatch& acks,
                                      std::set<int64_t>& changed_runs) {
-  v1::AttemptKey key;
-  key.set_run_id(incoming.row.run_id);
-  key.set_attempt(incoming.row.attempt);
-  acks.Note(key, incoming.row.rank, incoming.row.seq);
+  acks.Note(incoming.key, incoming.row.rank, incoming.row.seq);
   if (disposition != EventDisposition::kStored) return;
   ++events_ingested_;
-  RunRecord* record = CurrentAttemptLocked(key);
-  if (record != nullptr && incoming.parsed.ok()) {
-    record->tracker.Add(*std::move(incoming.parsed));
-    changed_runs.insert(key.run_id());
+  if (incoming.record != nullptr && incoming.parsed.ok()) {
+    incoming.record->tracker.Add(*std::move(incoming.parsed));
+    changed_runs.insert(incoming.key.run_id());
   }
 }
 
