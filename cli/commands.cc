@@ -50,6 +50,29 @@ std::string SpecLayout(const v1::RunSpec& spec) {
                          spec.batch_size(), spec.precision());
 }
 
+// The attempt history: where each ran, where it started from and why it
+// ended (Slurm's requeue history, a Job's pod list).
+std::string AttemptTable(const v1::Run& run, absl::TimeZone zone) {
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Attempt& a : run.attempts()) {
+    std::string start = "epoch 1";
+    if (a.resumed_epoch() > 0) {
+      start = absl::StrFormat("resumed after epoch %d (attempt %d)",
+                              a.resumed_epoch(), a.resume_from_attempt());
+    } else if (a.resume_from_epoch() > 0) {
+      start = absl::StrFormat("asked to resume after epoch %d",
+                              a.resume_from_epoch());
+    }
+    rows.push_back({absl::StrCat(a.number()), a.state(),
+                    absl::StrJoin(a.nodes(), ","),
+                    FormatTimeMs(a.started_ms(), zone), start,
+                    a.error().empty() ? "-" : a.error()});
+  }
+  return FormatTable(
+      {"attempt", "state", "nodes", "started", "start", "ended by"}, rows,
+      /*right_aligned=*/{0});
+}
+
 // Quality against target, FLOPS and Valid FLOPS, one indented line each.
 std::string ScoreSummary(const v1::Score& score) {
   return absl::StrCat(
@@ -166,7 +189,9 @@ int Commands::SubmitAndWatch(const std::string& spec_source,
   v1::SubmitResponse response;
   grpc::Status status =
       Unary(&v1::ClientService::StubInterface::Submit, request, &response);
-  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+      status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    // A bad spec, or a run the registered nodes could never hold.
     err_ << "hpcai500: spec " << spec_source
          << " refused: " << status.error_message() << "\n";
     return kExitRefused;
@@ -308,6 +333,11 @@ int Commands::Show(int64_t run_id, bool json) {
        << "  started      " << FormatTimeMs(run.started_ms(), zone) << "\n"
        << "  finished     " << FormatTimeMs(run.finished_ms(), zone) << "\n";
   if (!run.error().empty()) out_ << "  error        " << run.error() << "\n";
+  if (!run.reason().empty()) out_ << "  waiting      " << run.reason() << "\n";
+  if (run.attempts_size() > 1 ||
+      (run.attempts_size() == 1 && !run.attempts(0).error().empty())) {
+    out_ << "\n" << AttemptTable(run, zone);
+  }
   if (run.epochs_size() > 0) {
     std::vector<std::vector<std::string>> rows;
     for (const v1::EpochSummary& epoch : run.epochs()) {
@@ -335,6 +365,11 @@ int Commands::Show(int64_t run_id, bool json) {
          << " s (evaluation " << absl::StrFormat("%.2f", score.eval_seconds())
          << " s)\n"
          << "  convention   " << score.convention() << "\n";
+    if (score.lost_seconds() > 0) {
+      out_ << "  lost time    " << absl::StrFormat("%.2f", score.lost_seconds())
+           << " s of earlier attempts after their last checkpoint (not in "
+              "train time)\n";
+    }
     if (score.energy_joules() > 0) out_ << EnergySummary(score);
   }
   return kExitOk;

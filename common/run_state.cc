@@ -38,4 +38,8 @@ absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name) {
       absl::StrCat("unknown state '", name, "' (expected: ", known, ")"));
 }
 
+bool IsLostWorker(const v1::WorkerExited& exit) {
+  return exit.signal() != 0 || exit.error() == kWorkerLostError;
+}
+
 }  // namespace hpcai500

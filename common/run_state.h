@@ -21,6 +21,17 @@ std::string RunStateName(v1::RunState state);
 // for any other (UNSPECIFIED has none).
 absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name);
 
+// The error an agent reports for a rank whose worker ended while the agent
+// was down and left no run_stop: its outcome is unknown, as after a node
+// loss.
+inline constexpr char kWorkerLostError[] =
+    "worker lost while the agent was down";
+
+// Whether a rank's exit says its worker was lost (killed by a signal, or
+// kWorkerLostError) rather than failed by its own training: a new attempt
+// of the run may succeed.
+bool IsLostWorker(const v1::WorkerExited& exit);
+
 }  // namespace hpcai500
 
 #endif  // HPCAI500_COMMON_RUN_STATE_H_

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/event_keys.h"
+#include "common/status_macros.h"
 
 namespace hpcai500 {
 namespace {
@@ -26,80 +27,173 @@ double ValidFlops(double flops, double quality, double target, double n) {
   return flops * std::pow(quality / target, n);
 }
 
-absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,
-                                   const ConfigInfo& config,
-                                   const WorkloadInfo& workload) {
-  const EventLine* run_start = nullptr;
-  const EventLine* run_stop = nullptr;
-  const EventLine* accuracy = nullptr;
+namespace {
+
+// One attempt's events and the epochs it keeps, borrowed.
+struct Slice {
+  const std::vector<EventLine>* events = nullptr;
+  int after_epoch = 0;
+  int through_epoch = -1;  // < 0: the final attempt, to its run_stop
+
+  bool final() const { return through_epoch < 0; }
+  bool Keeps(int epoch) const {
+    return epoch > after_epoch && (final() || epoch <= through_epoch);
+  }
+};
+
+// What one slice adds to a score.
+struct SliceTotals {
+  const EventLine* accuracy = nullptr;  // rank 0's last, final slice only
   double forward_flops = -1;
   int64_t samples = 0;
   double energy_joules = 0;
+  int64_t train_ms = 0;  // kept interval minus its evaluations
   int64_t eval_ms = 0;
+  int64_t lost_ms = 0;  // after the kept interval, earlier slices only
+};
+
+absl::StatusOr<SliceTotals> TotalSlice(const Slice& slice, size_t index) {
+  SliceTotals totals;
+  const EventLine* run_start = nullptr;
+  int64_t end_ms = -1;  // run_stop, or the checkpoint of through_epoch
+  int64_t last_ms = 0;  // rank 0's last event
   std::map<int, int64_t> eval_started;  // epoch -> time_ms, rank 0
-  for (const EventLine& e : events) {
-    if (e.key == event_keys::kEpochStats) {
-      samples +=
+  for (const EventLine& e : *slice.events) {
+    const bool kept = slice.Keeps(e.epoch());
+    if (e.key == event_keys::kEpochStats && kept) {
+      totals.samples +=
           static_cast<int64_t>(NumberOr(e.value, event_keys::kStatsSamples, 0));
-      energy_joules += NumberOr(e.value, event_keys::kStatsEnergyJoules, 0);
+      totals.energy_joules +=
+          NumberOr(e.value, event_keys::kStatsEnergyJoules, 0);
     }
     if (e.rank != 0) continue;
+    last_ms = std::max(last_ms, e.time_ms);
     if (e.key == event_keys::kRunStart) {
       run_start = &e;
-    } else if (e.key == event_keys::kRunStop) {
-      run_stop = &e;
-    } else if (e.key == event_keys::kEvalAccuracy && e.value.is_number()) {
-      if (accuracy == nullptr || e.epoch() >= accuracy->epoch()) accuracy = &e;
+    } else if (e.key == event_keys::kRunStop && slice.final()) {
+      end_ms = e.time_ms;
+    } else if (e.key == event_keys::kCheckpoint &&
+               e.epoch() == slice.through_epoch) {
+      end_ms = e.time_ms;
+    } else if (e.key == event_keys::kEvalAccuracy && e.value.is_number() &&
+               slice.final()) {
+      if (totals.accuracy == nullptr || e.epoch() >= totals.accuracy->epoch())
+        totals.accuracy = &e;
     } else if (e.key == event_keys::kForwardFlopsPerSample &&
                e.value.is_number()) {
-      forward_flops = e.value.get<double>();
-    } else if (e.key == event_keys::kEvalStart) {
+      totals.forward_flops = e.value.get<double>();
+    } else if (e.key == event_keys::kEvalStart && kept) {
       eval_started[e.epoch()] = e.time_ms;
-    } else if (e.key == event_keys::kEvalStop) {
+    } else if (e.key == event_keys::kEvalStop && kept) {
       auto it = eval_started.find(e.epoch());
       if (it != eval_started.end()) {
-        eval_ms += e.time_ms - it->second;
+        totals.eval_ms += e.time_ms - it->second;
         eval_started.erase(it);
       }
     }
   }
-  if (run_start == nullptr || run_stop == nullptr) {
-    return absl::FailedPreconditionError(
-        "cannot score: rank 0 has no run_start/run_stop pair");
+  const std::string which =
+      index == 0 ? std::string("rank 0")
+                 : absl::StrCat("rank 0 of resumed part ", index + 1);
+  if (run_start == nullptr || end_ms < 0) {
+    if (slice.final()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot score: ", which, " has no run_start/run_stop pair"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot score: ", which, " has no run_start or no checkpoint of epoch ",
+        slice.through_epoch));
   }
-  if (accuracy == nullptr) {
+  totals.train_ms = end_ms - run_start->time_ms - totals.eval_ms;
+  if (!slice.final()) totals.lost_ms = std::max<int64_t>(0, last_ms - end_ms);
+  return totals;
+}
+
+absl::StatusOr<v1::Score> ScoreSlices(const std::vector<Slice>& slices,
+                                      const ConfigInfo& config,
+                                      const WorkloadInfo& workload) {
+  SliceTotals sum;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    ASSIGN_OR_RETURN(SliceTotals part, TotalSlice(slices[i], i));
+    sum.samples += part.samples;
+    sum.energy_joules += part.energy_joules;
+    sum.train_ms += part.train_ms;
+    sum.eval_ms += part.eval_ms;
+    sum.lost_ms += part.lost_ms;
+    if (part.forward_flops > 0) sum.forward_flops = part.forward_flops;
+    if (part.accuracy != nullptr) sum.accuracy = part.accuracy;
+  }
+  if (sum.accuracy == nullptr) {
     return absl::FailedPreconditionError(
         "cannot score: rank 0 reported no eval_accuracy");
   }
-  if (forward_flops <= 0) {
+  if (sum.forward_flops <= 0) {
     return absl::FailedPreconditionError(
         "cannot score: no hpcai500_forward_flops_per_sample");
   }
-  const int64_t train_ms = run_stop->time_ms - run_start->time_ms - eval_ms;
-  if (train_ms <= 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot score: training time is ", train_ms, " ms after evaluation"));
+  if (sum.train_ms <= 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot score: training time is ", sum.train_ms,
+                     " ms after evaluation"));
   }
   v1::Score score;
-  score.set_quality(accuracy->value.get<double>());
+  score.set_quality(sum.accuracy->value.get<double>());
   score.set_target(config.target);
   score.set_exponent(workload.exponent);
-  score.set_forward_flops_per_sample(forward_flops);
-  score.set_samples(samples);
-  score.set_train_seconds(train_ms / 1000.0);
-  score.set_eval_seconds(eval_ms / 1000.0);
-  score.set_flops(3.0 * forward_flops * static_cast<double>(samples) /
+  score.set_forward_flops_per_sample(sum.forward_flops);
+  score.set_samples(sum.samples);
+  score.set_train_seconds(sum.train_ms / 1000.0);
+  score.set_eval_seconds(sum.eval_ms / 1000.0);
+  score.set_lost_seconds(sum.lost_ms / 1000.0);
+  score.set_flops(3.0 * sum.forward_flops * static_cast<double>(sum.samples) /
                   score.train_seconds());
   score.set_valid_flops(ValidFlops(score.flops(), score.quality(),
                                    score.target(), score.exponent()));
   score.set_reached_target(score.quality() >= score.target());
   score.set_convention(kFlopConvention);
-  if (energy_joules > 0) {
-    score.set_energy_joules(energy_joules);
-    const double watts = energy_joules / score.train_seconds();
+  if (sum.energy_joules > 0) {
+    score.set_energy_joules(sum.energy_joules);
+    const double watts = sum.energy_joules / score.train_seconds();
     score.set_valid_flops_per_watt(score.valid_flops() / watts);
   }
   return score;
+}
+
+std::vector<Slice> SlicesOf(const std::vector<AttemptEvents>& attempts) {
+  std::vector<Slice> slices;
+  for (const AttemptEvents& a : attempts) {
+    slices.push_back(Slice{&a.events, a.after_epoch, a.through_epoch});
+  }
+  return slices;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,
+                                   const ConfigInfo& config,
+                                   const WorkloadInfo& workload) {
+  return ScoreSlices({Slice{&events, 0, -1}}, config, workload);
+}
+
+absl::StatusOr<v1::Score> ScoreAttempts(
+    const std::vector<AttemptEvents>& attempts, const ConfigInfo& config,
+    const WorkloadInfo& workload) {
+  if (attempts.empty()) {
+    return absl::FailedPreconditionError("cannot score: no attempt");
+  }
+  return ScoreSlices(SlicesOf(attempts), config, workload);
+}
+
+std::vector<EventLine> KeptEvents(const std::vector<AttemptEvents>& attempts) {
+  std::vector<EventLine> kept;
+  for (const Slice& slice : SlicesOf(attempts)) {
+    for (const EventLine& e : *slice.events) {
+      if (slice.Keeps(e.epoch()) || (slice.final() && e.epoch() < 0)) {
+        kept.push_back(e);
+      }
+    }
+  }
+  return kept;
 }
 
 std::vector<v1::EpochSummary> SummarizeEpochs(

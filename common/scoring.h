@@ -34,6 +34,34 @@ absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,
                                    const ConfigInfo& config,
                                    const WorkloadInfo& workload);
 
+// One attempt of a resumed run and the epochs of it the final model is made
+// of: (after_epoch, through_epoch], or every epoch after after_epoch up to
+// its run_stop for the final attempt (through_epoch < 0).
+struct AttemptEvents {
+  std::vector<EventLine> events;
+  int after_epoch = 0;
+  int through_epoch = -1;
+};
+
+// Scores a run made of several attempts, each resuming from the checkpoint
+// the one before it wrote at its through_epoch (docs/design.md "Resumed
+// runs"). Every epoch counts once, from the attempt that kept it: samples
+// and energy are those epochs' hpcai500_epoch_stats; training seconds are
+// each earlier attempt's rank-0 run_start to its hpcai500_checkpoint of
+// through_epoch, plus the final attempt's run_start to run_stop, minus the
+// evaluations of the kept epochs. What an earlier attempt ran after that
+// checkpoint is lost_seconds, kept out of train_seconds. Quality is the
+// final attempt's. FailedPrecondition as ScoreRun, or naming the attempt
+// whose checkpoint or run_start is missing.
+absl::StatusOr<v1::Score> ScoreAttempts(
+    const std::vector<AttemptEvents>& attempts, const ConfigInfo& config,
+    const WorkloadInfo& workload);
+
+// The events of the epochs each attempt keeps (and the final attempt's
+// events outside any epoch), in attempt order: what SummarizeEpochs reads
+// for a resumed run.
+std::vector<EventLine> KeptEvents(const std::vector<AttemptEvents>& attempts);
+
 // Per-epoch summaries across ranks: samples summed, seconds of the slowest
 // rank, throughput = samples / seconds, rank 0's loss and accuracy (-1 when
 // the epoch was not evaluated). Ordered by epoch.

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 
 namespace hpcai500 {
@@ -20,6 +21,8 @@ constexpr int kMaxNodes = 4096;
 constexpr int kMaxRanksPerNode = 64;
 constexpr int kMaxBatch = 65536;
 constexpr int kMaxRepetitions = 100;
+constexpr int kMaxRetries = 10;
+constexpr int64_t kMaxTimeLimitSeconds = 30 * 24 * 3600;  // 30 days
 constexpr int64_t kMaxSeed = (int64_t{1} << 31) - 1;
 constexpr size_t kMaxSpecBytes = 64 * 1024;
 
@@ -120,6 +123,22 @@ Setter Int32Setter(absl::string_view field, void (v1::RunSpec::*set)(int32_t),
   };
 }
 
+// time_limit: whole seconds (3600) or a duration with units ("90m",
+// "1h30m", "45s").
+absl::StatusOr<int64_t> TimeLimitSeconds(const YAML::Node& n) {
+  if (!n.IsScalar()) return FieldError("time_limit", "must be a duration");
+  absl::StatusOr<int64_t> plain = ScalarInt(n, "time_limit");
+  if (plain.ok()) return *plain;
+  absl::Duration d;
+  if (!absl::ParseDuration(n.Scalar(), &d) || d < absl::Seconds(1)) {
+    return FieldError("time_limit",
+                      absl::StrCat("must be seconds or a duration like 90m or "
+                                   "1h30m, got '",
+                                   n.Scalar().substr(0, 80), "'"));
+  }
+  return absl::ToInt64Seconds(d);
+}
+
 // Every key a spec may hold, writing into *spec (borrowed for the setters'
 // lifetime).
 std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
@@ -142,6 +161,14 @@ std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
       {"epochs", Int32Setter("epochs", &v1::RunSpec::set_epochs, spec)},
       {"repetitions",
        Int32Setter("repetitions", &v1::RunSpec::set_repetitions, spec)},
+      {"max_retries",
+       Int32Setter("max_retries", &v1::RunSpec::set_max_retries, spec)},
+      {"time_limit",
+       [spec](const YAML::Node& n) -> absl::Status {
+         ASSIGN_OR_RETURN(int64_t seconds, TimeLimitSeconds(n));
+         spec->set_time_limit_s(seconds);
+         return absl::OkStatus();
+       }},
       {"seed",
        [spec](const YAML::Node& n) -> absl::Status {
          ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "seed"));
@@ -245,8 +272,12 @@ absl::Status CheckBudget(const v1::RunSpec& spec, const ConfigInfo& config) {
   }
   RETURN_IF_ERROR(
       CheckInRange(Field("epochs"), spec.epochs(), 1, config.epochs));
-  return CheckInRange(Field("repetitions"), spec.repetitions(), 1,
-                      kMaxRepetitions);
+  RETURN_IF_ERROR(CheckInRange(Field("repetitions"), spec.repetitions(), 1,
+                               kMaxRepetitions));
+  RETURN_IF_ERROR(
+      CheckInRange(Field("max_retries"), spec.max_retries(), 0, kMaxRetries));
+  return CheckInRange(Field("time_limit"), spec.time_limit_s(), 0,
+                      kMaxTimeLimitSeconds);
 }
 
 // The hardware level keeps the reference recipe: only the hardware and the
@@ -320,6 +351,7 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
   ASSIGN_OR_RETURN(YAML::Node root, LoadSpecMapping(yaml));
   v1::RunSpec spec;
   spec.set_repetitions(1);
+  spec.set_max_retries(1);
   spec.set_compression(std::string(Name(Compression::kNone)));
   ASSIGN_OR_RETURN(std::set<std::string> seen, ReadSpecFields(root, &spec));
   // Defaults that depend on the registry; validate the workload and config
@@ -351,6 +383,10 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
   out << YAML::Key << "system" << YAML::Value << spec.system();
   out << YAML::Key << "epochs" << YAML::Value << spec.epochs();
   out << YAML::Key << "repetitions" << YAML::Value << spec.repetitions();
+  out << YAML::Key << "max_retries" << YAML::Value << spec.max_retries();
+  if (spec.time_limit_s() > 0) {
+    out << YAML::Key << "time_limit" << YAML::Value << spec.time_limit_s();
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

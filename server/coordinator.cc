@@ -81,14 +81,32 @@ absl::Status Coordinator::RestorePlacedLocked(RunRecord& record, int64_t now) {
     absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
     if (parsed.ok()) record.tracker.Add(*std::move(parsed));
   }
+  ASSIGN_OR_RETURN(std::vector<v1::WorkerExited> exits,
+                   store_->LoadExits(record.run.id(), attempt.number()));
+  for (v1::WorkerExited& exit : exits) {
+    record.exits[exit.rank()] = std::move(exit);
+  }
+  if (attempt.resumed_epoch() > 0) {
+    absl::StatusOr<std::vector<AttemptEvents>> earlier =
+        EarlierAttemptsLocked(record);
+    if (earlier.ok()) {
+      record.carried_epochs = SummarizeEpochs(KeptEvents(*earlier));
+    }
+  }
   record.log.push_back(absl::StrFormat(
       "hpcai500d restarted; waiting for the agents of attempt %d (%s)",
       attempt.number(), absl::StrJoin(record.nodes, ", ")));
   record.RefreshEpochs(MetricName(record.run.spec()), /*flush=*/false);
-  LogInfo(absl::StrFormat("run %d attempt %d: restored (%s), waiting for %s",
-                          record.run.id(), attempt.number(),
-                          RunStateName(record.run.state()),
-                          absl::StrJoin(record.nodes, ", ")));
+  LogInfo(absl::StrFormat(
+      "run %d attempt %d: restored (%s, %d of %d exits stored), waiting for %s",
+      record.run.id(), attempt.number(), RunStateName(record.run.state()),
+      record.exits.size(), record.world_size(),
+      absl::StrJoin(record.nodes, ", ")));
+  if (static_cast<int>(record.exits.size()) == record.world_size()) {
+    // Every rank finished before the restart: finished is finished.
+    record.all_exited_ms = now;
+    MaybeFinishLocked(record, /*force=*/false);
+  }
   return absl::OkStatus();
 }
 
@@ -101,6 +119,14 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
   const v1::RunSpec& spec = run_specs.front();
   absl::MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
+  const int fitting = scheduler_.NodesWithSlots(spec.ranks_per_node(),
+                                                /*schedulable_only=*/false);
+  if (scheduler_.node_count() > 0 && fitting < spec.nodes()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the run needs %d nodes with %d slots each; of the %d registered "
+        "node(s), %d have that many (see `hpcai500 nodes`)",
+        spec.nodes(), spec.ranks_per_node(), scheduler_.node_count(), fitting));
+  }
   ASSIGN_OR_RETURN(
       v1::SubmitResponse response,
       store_->CreateSubmission(std::string(spec_yaml), run_specs, now));
@@ -216,15 +242,34 @@ void Coordinator::ScheduleLocked() {
     }
     StartAttemptLocked(it->second, placement.nodes);
   }
+  NoteWaitingReasonsLocked();
+}
+
+void Coordinator::NoteWaitingReasonsLocked() {
+  for (auto& [run_id, record] : runs_) {
+    if (record.run.state() != v1::RUN_STATE_QUEUED) continue;
+    std::string reason = scheduler_.Reason(run_id);
+    if (reason == record.run.reason()) continue;
+    record.run.set_reason(std::move(reason));
+    record.Changed("");
+  }
 }
 
 void Coordinator::StartAttemptLocked(RunRecord& record,
                                      const std::vector<std::string>& nodes) {
-  const v1::Attempt& attempt = record.BeginAttempt(nodes, clock_->NowMs());
+  const auto [resume_attempt, resume_epoch] = ResumePointLocked(record, nodes);
+  const v1::Attempt& attempt =
+      record.BeginAttempt(nodes, clock_->NowMs(), resume_attempt, resume_epoch);
   PersistLocked(record);
-  const std::string line = absl::StrFormat(
+  std::string line = absl::StrFormat(
       "attempt %d: placed on %s; node %s reserves the rendezvous port",
       attempt.number(), absl::StrJoin(nodes, ", "), nodes.front());
+  if (resume_epoch > 0) {
+    absl::StrAppendFormat(&line,
+                          "; resumes from attempt %d's checkpoint of "
+                          "epoch %d",
+                          resume_attempt, resume_epoch);
+  }
   LogInfo(absl::StrCat("run ", record.run.id(), " ", line));
   record.Changed(line);
   SendReserveLocked(record);
@@ -246,16 +291,11 @@ void Coordinator::SendLocked(const std::string& node,
 void Coordinator::EndRunLocked(RunRecord& record, v1::RunState state,
                                const std::string& error, bool cancel_workers) {
   const int64_t now = clock_->NowMs();
-  if (cancel_workers && record.run.attempts_size() > 0) {
-    v1::CoordinatorMessage cancel;
-    *cancel.mutable_cancel()->mutable_key() = record.key();
-    cancel.mutable_cancel()->set_reason(error);
-    for (const std::string& node : record.nodes) SendLocked(node, cancel);
-  }
   scheduler_.Release(record.run.id());
   record.End(state, error, now);
   record.RefreshEpochs(MetricName(record.run.spec()), /*flush=*/true);
-  PersistLocked(record);
+  PersistLocked(record);  // saved before any agent hears of it
+  if (cancel_workers) CancelWorkersLocked(record, error);
   record.tracker.Reset();  // the events are stored; scoring is done
   const std::string line = FinalLine(record.run, MetricName(record.run.spec()));
   LogInfo(absl::StrCat("run ", record.run.id(), " ", line));
@@ -278,8 +318,21 @@ void Coordinator::MaybeFinishLocked(RunRecord& record, bool force) {
                  /*cancel_workers=*/false);
     return;
   }
-  absl::StatusOr<v1::Score> score =
-      ScoreRun(record.tracker.events(), *config, *workload);
+  absl::StatusOr<v1::Score> score;
+  if (record.run.attempts().rbegin()->resumed_epoch() > 0) {
+    absl::StatusOr<std::vector<AttemptEvents>> attempts =
+        EarlierAttemptsLocked(record);
+    if (attempts.ok()) {
+      attempts->push_back(
+          AttemptEvents{record.tracker.events(),
+                        record.run.attempts().rbegin()->resumed_epoch(), -1});
+      score = ScoreAttempts(*attempts, *config, *workload);
+    } else {
+      score = attempts.status();
+    }
+  } else {
+    score = ScoreRun(record.tracker.events(), *config, *workload);
+  }
   if (!score.ok()) {
     EndRunLocked(record, v1::RUN_STATE_FAILED,
                  absl::StrCat("scoring: ", score.status().message()),

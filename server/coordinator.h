@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/registry.h"
+#include "common/scoring.h"
 #include "proto/hpcai500.pb.h"
 #include "server/event_intake.h"
 #include "server/http/coordinator_view.h"
@@ -40,7 +41,8 @@
 namespace hpcai500 {
 
 struct CoordinatorOptions {
-  // A node silent this long (disconnected or no heartbeat) fails its attempts.
+  // A node silent this long (disconnected or no heartbeat) loses its
+  // attempts: each run on it is requeued (while it has retries) or fails.
   int64_t node_timeout_ms = 60'000;
   // Told to agents in Registered.
   int32_t heartbeat_interval_ms = 5'000;
@@ -62,7 +64,10 @@ class Coordinator final : public CoordinatorView {
 
   // Validates and stores a spec (R repetitions = R runs with seeds seed,
   // seed+1, ...) and queues its runs. InvalidArgument with the reason when the
-  // spec is refused; nothing is stored then.
+  // spec is refused; FailedPrecondition naming the need and the capacity
+  // when the nodes registered so far could never hold it (a coordinator that
+  // knows no node yet queues it: nodes may still join). Nothing is stored
+  // then.
   absl::StatusOr<v1::SubmitResponse> Submit(std::string_view spec_yaml);
 
   // Cancels a run: a queued one at once; a placed one after telling its
@@ -106,8 +111,9 @@ class Coordinator final : public CoordinatorView {
   // attempts may still be running; after node_timeout_ms they fail.
   void Disconnect(int64_t session);
 
-  // Time-driven work: fails attempts of nodes silent for node_timeout_ms and
-  // scores runs whose exit grace ran out. Call about once a second.
+  // Time-driven work: requeues (or fails) the runs of nodes silent for
+  // node_timeout_ms, stops attempts past their spec's time_limit and scores
+  // runs whose exit grace ran out. Call about once a second.
   void Tick();
 
   // Wakes every watcher with Unavailable; later watches fail at once.
@@ -135,6 +141,30 @@ class Coordinator final : public CoordinatorView {
   void EndRunLocked(RunRecord& record, v1::RunState state,
                     const std::string& error, bool cancel_workers)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The current attempt was lost (`why`: a node lost or silent, a rank
+  // killed by a signal): cancels its workers and requeues the run for a new
+  // attempt while it has retries (spec max_retries), else fails it.
+  void RetryOrFailLocked(RunRecord& record, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the current attempt's nodes to cancel its workers (a node not
+  // connected gets the cancel when it registers again: ReconcileLocked).
+  void CancelWorkersLocked(const RunRecord& record, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where a new attempt of `record` on `gang` resumes: the newest
+  // checkpoint rank 0 of the last attempt reported (or the one that attempt
+  // resumed from), when every node of `gang` shares checkpoints or the gang
+  // is the one node that wrote it; {0, 0} (start fresh) otherwise.
+  std::pair<int32_t, int32_t> ResumePointLocked(
+      const RunRecord& record, const std::vector<std::string>& gang)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The earlier attempts a resumed current attempt keeps epochs of, oldest
+  // first, with their stored events; empty when it started fresh.
+  absl::StatusOr<std::vector<AttemptEvents>> EarlierAttemptsLocked(
+      const RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rank 0 of the current attempt reported where it resumed (`event`, a
+  // hpcai500_resume): records it and carries the kept epochs.
+  void NoteResumeLocked(RunRecord& record, const EventLine& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scores and ends the run once every rank exited 0 and sent run_stop (or
   // `force`, after the grace period).
   void MaybeFinishLocked(RunRecord& record, bool force)
@@ -150,6 +180,8 @@ class Coordinator final : public CoordinatorView {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string MetricName(const v1::RunSpec& spec) const;
 
+  // Marks the node schedulable again and answers with a heartbeat, so its
+  // agent knows the coordinator hears it.
   void HandleHeartbeatLocked(NodeState& node)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Checks a batch, stores it in one transaction and acknowledges what the
@@ -168,7 +200,9 @@ class Coordinator final : public CoordinatorView {
   // Checks an event against the node that sent it: nullopt (logged, never
   // acknowledged) when the event's run is current and the node does not
   // host its rank or its seq is below 1; else the row to store, which holds
-  // an error instead of the line when the line is refused for good.
+  // an error instead of the line when the line is refused for good. An
+  // event of a stale attempt or an ended run comes back with a null record:
+  // it is fenced, acknowledged and never stored.
   std::optional<IncomingEvent> CheckEventLocked(const NodeState& node,
                                                 const v1::Event& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -179,12 +213,21 @@ class Coordinator final : public CoordinatorView {
                           AckBatch& acks, std::set<int64_t>& changed_runs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes what a (re-)registered agent runs agree with what the coordinator
-  // expects of it: cancels attempts it should not run, asks again for a
-  // port not yet reported, fails attempts whose workers it lost.
+  // expects of it: cancels attempts it should not run (fencing), asks again
+  // for a port not yet reported, requeues (or fails) attempts with a rank
+  // the agent no longer has and whose exit is not stored.
   void ReconcileLocked(const v1::Register& request, AgentChannel* channel)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Fails the placed runs with a gang on `name`, silent for `silent_ms`.
-  void FailRunsOnSilentNodeLocked(const std::string& name, int64_t silent_ms)
+  // Requeues (or fails) the placed runs with a gang on `name`, silent for
+  // `silent_ms`.
+  void LoseRunsOnSilentNodeLocked(const std::string& name, int64_t silent_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails placed runs whose current attempt ran past the spec's time_limit.
+  void EnforceTimeLimitsLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Copies each queued run's waiting reason from the scheduler.
+  void NoteWaitingReasonsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Acknowledges `exit` (stored, or fenced and dropped) to `node`.
+  void AckExitLocked(NodeState& node, const v1::WorkerExited& exit)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandlePortReservedLocked(NodeState& node, const v1::PortReserved& port)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

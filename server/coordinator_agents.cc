@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/event_keys.h"
 #include "common/log.h"
 #include "common/run_state.h"
 #include "common/scoring.h"
@@ -47,6 +48,8 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
   registered.mutable_registered()->set_node(info.name());
   registered.mutable_registered()->set_heartbeat_interval_ms(
       options_.heartbeat_interval_ms);
+  registered.mutable_registered()->set_node_timeout_ms(
+      options_.node_timeout_ms);
   channel->Send(registered);
 
   ReconcileLocked(request, channel);
@@ -57,9 +60,13 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
 void Coordinator::ReconcileLocked(const v1::Register& request,
                                   AgentChannel* channel) {
   const std::string& name = request.name();
-  std::set<std::pair<int64_t, int32_t>> listed;
+  // (run, attempt) -> the ranks the agent still has, running or exited.
+  std::map<std::pair<int64_t, int32_t>, std::set<int32_t>> listed;
   for (const v1::RunningAttempt& running : request.running()) {
-    listed.insert({running.key().run_id(), running.key().attempt()});
+    std::set<int32_t>& ranks =
+        listed[{running.key().run_id(), running.key().attempt()}];
+    ranks.insert(running.ranks().begin(), running.ranks().end());
+    ranks.insert(running.exited_ranks().begin(), running.exited_ranks().end());
     if (CurrentAttemptLocked(running.key()) == nullptr) {
       v1::CoordinatorMessage cancel;
       *cancel.mutable_cancel()->mutable_key() = running.key();
@@ -67,7 +74,7 @@ void Coordinator::ReconcileLocked(const v1::Register& request,
           Describe(running.key()), " is not running on the coordinator"));
       channel->Send(cancel);
       LogInfo(absl::StrCat("node ", name, ": cancelling its ",
-                           Describe(running.key()), " (not current)"));
+                           Describe(running.key()), " (not current: fenced)"));
     }
   }
   for (auto& [run_id, record] : runs_) {
@@ -75,16 +82,22 @@ void Coordinator::ReconcileLocked(const v1::Register& request,
     const int node_index = record.NodeIndex(name);
     if (node_index < 0) continue;
     const v1::AttemptKey key = record.key();
-    if (listed.count({key.run_id(), key.attempt()}) > 0) continue;
     if (!record.start_sent) {
       // Nothing was started yet: ask rank 0's node for a port again.
       if (node_index == 0) SendReserveLocked(record);
       continue;
     }
-    EndRunLocked(record, v1::RUN_STATE_FAILED,
-                 absl::StrCat("node ", name, " re-registered without ",
-                              Describe(key), ": its workers are gone"),
-                 /*cancel_workers=*/true);
+    const std::set<int32_t>& has = listed[{key.run_id(), key.attempt()}];
+    const int rpn = record.run.spec().ranks_per_node();
+    for (int32_t rank = node_index * rpn; rank < (node_index + 1) * rpn;
+         ++rank) {
+      if (has.count(rank) > 0 || record.exits.count(rank) > 0) continue;
+      RetryOrFailLocked(
+          record, absl::StrFormat("node %s registered again without rank %d "
+                                  "of %s: its worker is gone",
+                                  name, rank, Describe(key)));
+      break;
+    }
   }
 }
 
@@ -142,7 +155,7 @@ void Coordinator::Tick() {
   for (auto& [name, node] : nodes_.nodes()) {
     const int64_t silent_ms = now - node.info.last_seen_ms();
     if (silent_ms < options_.node_timeout_ms) continue;
-    FailRunsOnSilentNodeLocked(name, silent_ms);
+    LoseRunsOnSilentNodeLocked(name, silent_ms);
     if (node.session != 0) {
       // Connected but mute: stop placing runs on it until it speaks again.
       scheduler_.SetNode(name, node.info.slots(), /*schedulable=*/false);
@@ -155,18 +168,18 @@ void Coordinator::Tick() {
       MaybeFinishLocked(record, /*force=*/true);
     }
   }
+  EnforceTimeLimitsLocked(now);
   ScheduleLocked();
 }
 
-void Coordinator::FailRunsOnSilentNodeLocked(const std::string& name,
+void Coordinator::LoseRunsOnSilentNodeLocked(const std::string& name,
                                              int64_t silent_ms) {
   for (auto& [run_id, record] : runs_) {
     if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
-    EndRunLocked(
-        record, v1::RUN_STATE_FAILED,
+    RetryOrFailLocked(
+        record,
         absl::StrFormat("node %s silent for %d s (timeout %d s)", name,
-                        silent_ms / 1000, options_.node_timeout_ms / 1000),
-        /*cancel_workers=*/true);
+                        silent_ms / 1000, options_.node_timeout_ms / 1000));
   }
 }
 
@@ -176,10 +189,12 @@ void Coordinator::Shutdown() {
 }
 
 void Coordinator::HandleHeartbeatLocked(NodeState& node) {
-  if (node.session != 0) {
-    scheduler_.SetNode(node.info.name(), node.info.slots(),
-                       /*schedulable=*/true);
-  }
+  if (node.session == 0) return;
+  scheduler_.SetNode(node.info.name(), node.info.slots(),
+                     /*schedulable=*/true);
+  v1::CoordinatorMessage answer;
+  answer.mutable_heartbeat()->set_time_ms(clock_->NowMs());
+  node.channel->Send(answer);
 }
 
 void Coordinator::HandleEventsLocked(NodeState& node,
@@ -188,13 +203,30 @@ void Coordinator::HandleEventsLocked(NodeState& node,
   // after it: an acknowledged event survives a crash or a power loss.
   std::vector<IncomingEvent> incoming;
   std::vector<EventRow> rows;
+  AckBatch acks;
+  int fenced = 0;
   for (const v1::Event& event : events.events()) {
     std::optional<IncomingEvent> checked = CheckEventLocked(node, event);
     if (!checked.has_value()) continue;
+    if (checked->record == nullptr) {
+      acks.NoteFenced(checked->key, checked->row.rank, checked->row.seq);
+      ++fenced;
+      continue;
+    }
     rows.push_back(checked->row);
     incoming.push_back(*std::move(checked));
   }
-  if (rows.empty()) return;
+  if (fenced > 0) {
+    LogInfo(
+        absl::StrFormat("node %s: %d event(s) of stale attempts or ended "
+                        "runs acknowledged and dropped (fenced)",
+                        node.info.name(), fenced));
+  }
+  if (rows.empty()) {
+    v1::CoordinatorMessage reply = acks.Build(*store_);
+    if (reply.acks().acks_size() > 0) node.channel->Send(reply);
+    return;
+  }
   absl::StatusOr<std::vector<EventDisposition>> dispositions =
       store_->InsertEvents(rows);
   if (!dispositions.ok()) {
@@ -204,7 +236,6 @@ void Coordinator::HandleEventsLocked(NodeState& node,
                              dispositions.status().ToString()));
     return;
   }
-  AckBatch acks;
   std::set<int64_t> changed_runs;
   for (size_t i = 0; i < incoming.size(); ++i) {
     IngestStoredLocked(incoming[i], (*dispositions)[i], acks, changed_runs);
@@ -258,6 +289,10 @@ void Coordinator::IngestStoredLocked(IncomingEvent& incoming,
   if (disposition != EventDisposition::kStored) return;
   ++events_ingested_;
   if (incoming.record != nullptr && incoming.parsed.ok()) {
+    if (incoming.parsed->key == event_keys::kResume &&
+        incoming.parsed->rank == 0) {
+      NoteResumeLocked(*incoming.record, *incoming.parsed);
+    }
     incoming.record->tracker.Add(*std::move(incoming.parsed));
     changed_runs.insert(incoming.key.run_id());
   }
@@ -280,6 +315,10 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
     return;
   }
   const std::string& host = *address;
+  // Saved before it is sent: after a crash in between, the agents do not
+  // list the attempt when they register again and it is requeued.
+  const v1::Attempt& attempt = record->BeginRunning(host, port.port());
+  PersistLocked(*record);
   for (size_t i = 0; i < record->nodes.size(); ++i) {
     v1::CoordinatorMessage start = record->AssignmentFor(
         v1::Assignment::PHASE_START, static_cast<int32_t>(i));
@@ -287,8 +326,6 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
     start.mutable_assignment()->set_master_port(port.port());
     SendLocked(record->nodes[i], start);
   }
-  const v1::Attempt& attempt = record->BeginRunning(host, port.port());
-  PersistLocked(*record);
   const std::string line = absl::StrFormat(
       "attempt %d: rendezvous at %s:%d; starting %d ranks on %s",
       attempt.number(), host, port.port(), record->world_size(),
@@ -300,16 +337,31 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
 void Coordinator::HandleWorkerExitedLocked(NodeState& node,
                                            const v1::WorkerExited& exit) {
   RunRecord* record = CurrentAttemptLocked(exit.key());
-  if (record == nullptr) return;  // a stale attempt or an ended run
+  if (record == nullptr) {
+    // A stale attempt or an ended run: fenced, acknowledged, dropped.
+    AckExitLocked(node, exit);
+    return;
+  }
   if (!record->HostsRank(node.info.name(), exit.rank())) {
     LogWarning(absl::StrFormat("node %s: ignoring exit of rank %d of %s",
                                node.info.name(), exit.rank(),
                                Describe(exit.key())));
     return;
   }
-  v1::WorkerExited& stored = record->exits[exit.rank()];
-  stored = exit;
+  if (record->exits.count(exit.rank()) > 0) {
+    AckExitLocked(node, exit);  // sent again after a reconnect
+    return;
+  }
+  v1::WorkerExited stored = exit;
   stored.set_stderr_tail(TailOf(exit.stderr_tail(), kMaxStderrTailBytes));
+  if (absl::Status saved = store_->SaveExit(stored); !saved.ok()) {
+    // Not acknowledged: the agent reports it again when it reconnects.
+    LogError(absl::StrCat("storing the exit of rank ", exit.rank(), " of ",
+                          Describe(exit.key()), ": ", saved.ToString()));
+    return;
+  }
+  record->exits[exit.rank()] = stored;
+  AckExitLocked(node, exit);
   const bool failed =
       !exit.error().empty() || exit.signal() != 0 || exit.exit_code() != 0;
   LogInfo(absl::StrFormat(
@@ -317,14 +369,39 @@ void Coordinator::HandleWorkerExitedLocked(NodeState& node,
       exit.key().attempt(), exit.rank(), node.info.name(),
       failed ? ExitError(node.info.name(), exit) : "exited 0"));
   if (failed) {
-    EndRunLocked(*record, v1::RUN_STATE_FAILED,
-                 ExitError(node.info.name(), stored), /*cancel_workers=*/true);
+    std::string why = ExitError(node.info.name(), stored);
+    // A peer's loss fails the other ranks' collectives before the lost node
+    // times out: a rank failing while a node of its gang is disconnected
+    // counts as lost too.
+    std::string gone;
+    for (const std::string& name : record->nodes) {
+      auto it = nodes_.nodes().find(name);
+      if (it != nodes_.nodes().end() && it->second.session == 0) gone = name;
+    }
+    if (!gone.empty()) {
+      absl::StrAppend(&why, " while node ", gone, " of its gang is away");
+    }
+    if (IsLostWorker(stored) || !gone.empty()) {
+      RetryOrFailLocked(*record, why);
+    } else {
+      EndRunLocked(*record, v1::RUN_STATE_FAILED, why,
+                   /*cancel_workers=*/true);
+    }
     return;
   }
   if (static_cast<int>(record->exits.size()) == record->world_size()) {
     record->all_exited_ms = clock_->NowMs();
     MaybeFinishLocked(*record, /*force=*/false);
   }
+}
+
+void Coordinator::AckExitLocked(NodeState& node, const v1::WorkerExited& exit) {
+  if (node.channel == nullptr) return;
+  v1::CoordinatorMessage ack;
+  v1::ExitAck* exit_ack = ack.mutable_acks()->add_exits();
+  *exit_ack->mutable_key() = exit.key();
+  exit_ack->set_rank(exit.rank());
+  node.channel->Send(ack);
 }
 
 }  // namespace hpcai500

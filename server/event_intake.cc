@@ -31,6 +31,12 @@ void AckBatch::Note(const v1::AttemptKey& key, int32_t rank, int64_t seq) {
   highest = std::max(highest, seq);
 }
 
+void AckBatch::NoteFenced(const v1::AttemptKey& key, int32_t rank,
+                          int64_t seq) {
+  int64_t& highest = fenced_[{key.run_id(), key.attempt(), rank}];
+  highest = std::max(highest, seq);
+}
+
 v1::CoordinatorMessage AckBatch::Build(Store& store) const {
   v1::CoordinatorMessage reply;
   for (const auto& [id, highest] : highest_) {
@@ -50,6 +56,14 @@ v1::CoordinatorMessage AckBatch::Build(Store& store) const {
     *ack->mutable_key() = key;
     ack->set_rank(rank);
     ack->set_seq(seq);
+  }
+  for (const auto& [id, highest] : fenced_) {
+    const auto& [run_id, attempt, rank] = id;
+    v1::Ack* ack = reply.mutable_acks()->add_acks();
+    ack->mutable_key()->set_run_id(run_id);
+    ack->mutable_key()->set_attempt(attempt);
+    ack->set_rank(rank);
+    ack->set_seq(highest);
   }
   return reply;
 }

@@ -28,6 +28,9 @@ class AckBatch {
  public:
   // Notes that (key, rank, seq) was stored or refused for good.
   void Note(const v1::AttemptKey& key, int32_t rank, int64_t seq);
+  // Notes that (key, rank, seq) was fenced: it belongs to a stale attempt or
+  // an ended run, is never stored, and is acknowledged as it is.
+  void NoteFenced(const v1::AttemptKey& key, int32_t rank, int64_t seq);
 
   // The Acks message for what was noted (no acks when nothing was). Events of
   // a run's current attempt are acknowledged up to what `store` holds
@@ -36,8 +39,10 @@ class AckBatch {
   v1::CoordinatorMessage Build(Store& store) const;
 
  private:
-  // (run, attempt, rank) -> the highest seq noted.
-  std::map<std::tuple<int64_t, int32_t, int32_t>, int64_t> highest_;
+  using Id = std::tuple<int64_t, int32_t, int32_t>;  // run, attempt, rank
+  // The highest seq noted, stored and fenced events apart.
+  std::map<Id, int64_t> highest_;
+  std::map<Id, int64_t> fenced_;
 };
 
 }  // namespace hpcai500

@@ -38,6 +38,7 @@ NodeTable::Node& NodeTable::Connect(const v1::Register& request,
   info.set_gpus(request.gpus());
   *info.mutable_labels() = request.labels();
   info.set_last_seen_ms(now_ms);
+  node.shared_checkpoints = request.shared_checkpoints();
   return node;
 }
 

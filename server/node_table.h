@@ -29,6 +29,9 @@ class NodeTable {
     v1::Node info;
     int64_t session = 0;              // 0: disconnected
     AgentChannel* channel = nullptr;  // borrowed; null when disconnected
+    // Its checkpoint root is shared with the other nodes that say so (as of
+    // its last registration).
+    bool shared_checkpoints = false;
   };
 
   // Adds node `name`, disconnected, with no slots and last seen at
@@ -40,7 +43,8 @@ class NodeTable {
   void Restore(v1::Node info, int64_t now_ms);
 
   // Opens a session for an accepted Register: records the node's address
-  // (the hostname when no address), slots, cpus, gpus and labels, and
+  // (the hostname when no address), slots, cpus, gpus, labels and whether
+  // its checkpoints are shared, and
   // `channel`, borrowed until Disconnect(session). A session the node had
   // is replaced; `*replaced` (not null) says whether there was one.
   // Returns the node; its `session` is the new session id.

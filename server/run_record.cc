@@ -80,14 +80,23 @@ v1::CoordinatorMessage RunRecord::AssignmentFor(v1::Assignment::Phase phase,
   assignment->set_node_rank(node_rank);
   const int rpn = run.spec().ranks_per_node();
   for (int r = 0; r < rpn; ++r) assignment->add_ranks(node_rank * rpn + r);
+  if (run.attempts_size() > 0) {
+    const v1::Attempt& attempt = *run.attempts().rbegin();
+    assignment->set_resume_from_attempt(attempt.resume_from_attempt());
+    assignment->set_resume_from_epoch(attempt.resume_from_epoch());
+  }
   return message;
 }
 
 v1::Attempt& RunRecord::BeginAttempt(const std::vector<std::string>& gang,
-                                     int64_t now_ms) {
+                                     int64_t now_ms,
+                                     int32_t resume_from_attempt,
+                                     int32_t resume_from_epoch) {
   v1::Attempt* attempt = run.add_attempts();
   attempt->set_number(run.attempts_size());
   attempt->set_state("starting");
+  attempt->set_resume_from_attempt(resume_from_attempt);
+  attempt->set_resume_from_epoch(resume_from_epoch);
   for (const std::string& node : gang) attempt->add_nodes(node);
   attempt->set_started_ms(now_ms);
   nodes = gang;
@@ -95,16 +104,21 @@ v1::Attempt& RunRecord::BeginAttempt(const std::vector<std::string>& gang,
   exits.clear();
   all_exited_ms = 0;
   tracker.Reset();
+  carried_epochs.clear();
   run.clear_epochs();
+  run.clear_reason();
   run.set_state(v1::RUN_STATE_STARTING);
   if (run.started_ms() == 0) run.set_started_ms(now_ms);
   return *attempt;
 }
 
+v1::Attempt& RunRecord::current_attempt() {
+  return *run.mutable_attempts()->Mutable(run.attempts_size() - 1);
+}
+
 v1::Attempt& RunRecord::BeginRunning(const std::string& host, int32_t port) {
   start_sent = true;
-  v1::Attempt* attempt =
-      run.mutable_attempts()->Mutable(run.attempts_size() - 1);
+  v1::Attempt* attempt = &current_attempt();
   attempt->set_master_addr(host);
   attempt->set_master_port(port);
   attempt->set_state("running");
@@ -117,18 +131,34 @@ void RunRecord::End(v1::RunState state, const std::string& error,
   run.set_state(state);
   run.set_finished_ms(now_ms);
   if (state != v1::RUN_STATE_SUCCEEDED) run.set_error(error);
+  run.clear_reason();
   if (run.attempts_size() > 0) {
-    v1::Attempt* attempt =
-        run.mutable_attempts()->Mutable(run.attempts_size() - 1);
-    attempt->set_state(RunStateName(state));
-    attempt->set_finished_ms(now_ms);
-    if (state != v1::RUN_STATE_SUCCEEDED) attempt->set_error(error);
+    v1::Attempt& attempt = current_attempt();
+    attempt.set_state(RunStateName(state));
+    attempt.set_finished_ms(now_ms);
+    if (state != v1::RUN_STATE_SUCCEEDED) attempt.set_error(error);
   }
+}
+
+void RunRecord::Requeue(const std::string& why, int64_t now_ms) {
+  v1::Attempt& attempt = current_attempt();
+  attempt.set_state("requeued");
+  attempt.set_finished_ms(now_ms);
+  attempt.set_error(why);
+  run.set_state(v1::RUN_STATE_QUEUED);
+  nodes.clear();
+  start_sent = false;
+  exits.clear();
+  all_exited_ms = 0;
+  tracker.Reset();
 }
 
 void RunRecord::RefreshEpochs(const std::string& metric, bool flush) {
   if (tracker.empty()) return;
   run.clear_epochs();
+  for (const v1::EpochSummary& epoch : carried_epochs) {
+    *run.add_epochs() = epoch;
+  }
   for (const v1::EpochSummary& epoch : tracker.Epochs()) {
     *run.add_epochs() = epoch;
   }

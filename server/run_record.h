@@ -56,21 +56,31 @@ struct RunRecord {
   v1::CoordinatorMessage AssignmentFor(v1::Assignment::Phase phase,
                                        int32_t node_rank) const;
 
-  // Adds the next attempt on `nodes` (rank 0's node first), forgets what the
-  // previous one left (exits, events, epochs) and marks the run STARTING.
-  // Returns the new attempt, valid until the run's attempts change.
+  // Adds the next attempt on `nodes` (rank 0's node first), to resume from
+  // epoch `resume_from_epoch` of attempt `resume_from_attempt` (0: start
+  // fresh), forgets what the previous one left (exits, events, epochs) and
+  // marks the run STARTING. Returns the new attempt, valid until the run's
+  // attempts change.
   v1::Attempt& BeginAttempt(const std::vector<std::string>& nodes,
-                            int64_t now_ms);
+                            int64_t now_ms, int32_t resume_from_attempt = 0,
+                            int32_t resume_from_epoch = 0);
+  // The current attempt; the run has one.
+  v1::Attempt& current_attempt();
   // Records the rendezvous address of the current attempt (there is one)
   // and marks the run RUNNING. Returns that attempt.
   v1::Attempt& BeginRunning(const std::string& host, int32_t port);
   // Marks the run and its current attempt (if any) ended in `state`, with
   // `error` unless it succeeded.
   void End(v1::RunState state, const std::string& error, int64_t now_ms);
+  // Ends the current attempt as "requeued" because of `why` and puts the
+  // run back to QUEUED, holding no nodes, for its next attempt. The epochs
+  // shown stay until that attempt begins.
+  void Requeue(const std::string& why, int64_t now_ms);
 
-  // Copies the tracker's epoch summaries into `run` and appends a log line
-  // for each epoch that became complete (every epoch not yet logged when
-  // `flush`). No-op while the tracker holds no event.
+  // Copies carried_epochs and the tracker's epoch summaries into `run` and
+  // appends a log line for each epoch of the tracker that became complete
+  // (every epoch not yet logged when `flush`). No-op while the tracker holds
+  // no event.
   void RefreshEpochs(const std::string& metric, bool flush);
   // Appends `log_line` (unless empty) and wakes the watchers.
   void Changed(std::string log_line);
@@ -84,6 +94,8 @@ struct RunRecord {
   std::map<int32_t, v1::WorkerExited> exits;  // by rank
   int64_t all_exited_ms = 0;
   RunTracker tracker;  // the current attempt's events
+  // A resumed attempt: the epochs it keeps from earlier attempts.
+  std::vector<v1::EpochSummary> carried_epochs;
   std::vector<std::string> log;
   int64_t version = 0;
 };

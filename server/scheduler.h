@@ -1,7 +1,11 @@
 // The gang scheduler: first come, first served over the nodes' rank slots.
 // A run needs `nodes` distinct nodes with `ranks_per_node` free slots each,
-// all at once or not at all; the head of the queue blocks every run behind
-// it, so a large run is never starved by smaller ones.
+// all at once or not at all. The oldest run that the schedulable nodes could
+// hold blocks every run behind it, so a large run is never starved by
+// smaller ones; a run larger than the schedulable nodes could ever hold
+// blocks nothing and waits, with its reason, for nodes to join. The queue is
+// kept in run id (submission) order, so a requeued run goes back where it
+// was.
 //
 // Not thread-safe: the Coordinator owns one and guards it with its mutex.
 #ifndef HPCAI500_SERVER_SCHEDULER_H_
@@ -28,14 +32,26 @@ class Scheduler {
   // placed on it. A disconnected node keeps the slots it holds.
   void SetNode(const std::string& name, int slots, bool schedulable);
 
-  // Appends a run to the queue. A run already queued or placed is ignored.
+  // Adds a run to the queue in run id order. A run already queued or placed
+  // is ignored.
   void Enqueue(int64_t run_id, int nodes, int ranks_per_node);
   // Removes a queued run; false when it is not queued.
   bool Dequeue(int64_t run_id);
 
-  // Places runs from the head of the queue while the head fits, taking their
-  // slots. Nodes are chosen in name order among the schedulable ones.
+  // Places queued runs in order while each fits, taking their slots, and
+  // notes why each run left in the queue waits (Reason()). Nodes are chosen
+  // in name order among the schedulable ones.
   std::vector<Placement> Schedule();
+
+  // Why a queued run waits after the last Schedule() (squeue's reason
+  // column): "Resources: ..." or "Priority: ..."; "" when not queued.
+  std::string Reason(int64_t run_id) const;
+
+  // How many known nodes (schedulable ones only, or also those that left)
+  // have at least `slots` slots.
+  int NodesWithSlots(int slots, bool schedulable_only) const;
+  // The number of known nodes.
+  int node_count() const { return static_cast<int>(nodes_.size()); }
 
   // Marks `ranks_per_node` slots on each of `nodes` as held by `run_id`
   // (a run restored after a restart). Unknown nodes are added with zero
@@ -69,6 +85,7 @@ class Scheduler {
   std::map<std::string, NodeSlots> nodes_;
   std::deque<Request> queue_;
   std::map<int64_t, Holding> held_;
+  std::map<int64_t, std::string> reasons_;  // queued run -> why it waits
 };
 
 }  // namespace hpcai500

@@ -269,14 +269,16 @@ absl::Status Store::UpdateRun(const v1::Run& run) {
 absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
-    RETURN_IF_ERROR(
-        Write("INSERT OR REPLACE INTO attempts (run_id, number, state, nodes, "
-              "master_addr, master_port, started_ms, finished_ms, error) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-              "storing an attempt", run_id, attempt.number(), attempt.state(),
-              absl::StrJoin(attempt.nodes(), ","), attempt.master_addr(),
-              attempt.master_port(), attempt.started_ms(),
-              attempt.finished_ms(), attempt.error()));
+    RETURN_IF_ERROR(Write(
+        "INSERT OR REPLACE INTO attempts (run_id, number, state, nodes, "
+        "master_addr, master_port, started_ms, finished_ms, error, "
+        "resume_from_attempt, resume_from_epoch, resumed_epoch) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "storing an attempt", run_id, attempt.number(), attempt.state(),
+        absl::StrJoin(attempt.nodes(), ","), attempt.master_addr(),
+        attempt.master_port(), attempt.started_ms(), attempt.finished_ms(),
+        attempt.error(), attempt.resume_from_attempt(),
+        attempt.resume_from_epoch(), attempt.resumed_epoch()));
     return Write(
         "UPDATE runs SET current_attempt = MAX(current_attempt, ?) WHERE id "
         "= ?",
@@ -329,7 +331,8 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
 absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
   Statement attempts(db_,
                      "SELECT number, state, nodes, master_addr, master_port, "
-                     "started_ms, finished_ms, error FROM attempts WHERE "
+                     "started_ms, finished_ms, error, resume_from_attempt, "
+                     "resume_from_epoch, resumed_epoch FROM attempts WHERE "
                      "run_id = ? ORDER BY number");
   attempts.BindAll(run->id());
   int rc;
@@ -346,6 +349,9 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
     attempt->set_started_ms(attempts.Int(5));
     attempt->set_finished_ms(attempts.Int(6));
     attempt->set_error(attempts.Text(7));
+    attempt->set_resume_from_attempt(static_cast<int32_t>(attempts.Int(8)));
+    attempt->set_resume_from_epoch(static_cast<int32_t>(attempts.Int(9)));
+    attempt->set_resumed_epoch(static_cast<int32_t>(attempts.Int(10)));
   }
   if (rc != SQLITE_DONE) return Error("reading attempts");
 
@@ -353,8 +359,8 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
                    "SELECT quality, target, exponent, "
                    "forward_flops_per_sample, samples, train_seconds, "
                    "eval_seconds, flops, valid_flops, reached_target, "
-                   "convention, energy_joules, valid_flops_per_watt FROM "
-                   "results WHERE run_id = ?");
+                   "convention, energy_joules, valid_flops_per_watt, "
+                   "lost_seconds FROM results WHERE run_id = ?");
   result.BindAll(run->id());
   rc = result.Step();
   if (rc == SQLITE_ROW) {
@@ -372,6 +378,7 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
     score->set_convention(result.Text(10));
     score->set_energy_joules(result.Double(11));
     score->set_valid_flops_per_watt(result.Double(12));
+    score->set_lost_seconds(result.Double(13));
   } else if (rc != SQLITE_DONE) {
     return Error("reading a result");
   }
@@ -554,12 +561,47 @@ absl::Status Store::SaveResult(int64_t run_id, const v1::Score& score) {
       "INSERT OR REPLACE INTO results (run_id, quality, target, exponent, "
       "forward_flops_per_sample, samples, train_seconds, eval_seconds, flops, "
       "valid_flops, reached_target, convention, energy_joules, "
-      "valid_flops_per_watt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "valid_flops_per_watt, lost_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+      "?, ?, ?, ?, ?, ?)",
       "storing a result", run_id, score.quality(), score.target(),
       score.exponent(), score.forward_flops_per_sample(), score.samples(),
       score.train_seconds(), score.eval_seconds(), score.flops(),
       score.valid_flops(), score.reached_target(), score.convention(),
-      score.energy_joules(), score.valid_flops_per_watt());
+      score.energy_joules(), score.valid_flops_per_watt(),
+      score.lost_seconds());
+}
+
+absl::Status Store::SaveExit(const v1::WorkerExited& exit) {
+  absl::MutexLock lock(&mu_);
+  return Write(
+      "INSERT OR REPLACE INTO exits (run_id, attempt, rank, exit_code, "
+      "signal, error, stderr_tail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "storing a worker's exit", exit.key().run_id(), exit.key().attempt(),
+      exit.rank(), exit.exit_code(), exit.signal(), exit.error(),
+      exit.stderr_tail());
+}
+
+absl::StatusOr<std::vector<v1::WorkerExited>> Store::LoadExits(
+    int64_t run_id, int32_t attempt) {
+  absl::MutexLock lock(&mu_);
+  Statement load(db_,
+                 "SELECT rank, exit_code, signal, error, stderr_tail FROM "
+                 "exits WHERE run_id = ? AND attempt = ? ORDER BY rank");
+  load.BindAll(run_id, attempt);
+  std::vector<v1::WorkerExited> exits;
+  int rc;
+  while ((rc = load.Step()) == SQLITE_ROW) {
+    v1::WorkerExited& exit = exits.emplace_back();
+    exit.mutable_key()->set_run_id(run_id);
+    exit.mutable_key()->set_attempt(attempt);
+    exit.set_rank(static_cast<int32_t>(load.Int(0)));
+    exit.set_exit_code(static_cast<int32_t>(load.Int(1)));
+    exit.set_signal(static_cast<int32_t>(load.Int(2)));
+    exit.set_error(load.Text(3));
+    exit.set_stderr_tail(load.Text(4));
+  }
+  if (rc != SQLITE_DONE) return Error("reading exits");
+  return exits;
 }
 
 absl::Status Store::SaveNode(const v1::Node& node) {

@@ -131,6 +131,12 @@ class Store {
   // Total events stored (all runs).
   absl::StatusOr<int64_t> CountEvents();
 
+  // Stores (or replaces) the exit of rank exit.rank() of attempt exit.key().
+  absl::Status SaveExit(const v1::WorkerExited& exit);
+  // The stored exits of one attempt, by rank.
+  absl::StatusOr<std::vector<v1::WorkerExited>> LoadExits(int64_t run_id,
+                                                          int32_t attempt);
+
   // Stores (or replaces) the score of a run.
   absl::Status SaveResult(int64_t run_id, const v1::Score& score);
 

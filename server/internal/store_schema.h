@@ -90,6 +90,25 @@ ALTER TABLE runs ADD COLUMN workload TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN config TEXT NOT NULL DEFAULT '';
 CREATE INDEX runs_by_name ON runs(name, state);
 )sql",
+    // 4: resumed attempts, the time a resumed run lost, and each rank's exit
+    // (stored before it is acknowledged, so a finished rank stays finished
+    // across a coordinator restart).
+    R"sql(
+ALTER TABLE attempts ADD COLUMN resume_from_attempt INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN resume_from_epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN resumed_epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN lost_seconds REAL NOT NULL DEFAULT 0;
+CREATE TABLE exits (
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  exit_code INTEGER NOT NULL,
+  signal INTEGER NOT NULL,
+  error TEXT NOT NULL DEFAULT '',
+  stderr_tail TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run_id, attempt, rank)
+);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

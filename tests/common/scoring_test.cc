@@ -113,5 +113,92 @@ TEST(AggregateRepetitions, DropsBestAndWorstFromThreeOn) {
   EXPECT_DOUBLE_EQ(AggregateRepetitions({}).mean, 0.0);
 }
 
+// One rank-0 event line at `time_ms` (epoch < 0: no epoch_num).
+EventLine Event(int64_t time_ms, const std::string& key,
+                const std::string& value_json, int epoch) {
+  static int64_t seq = 0;
+  std::string meta = "\"seq\": " + std::to_string(++seq) + ", \"rank\": 0";
+  if (epoch >= 0) meta += ", \"epoch_num\": " + std::to_string(epoch);
+  absl::StatusOr<EventLine> e = ParseEventLine(
+      ":::MLLOG {\"time_ms\": " + std::to_string(time_ms) +
+      ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"" + key +
+      "\", \"value\": " + value_json + ", \"metadata\": {" + meta + "}}");
+  EXPECT_TRUE(e.ok()) << e.status();
+  return *e;
+}
+
+// Epoch `epoch` from `t` (ms): 10 s of training over 3000 samples, then a
+// 2 s evaluation reaching `accuracy`.
+void AddEpoch(std::vector<EventLine>& events, int64_t t, int epoch,
+              double accuracy) {
+  events.push_back(Event(t, "epoch_start", "null", epoch));
+  events.push_back(
+      Event(t + 10000, "hpcai500_epoch_stats",
+            R"({"samples": 3000, "seconds": 10.0, "train_loss": 0.5})", epoch));
+  events.push_back(Event(t + 10000, "eval_start", "null", epoch));
+  events.push_back(Event(t + 12000, "eval_stop", "null", epoch));
+  events.push_back(
+      Event(t + 12000, "eval_accuracy", std::to_string(accuracy), epoch));
+}
+
+TEST(ScoreAttempts, CountsEachKeptEpochOnceAndKeepsLostTimeOut) {
+  // Attempt 1: epoch 1 and its checkpoint, then 5 s into epoch 2 it dies
+  // (a lost node): those 5 s are lost.
+  AttemptEvents first;
+  first.through_epoch = 1;
+  first.events.push_back(
+      Event(0, "hpcai500_forward_flops_per_sample", "12000000.0", -1));
+  first.events.push_back(Event(100, "run_start", "null", -1));
+  AddEpoch(first.events, 100, 1, 0.69);
+  first.events.push_back(Event(12200, "hpcai500_checkpoint", "\"c1\"", 1));
+  first.events.push_back(Event(12200, "epoch_start", "null", 2));
+  first.events.push_back(
+      Event(17200, "hpcai500_epoch_stats",
+            R"({"samples": 999, "seconds": 5.0, "train_loss": 0.9})", 2));
+  // Attempt 2 resumes after epoch 1 and trains epoch 2.
+  AttemptEvents second;
+  second.after_epoch = 1;
+  second.events.push_back(
+      Event(50000, "hpcai500_forward_flops_per_sample", "12000000.0", -1));
+  second.events.push_back(Event(50100, "run_start", "null", -1));
+  AddEpoch(second.events, 50100, 2, 0.77);
+  second.events.push_back(Event(62100, "run_stop", "null", -1));
+
+  absl::StatusOr<v1::Score> score =
+      ScoreAttempts({first, second}, SmokeConfig(), Ic());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_EQ(score->samples(), 6000);  // epoch 1 of #1, epoch 2 of #2
+  // #1: 100..12200 minus 2 s of evaluation; #2: 50100..62100 minus 2 s.
+  EXPECT_DOUBLE_EQ(score->train_seconds(), 10.1 + 10.0);
+  EXPECT_DOUBLE_EQ(score->eval_seconds(), 4.0);
+  EXPECT_DOUBLE_EQ(score->lost_seconds(), 5.0);
+  EXPECT_DOUBLE_EQ(score->quality(), 0.77);
+  EXPECT_DOUBLE_EQ(score->flops(), 3.0 * 12e6 * 6000 / 20.1);
+
+  std::vector<v1::EpochSummary> epochs =
+      SummarizeEpochs(KeptEvents({first, second}));
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[1].samples(), 3000);  // not the lost 999
+  EXPECT_DOUBLE_EQ(epochs[1].accuracy(), 0.77);
+}
+
+TEST(ScoreAttempts, RefusesAnEarlierAttemptWithoutItsCheckpoint) {
+  AttemptEvents first;
+  first.through_epoch = 1;
+  first.events.push_back(Event(100, "run_start", "null", -1));
+  AddEpoch(first.events, 100, 1, 0.69);
+  AttemptEvents second;
+  second.after_epoch = 1;
+  second.events.push_back(Event(50100, "run_start", "null", -1));
+  AddEpoch(second.events, 50100, 2, 0.77);
+  second.events.push_back(Event(62100, "run_stop", "null", -1));
+  absl::StatusOr<v1::Score> score =
+      ScoreAttempts({first, second}, SmokeConfig(), Ic());
+  ASSERT_FALSE(score.ok());
+  EXPECT_NE(score.status().message().find("no checkpoint of epoch 1"),
+            std::string::npos)
+      << score.status();
+}
+
 }  // namespace
 }  // namespace hpcai500

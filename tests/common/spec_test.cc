@@ -128,8 +128,31 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"seed: 1\n", "seed: 1\nepochs: 1000\n",
                 "field 'epochs': exceeds the epoch budget"},
         Refusal{"seed: 1\n", "seed: 1\nseed: 2\n", "seed"},
+        Refusal{"seed: 1\n", "seed: 1\nmax_retries: 11\n",
+                "field 'max_retries': must be between 0 and 10"},
+        Refusal{"seed: 1\n", "seed: 1\ntime_limit: soon\n",
+                "field 'time_limit': must be seconds or a duration"},
+        Refusal{"seed: 1\n", "seed: 1\ntime_limit: -5\n",
+                "field 'time_limit': must be between 0"},
         Refusal{"name: fmnist-smoke\n", "name: [unclosed\n",
                 "spec is not valid YAML: line"}));
+
+TEST(RunSpec, RetriesDefaultToOneAndTimeLimitsTakeUnits) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->max_retries(), 1);
+  EXPECT_EQ(spec->time_limit_s(), 0);  // none
+  spec = Parse(std::string(kGood) + "max_retries: 0\ntime_limit: 1h30m\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->max_retries(), 0);
+  EXPECT_EQ(spec->time_limit_s(), 5400);
+  spec = Parse(std::string(kGood) + "time_limit: 600\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->time_limit_s(), 600);
+  absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->time_limit_s(), 600);
+}
 
 TEST(RunSpec, HardwareLevelKeepsTheReferenceBatch) {
   const int reference =

@@ -63,6 +63,18 @@ class FakeAgent final : public AgentChannel {
   std::vector<v1::CoordinatorMessage> sent;
 };
 
+// What an agent lists in its Register: `key` with its running and exited
+// ranks.
+v1::RunningAttempt Running(const v1::AttemptKey& key,
+                           std::vector<int32_t> ranks,
+                           std::vector<int32_t> exited = {}) {
+  v1::RunningAttempt running;
+  *running.mutable_key() = key;
+  running.mutable_ranks()->Add(ranks.begin(), ranks.end());
+  running.mutable_exited_ranks()->Add(exited.begin(), exited.end());
+  return running;
+}
+
 std::string SpecYaml(int nodes, int repetitions = 1,
                      const std::string& name = "smoke") {
   return absl::StrCat(
@@ -105,14 +117,16 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   int64_t Register(const std::string& name, FakeAgent* agent,
-                   std::vector<v1::AttemptKey> running = {}) {
+                   std::vector<v1::RunningAttempt> running = {},
+                   bool shared_checkpoints = false) {
     v1::Register request;
     request.set_name(name);
     request.set_address(name + ".local");
     request.set_slots(1);
     request.set_cpus(2);
-    for (const v1::AttemptKey& key : running) {
-      *request.add_running()->mutable_key() = key;
+    request.set_shared_checkpoints(shared_checkpoints);
+    for (v1::RunningAttempt& attempt : running) {
+      *request.add_running() = std::move(attempt);
     }
     absl::StatusOr<int64_t> session = coordinator_->Connect(request, agent);
     EXPECT_TRUE(session.ok()) << session.status();
@@ -348,7 +362,7 @@ TEST_F(CoordinatorTest, RepetitionsBecomeRunsWithSuccessiveSeeds) {
   }
 }
 
-TEST_F(CoordinatorTest, SilentNodeFailsItsAttemptAfterTheTimeout) {
+TEST_F(CoordinatorTest, SilentNodeRequeuesItsRunWhileItHasRetries) {
   const v1::AttemptKey key = StartTwoNodeRun();
   coordinator_->Disconnect(session_b_);
   clock_.now_ms += 30'000;
@@ -360,26 +374,280 @@ TEST_F(CoordinatorTest, SilentNodeFailsItsAttemptAfterTheTimeout) {
   Send(session_a_, heartbeat);  // a keeps talking; b stays silent
   coordinator_->Tick();
   v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_QUEUED);  // max_retries 1 by default
+  ASSERT_EQ(run.attempts_size(), 1);
+  EXPECT_EQ(run.attempts(0).state(), "requeued");
+  EXPECT_THAT(run.attempts(0).error(), HasSubstr("node b silent"));
+  EXPECT_THAT(run.reason(), HasSubstr("Resources"));  // b is gone
+  EXPECT_EQ(agent_a_.Cancels(), 1);  // a's rank of the lost attempt stops
+
+  // b comes back: attempt 2 starts on a and b; when it is lost too, the
+  // run has no retry left and fails.
+  FakeAgent b2;
+  session_b_ = Register("b", &b2);
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(),
+            v1::RUN_STATE_STARTING);
+  v1::AttemptKey second = key;
+  second.set_attempt(2);
+  ReservePort(session_a_, second);
+  coordinator_->Disconnect(session_b_);
+  clock_.now_ms += 61'000;
+  Send(session_a_, heartbeat);
+  coordinator_->Tick();
+  run = *coordinator_->GetRun(key.run_id());
   EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED);
-  EXPECT_THAT(run.error(), HasSubstr("node b silent"));
+  EXPECT_THAT(run.error(), HasSubstr("no retry left: max_retries 1"));
 }
 
 TEST_F(CoordinatorTest, ReRegisteredAgentListingTheAttemptKeepsItRunning) {
   const v1::AttemptKey key = StartTwoNodeRun();
   coordinator_->Disconnect(session_b_);
   FakeAgent again;
-  Register("b", &again, {key});
+  Register("b", &again, {Running(key, {1})});
   EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(again.Cancels(), 0);
 }
 
-TEST_F(CoordinatorTest, ReRegisteredAgentWithoutTheAttemptFailsIt) {
+TEST_F(CoordinatorTest, ReRegisteredAgentWithoutTheAttemptRequeuesIt) {
   const v1::AttemptKey key = StartTwoNodeRun();
   coordinator_->Disconnect(session_b_);
   FakeAgent again;
   Register("b", &again);
   v1::Run run = *coordinator_->GetRun(key.run_id());
+  // Requeued, and at once placed again on a and b as attempt 2.
+  EXPECT_EQ(run.state(), v1::RUN_STATE_STARTING);
+  ASSERT_EQ(run.attempts_size(), 2);
+  EXPECT_THAT(run.attempts(0).error(),
+              HasSubstr("node b registered again without rank 1"));
+}
+
+// One rank-0 event line (epoch < 0: none).
+std::string Line(int64_t seq, int64_t time_ms, const std::string& key,
+                 const std::string& value, int epoch = -1) {
+  return absl::StrCat(
+      ":::MLLOG {\"time_ms\": ", time_ms,
+      ", \"event_type\": \"POINT_IN_TIME\", \"key\": \"", key,
+      "\", \"value\": ", value, ", \"metadata\": {\"seq\": ", seq,
+      ", \"rank\": 0",
+      epoch >= 0 ? absl::StrCat(", \"epoch_num\": ", epoch) : "", "}}");
+}
+
+// Rank 0's lines of an attempt from `t` that trains epochs `first`..`last`
+// (10 s and 3000 samples each, then a 2 s evaluation), reports a
+// checkpoint after each, and ends with run_stop when `finish`; a resumed
+// attempt (first > 1) reports hpcai500_resume first.
+std::vector<std::string> AttemptLines(int64_t t, int first, int last,
+                                      bool finish) {
+  std::vector<std::string> lines;
+  int64_t seq = 0;
+  lines.push_back(
+      Line(++seq, t, "hpcai500_forward_flops_per_sample", "12000000.0"));
+  if (first > 1) {
+    lines.push_back(Line(++seq, t, "hpcai500_resume", absl::StrCat(first - 1)));
+  }
+  lines.push_back(Line(++seq, t, "run_start", "null"));
+  for (int epoch = first; epoch <= last; ++epoch) {
+    t += 10'000;
+    lines.push_back(Line(++seq, t, "hpcai500_epoch_stats",
+                         R"({"samples": 3000, "seconds": 10.0})", epoch));
+    lines.push_back(Line(++seq, t, "eval_start", "null", epoch));
+    t += 2'000;
+    lines.push_back(Line(++seq, t, "eval_stop", "null", epoch));
+    lines.push_back(Line(++seq, t, "eval_accuracy", "0.75", epoch));
+    lines.push_back(Line(++seq, t, "hpcai500_checkpoint", "\"c\"", epoch));
+  }
+  if (finish) lines.push_back(Line(++seq, t, "run_stop", "null"));
+  return lines;
+}
+
+class ResumeTest : public CoordinatorTest {
+ protected:
+  void SendLines(int64_t session, const v1::AttemptKey& key,
+                 const std::vector<std::string>& lines) {
+    v1::AgentMessage message;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      v1::Event* event = message.mutable_events()->add_events();
+      *event->mutable_key() = key;
+      event->set_rank(0);
+      event->set_seq(static_cast<int64_t>(i + 1));
+      event->set_line(lines[i]);
+    }
+    Send(session, message);
+  }
+
+  // A one-node run on a that checkpoints epoch 1, then loses node a; b
+  // takes attempt 2. Returns attempt 2's key.
+  v1::AttemptKey LoseNodeAfterEpochOne(bool shared) {
+    session_a_ = Register("a", &agent_a_, {}, shared);
+    session_b_ = Register("b", &agent_b_, {}, shared);
+    v1::SubmitResponse submitted = *coordinator_->Submit(SpecYaml(1));
+    v1::AttemptKey key;
+    key.set_run_id(submitted.run_ids(0));
+    key.set_attempt(1);
+    ReservePort(session_a_, key);
+    SendLines(session_a_, key, AttemptLines(clock_.now_ms, 1, 1, false));
+    coordinator_->Disconnect(session_a_);
+    clock_.now_ms += 61'000;
+    v1::AgentMessage heartbeat;
+    heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+    Send(session_b_, heartbeat);
+    coordinator_->Tick();
+    key.set_attempt(2);
+    return key;
+  }
+};
+
+TEST_F(ResumeTest, NewAttemptOnASharedNodeResumesAndCountsEachEpochOnce) {
+  const v1::AttemptKey key = LoseNodeAfterEpochOne(/*shared=*/true);
+  std::vector<v1::Assignment> reserve =
+      agent_b_.Assignments(v1::Assignment::PHASE_RESERVE);
+  ASSERT_EQ(reserve.size(), 1u);
+  EXPECT_EQ(reserve[0].key().attempt(), 2);
+  EXPECT_EQ(reserve[0].resume_from_attempt(), 1);
+  EXPECT_EQ(reserve[0].resume_from_epoch(), 1);
+  ReservePort(session_b_, key);
+  SendLines(session_b_, key, AttemptLines(clock_.now_ms, 2, 2, true));
+  Exit(session_b_, key, 0, 0);
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  EXPECT_EQ(run.attempts(1).resumed_epoch(), 1);
+  EXPECT_EQ(run.score().samples(), 6000);  // epoch 1 of #1, epoch 2 of #2
+  EXPECT_DOUBLE_EQ(run.score().train_seconds(), 20.0);
+  ASSERT_EQ(run.epochs_size(), 2);
+  EXPECT_EQ(run.epochs(0).epoch(), 1);
+  // Reopened from the store, the attempt history says the same.
+  OpenCoordinator();
+  v1::Run stored = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(stored.attempts(0).state(), "requeued");
+  EXPECT_EQ(stored.attempts(1).resume_from_epoch(), 1);
+  EXPECT_EQ(stored.attempts(1).resumed_epoch(), 1);
+}
+
+TEST_F(ResumeTest, NewAttemptOnANodeWithoutTheCheckpointStartsFresh) {
+  const v1::AttemptKey key = LoseNodeAfterEpochOne(/*shared=*/false);
+  std::vector<v1::Assignment> reserve =
+      agent_b_.Assignments(v1::Assignment::PHASE_RESERVE);
+  ASSERT_EQ(reserve.size(), 1u);
+  EXPECT_EQ(reserve[0].resume_from_epoch(), 0);
+  ReservePort(session_b_, key);
+  SendLines(session_b_, key, AttemptLines(clock_.now_ms, 1, 2, true));
+  Exit(session_b_, key, 0, 0);
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  EXPECT_EQ(run.score().samples(), 6000);  // both epochs of attempt 2 only
+}
+
+// The worker finished while hpcai500d was down: its agent lists the rank
+// as exited and sends the exit after registering; the run is scored.
+TEST_F(CoordinatorTest, RanksThatFinishedWhileTheCoordinatorWasDownSucceed) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  OpenCoordinator();  // killed and restarted; both workers ended meanwhile
+  FakeAgent a2, b2;
+  session_a_ = Register("a", &a2, {Running(key, {}, {0})});
+  session_b_ = Register("b", &b2, {Running(key, {}, {1})});
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  Exit(session_a_, key, 0, 0);
+  Exit(session_b_, key, 1, 0);
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  EXPECT_TRUE(run.has_score());
+  ASSERT_EQ(a2.sent.back().acks().exits_size(), 1);  // the exit is stored
+  EXPECT_EQ(a2.sent.back().acks().exits(0).rank(), 0);
+}
+
+// An exit stored before a restart is not lost with the coordinator's
+// memory: the agent that already forgot the rank does not fail the run.
+TEST_F(CoordinatorTest, StoredExitsSurviveARestart) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  Exit(session_a_, key, 0, 0);
+  OpenCoordinator();
+  FakeAgent a2, b2;
+  session_a_ = Register("a", &a2);  // rank 0 done: acknowledged and forgotten
+  session_b_ = Register("b", &b2, {Running(key, {1})});
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  Exit(session_b_, key, 1, 0);
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(),
+            v1::RUN_STATE_SUCCEEDED);
+}
+
+TEST_F(CoordinatorTest, EventsAndExitsOfAnEndedRunAreAckedAndDropped) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  ASSERT_TRUE(coordinator_->CancelRun(key.run_id()).ok());
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  EXPECT_EQ(*store_->CountEvents(), 0);
+  EXPECT_EQ(agent_a_.AckedSeq(key.run_id(), key.attempt(), 0), 21);
+  Exit(session_a_, key, 0, -1);
+  ASSERT_EQ(agent_a_.sent.back().acks().exits_size(), 1);
+}
+
+TEST_F(CoordinatorTest, CancelForADisconnectedNodeReachesItOnReconnect) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  coordinator_->Disconnect(session_b_);
+  ASSERT_TRUE(coordinator_->CancelRun(key.run_id()).ok());
+  FakeAgent again;
+  Register("b", &again, {Running(key, {1})});
+  EXPECT_EQ(again.Cancels(), 1);
+}
+
+TEST_F(CoordinatorTest, HeartbeatsAreAnsweredAndRegisteredNamesTheTimeout) {
+  session_a_ = Register("a", &agent_a_);
+  ASSERT_TRUE(agent_a_.sent.front().has_registered());
+  EXPECT_EQ(agent_a_.sent.front().registered().node_timeout_ms(), 60'000);
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+  Send(session_a_, heartbeat);
+  EXPECT_TRUE(agent_a_.sent.back().has_heartbeat());
+}
+
+TEST_F(CoordinatorTest, RunLargerThanTheClusterIsRefusedAtSubmit) {
+  Register("a", &agent_a_);
+  Register("b", &agent_b_);
+  absl::StatusOr<v1::SubmitResponse> refused =
+      coordinator_->Submit(SpecYaml(5));
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("needs 5 nodes with 1 slots each; of the 2 "
+                        "registered node(s), 2 have that many"));
+  EXPECT_TRUE(store_->ListRuns(v1::ListRunsRequest())->empty());
+}
+
+TEST_F(CoordinatorTest, RunWaitingForNodesDoesNotBlockRunsThatFit) {
+  session_a_ = Register("a", &agent_a_);
+  session_b_ = Register("b", &agent_b_);
+  coordinator_->Disconnect(session_b_);  // b may come back
+  v1::SubmitResponse big = *coordinator_->Submit(SpecYaml(2, 1, "big"));
+  v1::SubmitResponse small = *coordinator_->Submit(SpecYaml(1, 1, "small"));
+  v1::Run waiting = *coordinator_->GetRun(big.run_ids(0));
+  EXPECT_EQ(waiting.state(), v1::RUN_STATE_QUEUED);
+  EXPECT_THAT(waiting.reason(),
+              HasSubstr("needs 2 nodes with 1 slots; 1 connected node(s)"));
+  EXPECT_EQ(coordinator_->GetRun(small.run_ids(0))->state(),
+            v1::RUN_STATE_STARTING);
+}
+
+TEST_F(CoordinatorTest, AttemptPastItsTimeLimitFailsTheRun) {
+  session_a_ = Register("a", &agent_a_);
+  v1::SubmitResponse submitted =
+      *coordinator_->Submit(SpecYaml(1) + "time_limit: 60\n");
+  v1::AgentMessage heartbeat;
+  for (int64_t step : {59'000, 2'000}) {
+    clock_.now_ms += step;
+    heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+    Send(session_a_, heartbeat);  // the node stays in touch
+    coordinator_->Tick();
+    if (step == 59'000) {
+      EXPECT_EQ(coordinator_->GetRun(submitted.run_ids(0))->state(),
+                v1::RUN_STATE_STARTING);
+    }
+  }
+  v1::Run run = *coordinator_->GetRun(submitted.run_ids(0));
   EXPECT_EQ(run.state(), v1::RUN_STATE_FAILED);
-  EXPECT_THAT(run.error(), HasSubstr("node b re-registered without"));
+  EXPECT_THAT(run.error(), HasSubstr("time limit of 60 s"));
+  EXPECT_EQ(agent_a_.Cancels(), 1);
 }
 
 TEST_F(CoordinatorTest, RestartKeepsQueueAndRunningAttempt) {
@@ -390,8 +658,8 @@ TEST_F(CoordinatorTest, RestartKeepsQueueAndRunningAttempt) {
   EXPECT_EQ(coordinator_->GetRun(queued.run_ids(0))->state(),
             v1::RUN_STATE_QUEUED);
   FakeAgent a2, b2;
-  session_a_ = Register("a", &a2, {key});
-  session_b_ = Register("b", &b2, {key});
+  session_a_ = Register("a", &a2, {Running(key, {0})});
+  session_b_ = Register("b", &b2, {Running(key, {1})});
   EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
   SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
   Exit(session_a_, key, 0, 0);
@@ -589,7 +857,8 @@ TEST_F(LeaderboardTest, RanksEachWorkloadApartNeverInOneOrdering) {
 
 TEST_F(CoordinatorTest, MetricsCountRunsQueueNodesAndEvents) {
   Register("a", &agent_a_);
-  coordinator_->Submit(SpecYaml(2)).IgnoreError();
+  coordinator_->Disconnect(Register("b", &agent_b_));
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(2)).ok());
   const std::string metrics = coordinator_->MetricsText();
   EXPECT_THAT(metrics, HasSubstr("hpcai500_runs{state=\"queued\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("hpcai500_queue_length 1"));

@@ -7,6 +7,7 @@ namespace hpcai500 {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 TEST(Scheduler, GangSchedulesAllOrNothing) {
@@ -29,19 +30,50 @@ TEST(Scheduler, GangSchedulesAllOrNothing) {
   EXPECT_EQ(scheduler.queue_length(), 0);
 }
 
-TEST(Scheduler, HeadOfQueueBlocksLaterRuns) {
+TEST(Scheduler, OldestRunThatCouldFitBlocksLaterRuns) {
   Scheduler scheduler;
   scheduler.SetNode("a", 1, true);
-  scheduler.Enqueue(1, /*nodes=*/2, /*ranks_per_node=*/1);  // cannot fit
-  scheduler.Enqueue(2, /*nodes=*/1, /*ranks_per_node=*/1);  // would fit
+  scheduler.SetNode("b", 1, true);
+  scheduler.Enqueue(1, /*nodes=*/1, /*ranks_per_node=*/1);
+  ASSERT_EQ(scheduler.Schedule().size(), 1u);               // run 1 on a
+  scheduler.Enqueue(2, /*nodes=*/2, /*ranks_per_node=*/1);  // waits for a
+  scheduler.Enqueue(3, /*nodes=*/1, /*ranks_per_node=*/1);  // would fit b
   EXPECT_THAT(scheduler.Schedule(), IsEmpty());
   EXPECT_EQ(scheduler.queue_length(), 2);
+  EXPECT_THAT(scheduler.Reason(2), HasSubstr("Resources: waiting for 2"));
+  EXPECT_EQ(scheduler.Reason(3), "Priority: waits behind run 2");
 
-  scheduler.SetNode("b", 1, true);
+  scheduler.Release(1);
   std::vector<Scheduler::Placement> placed = scheduler.Schedule();
   ASSERT_EQ(placed.size(), 1u);
-  EXPECT_EQ(placed[0].run_id, 1);  // first come, first served
-  EXPECT_TRUE(scheduler.IsQueued(2));
+  EXPECT_EQ(placed[0].run_id, 2);  // first come, first served
+  EXPECT_TRUE(scheduler.IsQueued(3));
+}
+
+TEST(Scheduler, RunLargerThanTheConnectedNodesWaitsWithoutBlocking) {
+  Scheduler scheduler;
+  scheduler.SetNode("a", 1, true);
+  scheduler.SetNode("b", 1, false);                         // away
+  scheduler.Enqueue(1, /*nodes=*/2, /*ranks_per_node=*/1);  // cannot fit now
+  scheduler.Enqueue(2, /*nodes=*/1, /*ranks_per_node=*/1);
+  std::vector<Scheduler::Placement> placed = scheduler.Schedule();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].run_id, 2);
+  EXPECT_THAT(scheduler.Reason(1),
+              HasSubstr("needs 2 nodes with 1 slots; 1 connected node(s)"));
+  EXPECT_EQ(scheduler.NodesWithSlots(1, /*schedulable_only=*/false), 2);
+  EXPECT_EQ(scheduler.NodesWithSlots(2, /*schedulable_only=*/false), 0);
+}
+
+TEST(Scheduler, RequeuedRunGoesBackInSubmissionOrder) {
+  Scheduler scheduler;
+  scheduler.SetNode("a", 1, true);
+  scheduler.Enqueue(5, 1, 1);
+  scheduler.Enqueue(7, 1, 1);
+  scheduler.Enqueue(3, 1, 1);  // requeued: older than both
+  std::vector<Scheduler::Placement> placed = scheduler.Schedule();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].run_id, 3);
 }
 
 TEST(Scheduler, ReleaseFreesSlotsForTheNextRun) {

@@ -278,6 +278,11 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
+      "DROP TABLE exits; "
+      "ALTER TABLE attempts DROP COLUMN resume_from_attempt; "
+      "ALTER TABLE attempts DROP COLUMN resume_from_epoch; "
+      "ALTER TABLE attempts DROP COLUMN resumed_epoch; "
+      "ALTER TABLE results DROP COLUMN lost_seconds; "
       "DROP INDEX runs_by_name; "
       "ALTER TABLE runs DROP COLUMN name; "
       "ALTER TABLE runs DROP COLUMN workload; "
@@ -375,6 +380,11 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
   }
   // Turn the file back into version 2: no spec columns.
   RewriteFile(
+      "DROP TABLE exits; "
+      "ALTER TABLE attempts DROP COLUMN resume_from_attempt; "
+      "ALTER TABLE attempts DROP COLUMN resume_from_epoch; "
+      "ALTER TABLE attempts DROP COLUMN resumed_epoch; "
+      "ALTER TABLE results DROP COLUMN lost_seconds; "
       "DROP INDEX runs_by_name; "
       "ALTER TABLE runs DROP COLUMN name; "
       "ALTER TABLE runs DROP COLUMN workload; "
@@ -404,6 +414,53 @@ TEST_F(StoreTest, CorruptFileIsAnErrorNamingIt) {
 TEST_F(StoreTest, GetRunOfUnknownIdIsNotFound) {
   auto store = *Store::Open(path_);
   EXPECT_TRUE(absl::IsNotFound(store->GetRun(42).status()));
+}
+
+TEST_F(StoreTest, KeepsExitsAndResumePointsAcrossReopening) {
+  int64_t run = 0;
+  {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    run = RunWithAttempt(**store);
+    v1::Attempt second;
+    second.set_number(2);
+    second.set_state("running");
+    second.add_nodes("b");
+    second.set_resume_from_attempt(1);
+    second.set_resume_from_epoch(3);
+    second.set_resumed_epoch(3);
+    ASSERT_TRUE((*store)->SaveAttempt(run, second).ok());
+    v1::WorkerExited exit;
+    exit.mutable_key()->set_run_id(run);
+    exit.mutable_key()->set_attempt(2);
+    exit.set_rank(1);
+    exit.set_signal(9);
+    exit.set_exit_code(-1);
+    exit.set_stderr_tail("killed");
+    ASSERT_TRUE((*store)->SaveExit(exit).ok());
+    ASSERT_TRUE((*store)->SaveExit(exit).ok());  // a resent exit: one row
+    v1::Score score;
+    score.set_train_seconds(10);
+    score.set_lost_seconds(2.5);
+    ASSERT_TRUE((*store)->SaveResult(run, score).ok());
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Open(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<v1::WorkerExited>> exits =
+      (*store)->LoadExits(run, 2);
+  ASSERT_TRUE(exits.ok()) << exits.status();
+  ASSERT_EQ(exits->size(), 1u);
+  EXPECT_EQ((*exits)[0].rank(), 1);
+  EXPECT_EQ((*exits)[0].signal(), 9);
+  EXPECT_EQ((*exits)[0].stderr_tail(), "killed");
+  EXPECT_TRUE((*store)->LoadExits(run, 1)->empty());
+  absl::StatusOr<v1::Run> loaded = (*store)->GetRun(run);
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->attempts_size(), 2);
+  EXPECT_EQ(loaded->attempts(1).resume_from_attempt(), 1);
+  EXPECT_EQ(loaded->attempts(1).resume_from_epoch(), 3);
+  EXPECT_EQ(loaded->attempts(1).resumed_epoch(), 3);
+  EXPECT_DOUBLE_EQ(loaded->score().lost_seconds(), 2.5);
 }
 
 }  // namespace
