@@ -103,8 +103,8 @@ int Supervisor::Reattach() {
         absl::StatusOr<PidRecord> pid = ReadPidFile(rank.paths.pid_path);
         if (pid.ok()) rank.process = *pid;
         if (exit.ok()) {
-          // Reported before the restart; reported again after reconnecting,
-          // as the coordinator may not have received it.
+          // Reported before the restart but not acknowledged (no done file):
+          // reported again after reconnecting, until it is.
           rank.exit = *exit;
           rank.report = ReportExit(attempt, rank);
         } else if (pid.ok() && IsSameProcessRunning(*pid, *processes_)) {
@@ -262,13 +262,25 @@ void Supervisor::HandleCancel(const v1::Cancel& cancel) {
   }
 }
 
+Supervisor::Rank* Supervisor::FindRank(const v1::AttemptKey& key, int rank) {
+  auto it = attempts_.find(KeyOf(key));
+  if (it == attempts_.end()) return nullptr;
+  for (Rank& kept : it->second.ranks) {
+    if (kept.paths.rank == rank) return &kept;
+  }
+  return nullptr;
+}
+
 void Supervisor::HandleAcks(const v1::Acks& acks) {
   for (const v1::Ack& ack : acks.acks()) {
-    auto it = attempts_.find(KeyOf(ack.key()));
-    if (it == attempts_.end()) continue;
-    for (Rank& rank : it->second.ranks) {
-      if (rank.paths.rank == ack.rank()) rank.tailer->Ack(ack.seq());
+    if (Rank* rank = FindRank(ack.key(), ack.rank())) {
+      rank->tailer->Ack(ack.seq());
     }
+  }
+  for (const v1::ExitAck& ack : acks.exits()) {
+    Rank* rank = FindRank(ack.key(), ack.rank());
+    // Only an exit this agent reported can have been stored.
+    if (rank != nullptr && rank->report) rank->exit_acked = true;
   }
 }
 
@@ -342,15 +354,7 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
         exits.emplace_back();
         *exits.back().mutable_worker_exited() = *rank.report;
       }
-      if (rank.report && !rank.done && rank.tailer->all_acked()) {
-        rank.done = true;
-        if (absl::Status written =
-                WriteFileAtomically(rank.paths.done_path, "");
-            !written.ok()) {
-          LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank), ": ",
-                                  written.message()));
-        }
-      }
+      MarkDoneWhenDelivered(attempt, rank);
       all_done = all_done && rank.done;
     }
     if (all_done) {
@@ -364,6 +368,19 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
   return out;
 }
 
+void Supervisor::MarkDoneWhenDelivered(Attempt& attempt, Rank& rank) {
+  if (rank.done || !rank.report || !rank.exit_acked ||
+      !rank.tailer->all_acked()) {
+    return;
+  }
+  rank.done = true;
+  if (absl::Status written = WriteFileAtomically(rank.paths.done_path, "");
+      !written.ok()) {
+    LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank), ": ",
+                            written.message()));
+  }
+}
+
 std::vector<v1::AgentMessage> Supervisor::Resend() const {
   std::vector<v1::Event> events;
   std::vector<v1::AgentMessage> exits;
@@ -371,7 +388,7 @@ std::vector<v1::AgentMessage> Supervisor::Resend() const {
     for (const Rank& rank : attempt.ranks) {
       std::vector<v1::Event> unacked = rank.tailer->Unacked();
       std::move(unacked.begin(), unacked.end(), std::back_inserter(events));
-      if (rank.report) {
+      if (rank.report && !rank.exit_acked) {
         exits.emplace_back();
         *exits.back().mutable_worker_exited() = *rank.report;
       }
@@ -388,9 +405,16 @@ std::vector<v1::RunningAttempt> Supervisor::Running() const {
     v1::RunningAttempt entry;
     *entry.mutable_key() = attempt.key;
     for (const Rank& rank : attempt.ranks) {
-      if (!rank.report) entry.add_ranks(rank.paths.rank);
+      if (rank.done) continue;
+      if (rank.running) {
+        entry.add_ranks(rank.paths.rank);
+      } else {
+        entry.add_exited_ranks(rank.paths.rank);
+      }
     }
-    if (entry.ranks_size() > 0) running.push_back(std::move(entry));
+    if (entry.ranks_size() > 0 || entry.exited_ranks_size() > 0) {
+      running.push_back(std::move(entry));
+    }
   }
   return running;
 }

@@ -1,8 +1,9 @@
 // Supervisor is the agent's logic without the network: it turns assignments
 // into worker processes, tails their event files, reaps or polls them, kills
-// them on cancel, and produces the messages for the coordinator. It keeps an
-// attempt until every rank's exit was reported and every event acknowledged,
-// and it finds the attempts of an earlier agent in the workdir again.
+// them on cancel, and produces the messages for the coordinator. A rank is
+// done once its exit was reported and acknowledged and every event
+// acknowledged; an attempt is kept until all its ranks are done, and the
+// attempts of an earlier agent are found in the workdir again.
 //
 // Workdir layout: one folder per attempt, one file of each kind per rank
 // (agent/attempt_layout.h).
@@ -69,19 +70,22 @@ class Supervisor {
   // period (in Poll). An unknown attempt only frees its reserved port.
   void HandleCancel(const v1::Cancel& cancel);
 
-  // Forgets acknowledged events (and persists each rank's acked seq).
+  // Forgets acknowledged events (and persists each rank's acked seq) and
+  // notes acknowledged exits.
   void HandleAcks(const v1::Acks& acks);
 
-  // Reaps or polls workers, escalates cancels, reads new event lines.
-  // Returns the new events, then a WorkerExited for each rank that ended and
-  // whose events were all read.
+  // Reaps or polls workers, escalates cancels, reads new event lines, and
+  // marks ranks done (writing their done file). Returns the new events, then
+  // a WorkerExited for each rank that ended and whose events were all read.
   std::vector<v1::AgentMessage> Poll();
 
   // After a (re)connection: every unacknowledged event, then the
-  // WorkerExited of each rank that ended but whose attempt is still kept.
+  // WorkerExited of each reported rank whose exit is not acknowledged.
   std::vector<v1::AgentMessage> Resend() const;
 
-  // The attempts with ranks whose exit is not yet reported (for Register).
+  // The attempts with ranks not done (for Register): `ranks` are those whose
+  // worker still runs, `exited_ranks` those that ended and whose exit the
+  // coordinator has not acknowledged yet (it follows the Register).
   std::vector<v1::RunningAttempt> Running() const;
 
   // Attempts still kept (running or not yet fully delivered).
@@ -99,7 +103,8 @@ class Supervisor {
     std::optional<ExitRecord> exit;  // unset for a reattached worker until
                                      // derived from its events
     std::optional<v1::WorkerExited> report;  // set once reported
-    bool done = false;  // reported and every event acknowledged
+    bool exit_acked = false;  // the coordinator stored the report
+    bool done = false;        // exit acknowledged and every event acknowledged
     std::unique_ptr<EventTailer> tailer;
   };
 
@@ -115,8 +120,12 @@ class Supervisor {
     return {key.run_id(), key.attempt()};
   }
   std::vector<v1::AgentMessage> Start(const v1::Assignment& a);
+  // The kept rank `rank` of attempt `key`, or null.
+  Rank* FindRank(const v1::AttemptKey& key, int rank);
   void CheckExit(Attempt& attempt, Rank& rank);
   v1::WorkerExited ReportExit(Attempt& attempt, Rank& rank);
+  // Marks a reported rank done once its exit and events are acknowledged.
+  void MarkDoneWhenDelivered(Attempt& attempt, Rank& rank);
 
   // Constant after construction.
   const SupervisorOptions options_;

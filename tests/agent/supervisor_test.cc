@@ -52,6 +52,23 @@ std::vector<v1::WorkerExited> Exits(
   return exits;
 }
 
+v1::Acks EventAck(const v1::AttemptKey& key, int rank, int64_t seq) {
+  v1::Acks acks;
+  v1::Ack* ack = acks.add_acks();
+  *ack->mutable_key() = key;
+  ack->set_rank(rank);
+  ack->set_seq(seq);
+  return acks;
+}
+
+v1::Acks ExitAck(const v1::AttemptKey& key, int rank) {
+  v1::Acks acks;
+  v1::ExitAck* ack = acks.add_exits();
+  *ack->mutable_key() = key;
+  ack->set_rank(rank);
+  return acks;
+}
+
 bool CanBind(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -138,21 +155,115 @@ TEST_F(SupervisorTest, ExitIsReportedAfterTheRemainingEvents) {
   ASSERT_TRUE(out[1].has_worker_exited());
   EXPECT_EQ(out[1].worker_exited().exit_code(), 3);
   EXPECT_EQ(out[1].worker_exited().stderr_tail(), "boom: bad thing\n");
-  EXPECT_TRUE(supervisor->Running().empty());
-  EXPECT_TRUE(Exits(supervisor->Poll()).empty());  // reported once
+  ASSERT_EQ(supervisor->Running().size(), 1u);
+  EXPECT_EQ(supervisor->Running()[0].ranks_size(), 0);  // exited, not acked
+  EXPECT_TRUE(Exits(supervisor->Poll()).empty());       // reported once
 
   // Kept until acknowledged, then forgotten and marked done.
   EXPECT_EQ(supervisor->attempt_count(), 1u);
-  v1::Acks acks;
-  v1::Ack* ack = acks.add_acks();
-  ack->mutable_key()->set_run_id(5);
-  ack->mutable_key()->set_attempt(1);
-  ack->set_rank(0);
-  ack->set_seq(3);
-  supervisor->HandleAcks(acks);
+  supervisor->HandleAcks(EventAck(Start(5, {0}, 1).key(), 0, 3));
+  supervisor->HandleAcks(ExitAck(Start(5, {0}, 1).key(), 0));
   supervisor->Poll();
   EXPECT_EQ(supervisor->attempt_count(), 0u);
   EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+}
+
+TEST_F(SupervisorTest, RankIsDoneOnlyOnceItsExitIsAcknowledged) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(RankFile(5, 0, ".events"), EventLineText(1, 0));
+  processes_.exits[100] = ExitStatus{0, 0};
+  ASSERT_EQ(Exits(supervisor->Poll()).size(), 1u);
+  supervisor->HandleAcks(EventAck(key, 0, 1));
+  supervisor->Poll();
+  // Every event is acknowledged, the exit is not: kept and sent again.
+  EXPECT_FALSE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_EQ(supervisor->attempt_count(), 1u);
+  EXPECT_EQ(Exits(supervisor->Resend()).size(), 1u);
+
+  supervisor->HandleAcks(ExitAck(Start(6, {0}, 1).key(), 0));  // another run
+  supervisor->Poll();
+  EXPECT_FALSE(FileExists(RankFile(5, 0, ".done")));
+
+  supervisor->HandleAcks(ExitAck(key, 0));
+  EXPECT_TRUE(Exits(supervisor->Resend()).empty());  // stored: not resent
+  supervisor->Poll();
+  EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_EQ(supervisor->attempt_count(), 0u);
+}
+
+TEST_F(SupervisorTest, AcknowledgedExitWaitsForTheEventAcks) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(RankFile(5, 0, ".events"),
+               EventLineText(1, 0) + EventLineText(2, 0));
+  processes_.exits[100] = ExitStatus{0, 0};
+  supervisor->Poll();
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->HandleAcks(EventAck(key, 0, 1));
+  supervisor->Poll();
+  EXPECT_FALSE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_EQ(EventSeqs(supervisor->Resend()), (std::vector<int64_t>{2}));
+  supervisor->HandleAcks(EventAck(key, 0, 2));
+  supervisor->Poll();
+  EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+}
+
+TEST_F(SupervisorTest, RunningListsRunningRanksApartFromUnacknowledgedExits) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0, 1}, 2));
+  processes_.exits[100] = ExitStatus{0, 0};  // rank 0 ends first
+  supervisor->Poll();
+  std::vector<v1::RunningAttempt> running = supervisor->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(
+      std::vector<int>(running[0].ranks().begin(), running[0].ranks().end()),
+      (std::vector<int>{1}));
+  EXPECT_EQ(std::vector<int>(running[0].exited_ranks().begin(),
+                             running[0].exited_ranks().end()),
+            (std::vector<int>{0}));
+
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->Poll();
+  running = supervisor->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].ranks_size(), 1);
+  EXPECT_EQ(running[0].exited_ranks_size(), 0);  // rank 0 is done
+
+  processes_.exits[101] = ExitStatus{0, 0};
+  supervisor->Poll();
+  running = supervisor->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].ranks_size(), 0);
+  EXPECT_EQ(running[0].exited_ranks_size(), 1);
+}
+
+TEST_F(SupervisorTest, ReattachReportsAnUnacknowledgedExitAgain) {
+  const v1::AttemptKey key = Start(8, {0}, 1).key();
+  {
+    auto before = Make();
+    before->HandleAssignment(Start(8, {0}, 1));
+    processes_.exits[100] = ExitStatus{2, 0};
+    ASSERT_EQ(Exits(before->Poll()).size(), 1u);
+  }  // the agent goes away before the coordinator acknowledged the exit
+  auto after = Make();
+  EXPECT_EQ(after->Reattach(), 1);
+  std::vector<v1::RunningAttempt> running = after->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].ranks_size(), 0);
+  ASSERT_EQ(running[0].exited_ranks_size(), 1);
+  EXPECT_EQ(running[0].exited_ranks(0), 0);
+  std::vector<v1::WorkerExited> exits = Exits(after->Resend());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code(), 2);
+
+  after->HandleAcks(ExitAck(key, 0));
+  after->Poll();
+  EXPECT_TRUE(FileExists(RankFile(8, 0, ".done")));
+  EXPECT_EQ(after->attempt_count(), 0u);
 }
 
 TEST_F(SupervisorTest, ResendCarriesUnackedEventsThenReportedExits) {
@@ -227,11 +338,7 @@ TEST_F(SupervisorTest, ReattachFollowsALiveWorkerAndDerivesItsOutcome) {
     before->HandleAssignment(Start(8, {0, 1}, 2));
     AppendToFile(RankFile(8, 0, ".events"), EventLineText(1, 0));
     before->Poll();
-    v1::Acks acks;
-    v1::Ack* ack = acks.add_acks();
-    *ack->mutable_key() = Start(8, {0}, 1).key();
-    ack->set_seq(1);
-    before->HandleAcks(acks);
+    before->HandleAcks(EventAck(Start(8, {0}, 1).key(), 0, 1));
   }  // the agent goes away; workers 100 and 101 keep running
   auto after = Make();
   EXPECT_EQ(after->Reattach(), 2);
@@ -239,6 +346,7 @@ TEST_F(SupervisorTest, ReattachFollowsALiveWorkerAndDerivesItsOutcome) {
   ASSERT_EQ(running.size(), 1u);
   EXPECT_EQ(running[0].key().run_id(), 8);
   EXPECT_EQ(running[0].ranks_size(), 2);
+  EXPECT_EQ(running[0].exited_ranks_size(), 0);
 
   AppendToFile(
       RankFile(8, 0, ".events"),
@@ -277,6 +385,8 @@ TEST_F(SupervisorTest, DeliveredAttemptsAreNotTakenUpAgain) {
     auto before = Make();
     before->HandleAssignment(Start(8, {0}, 1));
     processes_.exits[100] = ExitStatus{0, 0};
+    before->Poll();
+    before->HandleAcks(ExitAck(Start(8, {0}, 1).key(), 0));
     before->Poll();
     EXPECT_EQ(before->attempt_count(), 0u);  // no events: nothing to ack
   }
