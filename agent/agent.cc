@@ -42,6 +42,7 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   out.node.cpus = options.cpus;
   out.node.base_env = CurrentEnvironment();
   out.node.data_dirs = options.data_dirs;
+  out.node.checkpoint_root = options.checkpoint_root;
   out.kill_grace_ms = options.kill_grace_ms;
   return out;
 }
@@ -70,12 +71,14 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
     return made;
   }
   int taken = supervisor_.Reattach();
-  LogInfo(absl::StrCat("starting: coordinator ", options_.coordinator,
-                       ", workdir ", options_.workdir, ", slots ",
-                       options_.slots, ", address ", options_.address,
-                       taken > 0 ? absl::StrCat(", took up ", taken,
-                                                " worker rank(s) from before")
-                                 : ""));
+  LogInfo(absl::StrCat(
+      "starting: coordinator ", options_.coordinator, ", workdir ",
+      options_.workdir, ", checkpoints ", options_.checkpoint_root,
+      options_.shared_checkpoints ? " (shared)" : "", ", slots ",
+      options_.slots, ", address ", options_.address,
+      taken > 0
+          ? absl::StrCat(", took up ", taken, " worker rank(s) from before")
+          : ""));
   LogInfo(DataLocationsLine(options_));
   absl::Duration backoff = kFirstBackoff;
   while (!stop->load()) {
@@ -109,6 +112,7 @@ v1::AgentMessage Agent::RegisterMessage() {
   reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
   reg->set_hostname(options_.hostname);
   reg->set_version(HPCAI500_VERSION);
+  reg->set_shared_checkpoints(options_.shared_checkpoints);
   for (v1::RunningAttempt& running : supervisor_.Running()) {
     *reg->add_running() = std::move(running);
   }

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 
@@ -29,12 +30,29 @@ v1::AgentMessage WorkerExitedError(const v1::AttemptKey& key, int rank,
   return message;
 }
 
+bool Succeeded(const ExitRecord& exit) {
+  return exit.status.exit_code == 0 && exit.status.signal == 0;
+}
+
 std::string DescribeExit(const ExitRecord& exit) {
   std::string text = exit.status.signal != 0
                          ? absl::StrCat("killed by signal ", exit.status.signal)
                          : absl::StrCat("exit code ", exit.status.exit_code);
   if (!exit.error.empty()) absl::StrAppend(&text, " (", exit.error, ")");
   return text;
+}
+
+// Removes a succeeded attempt's checkpoint folder: nothing resumes from it.
+void RemoveCheckpoints(const v1::AttemptKey& key, const std::string& dir) {
+  std::error_code ec;
+  const std::uintmax_t removed = std::filesystem::remove_all(dir, ec);
+  if (ec) {
+    LogWarning(absl::StrCat(Where(key), ": cannot remove checkpoints ", dir,
+                            ": ", ec.message()));
+  } else if (removed > 0) {
+    LogInfo(
+        absl::StrCat(Where(key), ": succeeded; removed its checkpoints ", dir));
+  }
 }
 
 }  // namespace
@@ -84,6 +102,8 @@ int Supervisor::Reattach() {
       Attempt attempt;
       attempt.key = key;
       attempt.dir = layout.AttemptDir(key);
+      attempt.checkpoint_dir =
+          AttemptLayout::CheckpointDir(options_.node.checkpoint_root, key);
       for (const fs::directory_entry& file :
            fs::directory_iterator(attempt_dir.path(), ec)) {
         std::optional<int> rank_number = AttemptLayout::ParseRankFileName(
@@ -185,16 +205,20 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
                             ": already running; repeated start ignored"));
     return {};
   }
-  if (absl::Status made = MakeDirectories(plan->dir); !made.ok()) {
-    LogError(absl::StrCat(Where(a.key()), ": ", made.message()));
-    return refuse_all(made.message());
+  for (const std::string& dir : {plan->dir, plan->checkpoint_dir}) {
+    if (absl::Status made = MakeDirectories(dir); !made.ok()) {
+      LogError(absl::StrCat(Where(a.key()), ": ", made.message()));
+      return refuse_all(made.message());
+    }
   }
+  LinkResumeSource(a.key(), *plan);
   // Rank 0's worker binds the reserved port: free it just before.
   reservations_.erase(KeyOf(a.key()));
 
   Attempt attempt;
   attempt.key = a.key();
   attempt.dir = plan->dir;
+  attempt.checkpoint_dir = plan->checkpoint_dir;
   for (size_t i = 0; i < plan->ranks.size(); ++i) {
     RankPlan& rank_plan = plan->ranks[i];
     absl::StatusOr<pid_t> pid = processes_->Launch(rank_plan.launch);
@@ -240,6 +264,24 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
     }
   }
   return replies;
+}
+
+void Supervisor::LinkResumeSource(const v1::AttemptKey& key,
+                                  const AttemptPlan& plan) {
+  if (plan.resume_source.empty()) return;
+  const std::string target = absl::StrCat(
+      plan.checkpoint_dir, "/",
+      std::filesystem::path(plan.resume_source).filename().string());
+  absl::Status linked = LinkOrCopyFile(plan.resume_source, target);
+  if (linked.ok()) {
+    LogInfo(absl::StrCat(Where(key), ": resuming from ", plan.resume_source));
+  } else if (absl::IsNotFound(linked)) {
+    LogWarning(absl::StrCat(Where(key), ": no checkpoint to resume from at ",
+                            plan.resume_source, "; starting without it"));
+  } else {
+    LogWarning(absl::StrCat(Where(key), ": ", linked.message(),
+                            "; starting without it"));
+  }
 }
 
 void Supervisor::HandleCancel(const v1::Cancel& cancel) {
@@ -372,6 +414,11 @@ void Supervisor::MarkDoneWhenDelivered(Attempt& attempt, Rank& rank) {
   if (rank.done || !rank.report || !rank.exit_acked ||
       !rank.tailer->all_acked()) {
     return;
+  }
+  // Before the done file: an agent that dies in between removes them again
+  // after the exit is reported and acknowledged once more.
+  if (rank.paths.rank == 0 && Succeeded(*rank.exit)) {
+    RemoveCheckpoints(attempt.key, attempt.checkpoint_dir);
   }
   rank.done = true;
   if (absl::Status written = WriteFileAtomically(rank.paths.done_path, "");

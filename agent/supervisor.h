@@ -1,12 +1,15 @@
 // Supervisor is the agent's logic without the network: it turns assignments
 // into worker processes, tails their event files, reaps or polls them, kills
-// them on cancel, and produces the messages for the coordinator. A rank is
-// done once its exit was reported and acknowledged and every event
-// acknowledged; an attempt is kept until all its ranks are done, and the
-// attempts of an earlier agent are found in the workdir again.
+// them on cancel, and produces the messages for the coordinator. A rank is done
+// once its exit was reported and acknowledged and every event acknowledged; an
+// attempt is kept until all its ranks are done, and the attempts of an earlier
+// agent are found in the workdir again.
 //
-// Workdir layout: one folder per attempt, one file of each kind per rank
-// (agent/attempt_layout.h).
+// Workdir layout: one folder per attempt, one file of each kind per rank;
+// checkpoints: one folder per attempt under the checkpoint root
+// (agent/attempt_layout.h). A resumed attempt gets the earlier attempt's
+// checkpoint linked into its folder; a succeeded attempt's folder is removed
+// once rank 0 is done, a failed one's stays for a resume.
 //
 // Not thread-safe: one thread (the Agent's loop) drives it.
 #ifndef HPCAI500_AGENT_SUPERVISOR_H_
@@ -43,7 +46,7 @@ std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events);
 
 struct SupervisorOptions {
   std::string address;  // this node's address: where rendezvous ports live
-  NodeContext node;     // workdir, worker binary, cpus, base environment
+  NodeContext node;     // workdir, checkpoint root, worker binary, cpus, env
   int64_t kill_grace_ms = 10000;  // SIGTERM..SIGKILL on cancel
 };
 
@@ -61,7 +64,9 @@ class Supervisor {
   int Reattach();
 
   // PHASE_RESERVE: reserves a port and answers PortReserved (or its error).
-  // PHASE_START: validates, starts one worker per local rank and answers
+  // PHASE_START: validates, creates the checkpoint folder (linking in the
+  // checkpoint to resume from, if any: a missing one is logged and the
+  // workers start anyway), starts one worker per local rank and answers
   // nothing; a bad assignment or a failed start is answered with
   // WorkerExited.error per rank instead.
   std::vector<v1::AgentMessage> HandleAssignment(const v1::Assignment& a);
@@ -111,6 +116,7 @@ class Supervisor {
   struct Attempt {
     v1::AttemptKey key;
     std::string dir;
+    std::string checkpoint_dir;
     std::vector<Rank> ranks;
     bool cancelling = false;
     int64_t kill_deadline_ms = 0;
@@ -120,11 +126,15 @@ class Supervisor {
     return {key.run_id(), key.attempt()};
   }
   std::vector<v1::AgentMessage> Start(const v1::Assignment& a);
+  // Links plan's resume_source into its checkpoint folder; a missing or
+  // unlinkable source is logged and the workers start without it.
+  void LinkResumeSource(const v1::AttemptKey& key, const AttemptPlan& plan);
   // The kept rank `rank` of attempt `key`, or null.
   Rank* FindRank(const v1::AttemptKey& key, int rank);
   void CheckExit(Attempt& attempt, Rank& rank);
   v1::WorkerExited ReportExit(Attempt& attempt, Rank& rank);
-  // Marks a reported rank done once its exit and events are acknowledged.
+  // Marks a reported rank done once its exit and events are acknowledged;
+  // rank 0's success removes the attempt's checkpoints first.
   void MarkDoneWhenDelivered(Attempt& attempt, Rank& rank);
 
   // Constant after construction.

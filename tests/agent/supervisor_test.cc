@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,20 @@ v1::Acks ExitAck(const v1::AttemptKey& key, int rank) {
   return acks;
 }
 
+// Attempt 2 of run `run`, resuming from attempt 1's checkpoint of `epoch`.
+v1::Assignment Resume(int64_t run, int epoch) {
+  v1::Assignment a = Start(run, {0}, 1);
+  a.mutable_key()->set_attempt(2);
+  a.mutable_spec()->set_epochs(3);
+  a.set_resume_from_attempt(1);
+  a.set_resume_from_epoch(epoch);
+  return a;
+}
+
+bool Has(const std::vector<std::string>& argv, const std::string& arg) {
+  return std::find(argv.begin(), argv.end(), arg) != argv.end();
+}
+
 bool CanBind(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -88,8 +104,13 @@ class SupervisorTest : public ::testing::Test {
     options.node.workdir = dir_.path();
     options.node.worker_path = "/opt/hpcai500-worker";
     options.node.cpus = 4;
+    options.node.checkpoint_root = dir_.path() + "/ckpt";
     options.kill_grace_ms = 10000;
     return options;
+  }
+  std::string CheckpointDir(int64_t run, int attempt) {
+    return dir_.path() + "/ckpt/run-" + std::to_string(run) + "/attempt-" +
+           std::to_string(attempt);
   }
   std::unique_ptr<Supervisor> Make() {
     return std::make_unique<Supervisor>(Options(), &processes_, &clock_);
@@ -264,6 +285,77 @@ TEST_F(SupervisorTest, ReattachReportsAnUnacknowledgedExitAgain) {
   after->Poll();
   EXPECT_TRUE(FileExists(RankFile(8, 0, ".done")));
   EXPECT_EQ(after->attempt_count(), 0u);
+}
+
+TEST_F(SupervisorTest, EveryAttemptGetsACheckpointFolder) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  ASSERT_EQ(processes_.launches.size(), 1u);
+  const std::vector<std::string>& argv = processes_.launches[0].argv;
+  auto flag = std::find(argv.begin(), argv.end(), "--checkpoint-dir");
+  ASSERT_NE(flag, argv.end());
+  ASSERT_NE(flag + 1, argv.end());
+  EXPECT_EQ(*(flag + 1), CheckpointDir(5, 1));
+  EXPECT_TRUE(std::filesystem::is_directory(CheckpointDir(5, 1)));
+  EXPECT_FALSE(Has(argv, "--resume"));
+}
+
+TEST_F(SupervisorTest, ResumedStartLinksTheSourceCheckpointIntoItsFolder) {
+  const std::string source =
+      CheckpointDir(5, 1) + "/checkpoint-epoch-000002.pt";
+  ASSERT_TRUE(MakeDirectories(CheckpointDir(5, 1)).ok());
+  AppendToFile(source, "epoch 2 weights");
+  auto supervisor = Make();
+  EXPECT_TRUE(supervisor->HandleAssignment(Resume(5, 2)).empty());
+  const std::string linked =
+      CheckpointDir(5, 2) + "/checkpoint-epoch-000002.pt";
+  ASSERT_TRUE(FileExists(linked));
+  EXPECT_EQ(ReadFile(linked), "epoch 2 weights");
+  EXPECT_EQ(Inode(linked), Inode(source));  // a link, not a copy
+  ASSERT_EQ(processes_.launches.size(), 1u);
+  EXPECT_TRUE(Has(processes_.launches[0].argv, "--resume"));
+  EXPECT_TRUE(Has(processes_.launches[0].argv, CheckpointDir(5, 2)));
+}
+
+TEST_F(SupervisorTest, MissingResumeSourceStillStarts) {
+  auto supervisor = Make();
+  EXPECT_TRUE(supervisor->HandleAssignment(Resume(5, 2)).empty());
+  ASSERT_EQ(processes_.launches.size(), 1u);
+  EXPECT_TRUE(Has(processes_.launches[0].argv, "--resume"));
+  EXPECT_TRUE(std::filesystem::is_directory(CheckpointDir(5, 2)));
+  EXPECT_TRUE(std::filesystem::is_empty(CheckpointDir(5, 2)));
+  EXPECT_EQ(supervisor->Running().size(), 1u);
+}
+
+TEST_F(SupervisorTest, RankZeroSuccessRemovesTheCheckpointsOnceDelivered) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0, 1}, 2));
+  AppendToFile(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt", "w");
+  processes_.exits[100] = ExitStatus{0, 0};
+  processes_.exits[101] = ExitStatus{0, 0};
+  supervisor->Poll();
+  EXPECT_TRUE(std::filesystem::exists(CheckpointDir(5, 1)));  // not acked
+  supervisor->HandleAcks(ExitAck(key, 1));
+  supervisor->Poll();
+  EXPECT_TRUE(std::filesystem::exists(CheckpointDir(5, 1)));  // rank 1 only
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->Poll();
+  EXPECT_FALSE(std::filesystem::exists(CheckpointDir(5, 1)));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/ckpt/run-5"));
+}
+
+TEST_F(SupervisorTest, FailedAttemptKeepsItsCheckpointsForAResume) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt", "w");
+  processes_.exits[100] = ExitStatus{-1, SIGKILL};
+  supervisor->Poll();
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->Poll();
+  EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_TRUE(FileExists(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt"));
 }
 
 TEST_F(SupervisorTest, ResendCarriesUnackedEventsThenReportedExits) {
