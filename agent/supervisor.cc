@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <system_error>
@@ -284,6 +285,17 @@ void Supervisor::LinkResumeSource(const v1::AttemptKey& key,
   }
 }
 
+void Supervisor::Stop(Attempt& attempt, absl::string_view reason) {
+  if (attempt.cancelling) return;
+  attempt.cancelling = true;
+  attempt.kill_deadline_ms = clock_->NowMs() + options_.kill_grace_ms;
+  LogInfo(absl::StrCat(Where(attempt.key), ": cancelling (", reason,
+                       "): SIGTERM to its workers"));
+  for (Rank& rank : attempt.ranks) {
+    if (rank.running) processes_->SignalGroup(rank.process.pid, SIGTERM);
+  }
+}
+
 void Supervisor::HandleCancel(const v1::Cancel& cancel) {
   const Key key = KeyOf(cancel.key());
   reservations_.erase(key);
@@ -293,15 +305,21 @@ void Supervisor::HandleCancel(const v1::Cancel& cancel) {
                          ": cancel for an attempt not running here"));
     return;
   }
-  Attempt& attempt = it->second;
-  if (attempt.cancelling) return;
-  attempt.cancelling = true;
-  attempt.kill_deadline_ms = clock_->NowMs() + options_.kill_grace_ms;
-  LogInfo(absl::StrCat(Where(cancel.key()), ": cancelling (", cancel.reason(),
-                       "): SIGTERM to its workers"));
-  for (Rank& rank : attempt.ranks) {
-    if (rank.running) processes_->SignalGroup(rank.process.pid, SIGTERM);
+  Stop(it->second, cancel.reason());
+}
+
+int Supervisor::FenceAll(absl::string_view reason) {
+  reservations_.clear();
+  int stopped = 0;
+  for (auto& [key, attempt] : attempts_) {
+    const bool runs =
+        std::any_of(attempt.ranks.begin(), attempt.ranks.end(),
+                    [](const Rank& rank) { return rank.running; });
+    if (attempt.cancelling || !runs) continue;
+    Stop(attempt, reason);
+    ++stopped;
   }
+  return stopped;
 }
 
 Supervisor::Rank* Supervisor::FindRank(const v1::AttemptKey& key, int rank) {
@@ -345,7 +363,10 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
   if (!rank.exit) {
     // Not our child: the outcome comes from its events.
     const std::optional<std::string>& stop = rank.tailer->run_stop_status();
-    if (!stop) {
+    if (!stop && attempt.cancelling) {
+      rank.exit = ExitRecord{
+          {-1, 0}, "stopped by the agent; exit status unknown (not its child)"};
+    } else if (!stop) {
       rank.exit = ExitRecord{{-1, 0}, "worker lost while the agent was down"};
     } else {
       rank.exit =

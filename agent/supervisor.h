@@ -1,9 +1,10 @@
 // Supervisor is the agent's logic without the network: it turns assignments
 // into worker processes, tails their event files, reaps or polls them, kills
-// them on cancel, and produces the messages for the coordinator. A rank is done
-// once its exit was reported and acknowledged and every event acknowledged; an
-// attempt is kept until all its ranks are done, and the attempts of an earlier
-// agent are found in the workdir again.
+// them on cancel (or when the agent fences itself), and produces the messages
+// for the coordinator. A rank is done once its exit was reported and
+// acknowledged and every event acknowledged; an attempt is kept until all its
+// ranks are done, and the attempts of an earlier agent are found in the
+// workdir again.
 //
 // Workdir layout: one folder per attempt, one file of each kind per rank;
 // checkpoints: one folder per attempt under the checkpoint root
@@ -23,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "agent/assignment.h"
 #include "agent/event_tailer.h"
 #include "agent/pid_file.h"
@@ -74,6 +76,12 @@ class Supervisor {
   // SIGTERM to every worker group of the attempt, SIGKILL after the grace
   // period (in Poll). An unknown attempt only frees its reserved port.
   void HandleCancel(const v1::Cancel& cancel);
+
+  // Stops every attempt that still has a running worker as HandleCancel
+  // does, with `reason` in the log, and frees every reserved port: the agent
+  // lost the coordinator for longer than its node timeout. Returns how many
+  // attempts it began to stop (0 when none runs or all are stopping already).
+  int FenceAll(absl::string_view reason);
 
   // Forgets acknowledged events (and persists each rank's acked seq) and
   // notes acknowledged exits.
@@ -129,6 +137,8 @@ class Supervisor {
   // Links plan's resume_source into its checkpoint folder; a missing or
   // unlinkable source is logged and the workers start without it.
   void LinkResumeSource(const v1::AttemptKey& key, const AttemptPlan& plan);
+  // SIGTERM to the attempt's running workers; SIGKILL follows in Poll.
+  void Stop(Attempt& attempt, absl::string_view reason);
   // The kept rank `rank` of attempt `key`, or null.
   Rank* FindRank(const v1::AttemptKey& key, int rank);
   void CheckExit(Attempt& attempt, Rank& rank);

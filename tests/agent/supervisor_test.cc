@@ -358,6 +358,71 @@ TEST_F(SupervisorTest, FailedAttemptKeepsItsCheckpointsForAResume) {
   EXPECT_TRUE(FileExists(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt"));
 }
 
+TEST_F(SupervisorTest, FenceAllStopsEveryRunningAttemptOnce) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start(5, {0, 1}, 2));  // pids 100, 101
+  supervisor->HandleAssignment(Start(6, {0}, 1));     // pid 102
+  supervisor->HandleAssignment(Start(7, {0}, 1));     // pid 103, ends
+  processes_.exits[103] = ExitStatus{0, 0};
+  supervisor->Poll();
+  v1::Assignment reserve;
+  reserve.set_phase(v1::Assignment::PHASE_RESERVE);
+  *reserve.mutable_key() = Start(9, {0}, 1).key();
+  std::vector<v1::AgentMessage> reserved =
+      supervisor->HandleAssignment(reserve);
+  ASSERT_EQ(reserved.size(), 1u);
+  const int port = reserved[0].port_reserved().port();
+  ASSERT_FALSE(CanBind(port));
+  processes_.signals.clear();  // run 7's group, killed when it was reaped
+
+  EXPECT_EQ(supervisor->FenceAll("self-fenced: test"), 2);
+  EXPECT_EQ(processes_.signals,
+            (std::vector<std::pair<pid_t, int>>{
+                {100, SIGTERM}, {101, SIGTERM}, {102, SIGTERM}}));
+  EXPECT_TRUE(CanBind(port));  // the reservation is given up too
+  EXPECT_EQ(supervisor->FenceAll("self-fenced: test"), 0);  // once
+  EXPECT_EQ(processes_.signals.size(), 3u);
+
+  processes_.signals.clear();
+  clock_.now_ms += 10000;  // nobody obeyed for the whole grace
+  supervisor->Poll();
+  EXPECT_EQ(processes_.signals,
+            (std::vector<std::pair<pid_t, int>>{
+                {100, SIGKILL}, {101, SIGKILL}, {102, SIGKILL}}));
+  // Their exits are reported as usual.
+  processes_.exits[100] = ExitStatus{-1, SIGKILL};
+  processes_.exits[101] = ExitStatus{-1, SIGKILL};
+  processes_.exits[102] = ExitStatus{-1, SIGKILL};
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 3u);
+  EXPECT_EQ(exits[2].key().run_id(), 6);
+  EXPECT_EQ(exits[2].signal(), SIGKILL);
+}
+
+TEST_F(SupervisorTest, FencedWorkerOfAnEarlierAgentIsReportedAsStopped) {
+  {
+    auto before = Make();
+    before->HandleAssignment(Start(8, {0}, 1));
+  }
+  auto after = Make();
+  ASSERT_EQ(after->Reattach(), 1);
+  EXPECT_EQ(after->FenceAll("self-fenced: test"), 1);
+  EXPECT_EQ(processes_.signals,
+            (std::vector<std::pair<pid_t, int>>{{100, SIGTERM}}));
+  processes_.start_times.clear();  // it obeyed
+  std::vector<v1::WorkerExited> exits = Exits(after->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code(), -1);
+  EXPECT_EQ(exits[0].error(),
+            "stopped by the agent; exit status unknown (not its child)");
+}
+
+TEST_F(SupervisorTest, FenceAllWithNothingRunningStopsNothing) {
+  auto supervisor = Make();
+  EXPECT_EQ(supervisor->FenceAll("self-fenced: test"), 0);
+  EXPECT_TRUE(processes_.signals.empty());
+}
+
 TEST_F(SupervisorTest, ResendCarriesUnackedEventsThenReportedExits) {
   auto supervisor = Make();
   supervisor->HandleAssignment(Start(5, {0}, 1));
