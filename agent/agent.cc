@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <deque>
 #include <thread>
 #include <utility>
 
@@ -23,9 +24,16 @@ namespace hpcai500::agent {
 namespace {
 
 constexpr int64_t kDefaultHeartbeatMs = 5000;
+// The coordinator's default --node-timeout-s, until a Registered says.
+constexpr int64_t kDefaultFenceTimeoutMs = 60000;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
 constexpr absl::Duration kFirstBackoff = absl::Milliseconds(500);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(10);
+// How long one session waits for the connection before it starts over.
+constexpr absl::Duration kConnectTimeout = absl::Seconds(20);
+// A ping every 10 s when the stream is quiet; no answer within 5 s ends it.
+constexpr int kKeepaliveTimeMs = 10000;
+constexpr int kKeepaliveTimeoutMs = 5000;
 
 std::vector<std::string> CurrentEnvironment() {
   std::vector<std::string> env;
@@ -42,8 +50,23 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   out.node.cpus = options.cpus;
   out.node.base_env = CurrentEnvironment();
   out.node.data_dirs = options.data_dirs;
+  out.node.checkpoint_root = options.checkpoint_root;
   out.kill_grace_ms = options.kill_grace_ms;
   return out;
+}
+
+// The channel to the coordinator, with keepalive pings (also while no call
+// runs, with no limit on pings without data) so that a dead or silent
+// coordinator breaks the stream instead of leaving it hanging.
+std::shared_ptr<grpc::Channel> NewCoordinatorChannel(
+    const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   args);
 }
 
 // "data: imagenet=/scratch/imagenet, ..." for the start-up log.
@@ -62,7 +85,8 @@ std::string DataLocationsLine(const AgentOptions& options) {
 Agent::Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock)
     : options_(std::move(options)),
       clock_(clock),
-      supervisor_(MakeSupervisorOptions(options_), processes, clock) {}
+      supervisor_(MakeSupervisorOptions(options_), processes, clock),
+      fence_timeout_ms_(kDefaultFenceTimeoutMs) {}
 
 absl::Status Agent::Run(const std::atomic<bool>* stop) {
   SetLogIdentity("hpcai500-agent", absl::StrCat("node=", options_.name));
@@ -70,12 +94,17 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
     return made;
   }
   int taken = supervisor_.Reattach();
-  LogInfo(absl::StrCat("starting: coordinator ", options_.coordinator,
-                       ", workdir ", options_.workdir, ", slots ",
-                       options_.slots, ", address ", options_.address,
-                       taken > 0 ? absl::StrCat(", took up ", taken,
-                                                " worker rank(s) from before")
-                                 : ""));
+  // The fence counts from the start: workers taken up are stopped when no
+  // coordinator answers for as long as it would wait for this node.
+  last_heard_ms_ = clock_->NowMs();
+  LogInfo(absl::StrCat(
+      "starting: coordinator ", options_.coordinator, ", workdir ",
+      options_.workdir, ", checkpoints ", options_.checkpoint_root,
+      options_.shared_checkpoints ? " (shared)" : "", ", slots ",
+      options_.slots, ", address ", options_.address,
+      taken > 0
+          ? absl::StrCat(", took up ", taken, " worker rank(s) from before")
+          : ""));
   LogInfo(DataLocationsLine(options_));
   absl::Duration backoff = kFirstBackoff;
   while (!stop->load()) {
@@ -90,6 +119,7 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
     absl::Time until = absl::Now() + backoff;
     while (!stop->load() && absl::Now() < until) {
       supervisor_.Poll();
+      FenceIfSilent();
       absl::SleepFor(kPollInterval);
     }
     backoff = std::min(backoff * 2, kMaxBackoff);
@@ -109,15 +139,50 @@ v1::AgentMessage Agent::RegisterMessage() {
   reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
   reg->set_hostname(options_.hostname);
   reg->set_version(HPCAI500_VERSION);
+  reg->set_shared_checkpoints(options_.shared_checkpoints);
   for (v1::RunningAttempt& running : supervisor_.Running()) {
     *reg->add_running() = std::move(running);
   }
   return hello;
 }
 
+void Agent::FenceIfSilent() {
+  const int64_t silent_ms = clock_->NowMs() - last_heard_ms_;
+  if (silent_ms <= fence_timeout_ms_) return;
+  const std::string reason = absl::StrCat(
+      "self-fenced: no word from the coordinator for ", silent_ms / 1000, " s");
+  const int stopped = supervisor_.FenceAll(reason);
+  if (stopped > 0) {
+    LogWarning(absl::StrCat(reason, " (its node timeout is ",
+                            fence_timeout_ms_ / 1000, " s); stopping ", stopped,
+                            " attempt(s) on this node"));
+  }
+}
+
+bool Agent::AwaitConnection(grpc::Channel& channel,
+                            const std::atomic<bool>* stop, std::string* why) {
+  const absl::Time give_up = absl::Now() + kConnectTimeout;
+  while (!channel.WaitForConnected(
+      absl::ToChronoTime(absl::Now() + kPollInterval))) {
+    supervisor_.Poll();
+    FenceIfSilent();
+    if (stop->load()) {
+      *why = "stopping";
+      return false;
+    }
+    if (absl::Now() >= give_up) {
+      *why = absl::StrCat("no connection within ",
+                          absl::FormatDuration(kConnectTimeout));
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
-  auto channel = grpc::CreateChannel(options_.coordinator,
-                                     grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::Channel> channel =
+      NewCoordinatorChannel(options_.coordinator);
+  if (!AwaitConnection(*channel, stop, why)) return false;
   std::unique_ptr<v1::AgentService::Stub> stub =
       v1::AgentService::NewStub(channel);
   grpc::ClientContext context;
@@ -152,8 +217,13 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   int64_t next_heartbeat = clock_->NowMs() + heartbeat_ms;
   while (ok && !stop->load()) {
     bool closed = false;
-    for (const v1::CoordinatorMessage& message :
-         inbox.TakeAll(kPollInterval, &closed)) {
+    std::deque<v1::CoordinatorMessage> messages =
+        inbox.TakeAll(kPollInterval, &closed);
+    // Checked before the batch counts as word: an agent resumed after a
+    // SIGSTOP may find messages sent long ago.
+    FenceIfSilent();
+    if (!messages.empty()) last_heard_ms_ = clock_->NowMs();
+    for (const v1::CoordinatorMessage& message : messages) {
       switch (message.msg_case()) {
         case v1::CoordinatorMessage::kRegistered:
           registered = true;
@@ -161,10 +231,16 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
             heartbeat_ms = std::clamp<int64_t>(
                 message.registered().heartbeat_interval_ms(), 100, 60000);
           }
-          LogInfo(absl::StrCat("registered with coordinator ",
-                               options_.coordinator, " as ",
-                               message.registered().node()));
+          if (message.registered().node_timeout_ms() > 0) {
+            fence_timeout_ms_ = message.registered().node_timeout_ms();
+          }
+          LogInfo(absl::StrCat(
+              "registered with coordinator ", options_.coordinator, " as ",
+              message.registered().node(), "; self-fencing after ",
+              fence_timeout_ms_ / 1000, " s without word"));
           break;
+        case v1::CoordinatorMessage::kHeartbeat:
+          break;  // word from the coordinator is all it carries
         case v1::CoordinatorMessage::kAssignment:
           send_all(supervisor_.HandleAssignment(message.assignment()));
           break;

@@ -3,14 +3,21 @@
 // Register (inventory and what still runs), then the unacknowledged events
 // and pending exits, then heartbeats, events and exits as they happen. When
 // the stream breaks it reconnects with capped backoff; workers keep running
-// meanwhile.
+// meanwhile, unless the coordinator stays silent for longer than its node
+// timeout (Registered.node_timeout_ms, 60 s before the first Registered):
+// then the coordinator has given this node up, and the agent stops its
+// workers itself (self-fencing) rather than let them run on beside their
+// replacements. Keepalive pings on the channel notice a dead coordinator.
 //
 // Thread-safe: Run() is called once; Stop() may be called from any thread
 // (not from a signal handler; use the stop flag of Run for that).
 #ifndef HPCAI500_AGENT_AGENT_H_
 #define HPCAI500_AGENT_AGENT_H_
 
+#include <grpcpp/channel.h>
+
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -38,9 +45,17 @@ class Agent {
   // true when the coordinator answered Register (backoff restarts); *why
   // says how the stream ended.
   bool RunSession(const std::atomic<bool>* stop, std::string* why);
+  // Waits until `channel` connects, in short steps that keep reaping workers
+  // and checking the fence (an unreachable address can take many seconds to
+  // fail). False, with *why, when *stop is set or no connection came soon.
+  bool AwaitConnection(grpc::Channel& channel, const std::atomic<bool>* stop,
+                       std::string* why);
   // The first message of a session: this node, its inventory and the
   // attempts its workers still run.
   v1::AgentMessage RegisterMessage();
+  // Stops every worker (Supervisor::FenceAll) when nothing came from the
+  // coordinator for longer than fence_timeout_ms_; logs once per fencing.
+  void FenceIfSilent();
 
   // Constant after construction.
   const AgentOptions options_;
@@ -48,6 +63,8 @@ class Agent {
 
   // Only touched by the Run thread.
   Supervisor supervisor_;
+  int64_t last_heard_ms_ = 0;  // the last message from the coordinator
+  int64_t fence_timeout_ms_;   // the last Registered.node_timeout_ms
 };
 
 }  // namespace hpcai500::agent

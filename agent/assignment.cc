@@ -130,6 +130,25 @@ std::vector<std::string> WorkerEnv(const v1::Assignment& a,
   return env;
 }
 
+// resume_from_epoch within the spec's epochs; resume_from_attempt an
+// earlier attempt when resuming, else 0 or an earlier attempt.
+absl::Status CheckResume(const v1::Assignment& a) {
+  RETURN_IF_ERROR(CheckInRange(Field("resume_from_epoch"),
+                               a.resume_from_epoch(), 0, a.spec().epochs()));
+  const bool resumes = a.resume_from_epoch() > 0;
+  const int32_t from = a.resume_from_attempt();
+  if (!resumes && from == 0) return absl::OkStatus();
+  if (from < 1 || from >= a.key().attempt()) {
+    const std::string earlier =
+        a.key().attempt() > 1 ? absl::StrCat("1 .. ", a.key().attempt() - 1)
+                              : "none";
+    return Invalid(
+        "resume_from_attempt",
+        absl::StrCat("must be an earlier attempt (", earlier, "), got ", from));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateAttemptKey(const v1::AttemptKey& key) {
@@ -163,6 +182,7 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   RETURN_IF_ERROR(CheckHost("master_addr", a.master_addr()));
   RETURN_IF_ERROR(
       CheckInRange(Field("master_port"), a.master_port(), 1, 65535));
+  RETURN_IF_ERROR(CheckResume(a));
   if (a.ranks().empty()) return Invalid("ranks", "must not be empty");
   std::set<int> seen;
   for (int i = 0; i < a.ranks_size(); ++i) {
@@ -200,11 +220,21 @@ absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
   RETURN_IF_ERROR(ValidateStartAssignment(a));
   AttemptPlan plan;
   plan.dir = AttemptLayout(node.workdir).AttemptDir(a.key());
+  plan.checkpoint_dir =
+      AttemptLayout::CheckpointDir(node.checkpoint_root, a.key());
   const int local_world = a.ranks_size();
   WorkerArgs args = SpecWorkerArgs(a.spec());
   args.threads = std::max(1, node.cpus / local_world);
   if (std::string data_dir = NodeDataDir(a.spec(), node); !data_dir.empty()) {
     args.data = std::move(data_dir);
+  }
+  args.checkpoint_dir = plan.checkpoint_dir;
+  if (a.resume_from_epoch() > 0) {
+    v1::AttemptKey source = a.key();
+    source.set_attempt(a.resume_from_attempt());
+    plan.resume_source = AttemptLayout::CheckpointPath(
+        node.checkpoint_root, source, a.resume_from_epoch());
+    args.resume = true;
   }
   for (int local = 0; local < local_world; ++local) {
     RankPlan rank = RankPaths(plan.dir, a.ranks(local));

@@ -27,6 +27,8 @@ struct NodeContext {
   std::vector<std::string> base_env;  // "K=V", inherited by every worker
   // Dataset name -> this node's absolute directory for it (--data).
   std::map<std::string, std::string> data_dirs;
+  // Where attempts keep their checkpoints (--checkpoint-root); absolute.
+  std::string checkpoint_root;
 };
 
 // One rank to start.
@@ -42,7 +44,11 @@ struct RankPlan {
 };
 
 struct AttemptPlan {
-  std::string dir;  // AttemptLayout::AttemptDir
+  std::string dir;             // AttemptLayout::AttemptDir
+  std::string checkpoint_dir;  // AttemptLayout::CheckpointDir
+  // The earlier attempt's checkpoint to resume from (to be linked into
+  // checkpoint_dir before the start); empty for a fresh start.
+  std::string resume_source;
   std::vector<RankPlan> ranks;
 };
 
@@ -51,6 +57,9 @@ absl::Status ValidateAttemptKey(const v1::AttemptKey& key);
 
 // Checks a PHASE_START assignment completely. InvalidArgument naming the
 // field and the reason, e.g. "assignment: ranks[1]: 7 is outside world size 2".
+// A resume names an earlier attempt (1 .. key.attempt - 1) and an epoch of
+// the spec (1 .. spec.epochs); resume_from_epoch 0 is a fresh start, and its
+// resume_from_attempt may only be 0 or an earlier attempt.
 absl::Status ValidateStartAssignment(const v1::Assignment& assignment);
 
 // The state files of one rank inside an attempt folder (AttemptLayout's
@@ -58,12 +67,14 @@ absl::Status ValidateStartAssignment(const v1::Assignment& assignment);
 RankPlan RankPaths(const std::string& attempt_dir, int rank);
 
 // Validates the assignment and builds one launch per local rank: argv (the
-// worker path, then WorkerArgs::ToArgv of the spec, the rank's events file
-// and the node's threads per rank), environment (RANK, WORLD_SIZE, LOCAL_RANK,
-// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES for cuda)
-// and output files. When the spec's built-in config reads node data
-// (ReadsNodeData) and node.data_dirs maps its dataset, argv ends with --data
-// DIR. Creates nothing on disk.
+// worker path, then WorkerArgs::ToArgv of the spec, the rank's events file,
+// the node's threads per rank and the attempt's --checkpoint-dir, with
+// --resume when the assignment resumes), environment (RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES
+// for cuda) and output files. When the spec's built-in config reads node data
+// (ReadsNodeData) and node.data_dirs maps its dataset, argv has --data DIR.
+// A resume's resume_source is the earlier attempt's checkpoint file under
+// node.checkpoint_root. Creates nothing on disk.
 absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& assignment,
                                         const NodeContext& node);
 

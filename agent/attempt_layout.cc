@@ -2,10 +2,13 @@
 
 #include <utility>
 
+#include "common/worker_args.h"
+
 namespace hpcai500::agent {
 namespace {
 
 constexpr std::string_view kAttemptPrefix = "attempt-";
+constexpr std::string_view kCheckpointRunPrefix = "run-";
 constexpr std::string_view kRankPrefix = "rank-";
 
 std::string_view Extension(RankFile file) {
@@ -26,6 +29,12 @@ std::string_view Extension(RankFile file) {
       return ".done";
   }
   return "";
+}
+
+// "attempt-<n>": the attempt's folder under its run's, in the workdir and
+// under the checkpoint root alike.
+std::string AttemptDirName(const v1::AttemptKey& key) {
+  return std::string(kAttemptPrefix) + std::to_string(key.attempt());
 }
 
 // "123" -> 123; anything but 1 to 18 plain digits -> nullopt.
@@ -64,7 +73,20 @@ std::string AttemptLayout::RunsDir() const { return workdir_ + "/runs"; }
 
 std::string AttemptLayout::AttemptDir(const v1::AttemptKey& key) const {
   return RunsDir() + "/" + std::to_string(key.run_id()) + "/" +
-         std::string(kAttemptPrefix) + std::to_string(key.attempt());
+         AttemptDirName(key);
+}
+
+std::string AttemptLayout::CheckpointDir(std::string_view checkpoint_root,
+                                         const v1::AttemptKey& key) {
+  return std::string(checkpoint_root) + "/" +
+         std::string(kCheckpointRunPrefix) + std::to_string(key.run_id()) +
+         "/" + AttemptDirName(key);
+}
+
+std::string AttemptLayout::CheckpointPath(std::string_view checkpoint_root,
+                                          const v1::AttemptKey& key,
+                                          int64_t epoch) {
+  return CheckpointDir(checkpoint_root, key) + "/" + CheckpointFileName(epoch);
 }
 
 std::string AttemptLayout::RankPath(std::string_view attempt_dir, int rank,

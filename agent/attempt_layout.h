@@ -7,7 +7,12 @@
 //
 // ext: events (written by the worker), stdout, stderr, pid ("PID
 // START_TIME"), acked (acknowledged seq), exit (the reported exit), done
-// (everything delivered). Builds and parses strings only; touches no disk.
+// (everything delivered). Checkpoints live apart, under the checkpoint root
+// (--checkpoint-root, possibly shared by every node):
+//
+//   ROOT/run-<run_id>/attempt-<n>/checkpoint-epoch-NNNNNN.pt
+//
+// Builds and parses strings only; touches no disk.
 //
 // Thread-safe: immutable after construction; the static functions are pure.
 #ifndef HPCAI500_AGENT_ATTEMPT_LAYOUT_H_
@@ -40,6 +45,15 @@ class AttemptLayout {
 
   // WORKDIR/runs/<run_id>/attempt-<n>.
   std::string AttemptDir(const v1::AttemptKey& key) const;
+
+  // ROOT/run-<run_id>/attempt-<n>: the attempt's --checkpoint-dir.
+  static std::string CheckpointDir(std::string_view checkpoint_root,
+                                   const v1::AttemptKey& key);
+
+  // CheckpointDir(checkpoint_root, key)/CheckpointFileName(epoch): the file
+  // the attempt's workers write for `epoch` (common/worker_args.h).
+  static std::string CheckpointPath(std::string_view checkpoint_root,
+                                    const v1::AttemptKey& key, int64_t epoch);
 
   // <attempt_dir>/rank-<rank>.<ext of file>.
   static std::string RankPath(std::string_view attempt_dir, int rank,

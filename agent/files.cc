@@ -84,4 +84,50 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+namespace {
+
+// Copies `from` to `to` through a flushed temporary file and a rename.
+absl::Status CopyFileAtomically(const std::string& from,
+                                const std::string& to) {
+  const std::string temp = absl::StrCat(to, ".tmp.", ::getpid());
+  std::error_code ec;
+  std::filesystem::copy_file(
+      from, temp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) {
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+    if (::rename(temp.c_str(), to.c_str()) != 0) {
+      ec = std::error_code(errno, std::generic_category());
+    }
+  }
+  if (ec) {
+    ::unlink(temp.c_str());
+    return absl::InternalError(
+        absl::StrCat("cannot copy ", from, " to ", to, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status LinkOrCopyFile(const std::string& from, const std::string& to) {
+  if (FileExists(to)) return absl::OkStatus();
+  if (::link(from.c_str(), to.c_str()) == 0) return absl::OkStatus();
+  const int err = errno;
+  if (err == EEXIST) return absl::OkStatus();  // linked meanwhile
+  if (!FileExists(from)) {
+    return absl::NotFoundError(absl::StrCat(from, " does not exist"));
+  }
+  absl::Status copied = CopyFileAtomically(from, to);
+  if (!copied.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot link ", from, " to ", to, " (", std::strerror(err),
+                     ") nor copy it: ", copied.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace hpcai500::agent

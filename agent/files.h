@@ -30,6 +30,14 @@ absl::Status MakeDirectories(const std::string& path);
 
 bool FileExists(const std::string& path);
 
+// Puts the file `from` at `to` as a hard link, or as a copy where link()
+// fails for a reason other than a missing source (EXDEV across file systems,
+// EPERM where hard links are not allowed). The copy is written beside `to`,
+// flushed and renamed over it, so `to` never holds part of the file. OK when
+// `to` already exists. NotFound when `from` does not exist; Internal naming
+// both paths when neither works.
+absl::Status LinkOrCopyFile(const std::string& from, const std::string& to);
+
 }  // namespace hpcai500::agent
 
 #endif  // HPCAI500_AGENT_FILES_H_

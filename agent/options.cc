@@ -96,7 +96,7 @@ absl::Status AddDataDir(absl::string_view arg,
 // The command line before its values are checked.
 struct AgentFlags {
   AgentOptions options;  // the flags that are taken as given
-  std::string slots, workdir, labels, kill_grace;
+  std::string slots, workdir, labels, kill_grace, checkpoint_root;
   std::vector<std::string> data;
   TokenFlags token;
 };
@@ -113,6 +113,8 @@ std::unique_ptr<CLI::App> NewAgentFlagApp(AgentFlags& flags) {
   AddValueFlag(*app, "labels", &flags.labels);
   AddValueFlag(*app, "kill-grace-seconds", &flags.kill_grace);
   AddRepeatedFlag(*app, "data", &flags.data);
+  AddValueFlag(*app, "checkpoint-root", &flags.checkpoint_root);
+  AddSwitch(*app, "shared-checkpoints", &flags.options.shared_checkpoints);
   AddTokenFlags(*app, &flags.token);
   return app;
 }
@@ -151,7 +153,8 @@ absl::Status ApplyCounts(const AgentFlags& flags, AgentOptions& options) {
   return absl::OkStatus();
 }
 
-// --workdir (default ./hpcai500-agent-NAME) and --worker, made absolute.
+// --workdir (default ./hpcai500-agent-NAME), --worker and --checkpoint-root
+// (default WORKDIR/checkpoints), made absolute.
 absl::Status ApplyPaths(const AgentFlags& flags, AgentOptions& options) {
   std::string workdir = flags.workdir.empty()
                             ? absl::StrCat("./hpcai500-agent-", options.name)
@@ -166,6 +169,18 @@ absl::Status ApplyPaths(const AgentFlags& flags, AgentOptions& options) {
   options.worker_path = std::filesystem::absolute(options.worker_path, ec)
                             .lexically_normal()
                             .string();
+  if (flags.checkpoint_root.empty()) {
+    if (options.shared_checkpoints) {
+      return Bad("--shared-checkpoints",
+                 "needs --checkpoint-root (the default, inside the workdir, "
+                 "is this node's own)");
+    }
+    options.checkpoint_root = options.workdir + "/checkpoints";
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> root = AbsolutePath(flags.checkpoint_root);
+  if (!root.ok()) return Bad("--checkpoint-root", root.status().message());
+  options.checkpoint_root = *std::move(root);
   return absl::OkStatus();
 }
 

@@ -31,6 +31,11 @@ struct AgentOptions {
   // --data DATASET=DIR: where this node keeps a dataset (absolute, an
   // existing directory), keyed by the registry's dataset name.
   std::map<std::string, std::string> data_dirs;
+  // --checkpoint-root DIR: where attempts keep checkpoints (absolute).
+  std::string checkpoint_root;
+  // --shared-checkpoints: checkpoint_root is one file system shared by every
+  // node that says so (sent in Register).
+  bool shared_checkpoints = false;
 };
 
 inline constexpr char kAgentUsage[] =
@@ -38,17 +43,28 @@ inline constexpr char kAgentUsage[] =
     "         [--workdir DIR] [--address ADDR] [--worker PATH]\n"
     "         [--labels k=v,k=v] [--token-file FILE | --token TOKEN]\n"
     "         [--kill-grace-seconds S] [--data DATASET=DIR]...\n"
+    "         [--checkpoint-root DIR [--shared-checkpoints]]\n"
     "  --token-file FILE   send the file's token as 'authorization: Bearer\n"
     "                      ...'; --token gives it inline; without either,\n"
     "                      $HPCAI500_TOKEN if set\n"
     "  --data DATASET=DIR  this node keeps DATASET (a registry dataset name,\n"
     "                      e.g. imagenet) in DIR; workers of configs that\n"
     "                      read it get --data DIR instead of the registry's\n"
-    "                      data_dir. Repeatable, one per dataset.\n";
+    "                      data_dir. Repeatable, one per dataset.\n"
+    "  --checkpoint-root DIR\n"
+    "                      where workers keep each attempt's checkpoints\n"
+    "                      (DIR/run-ID/attempt-N); default\n"
+    "                      WORKDIR/checkpoints\n"
+    "  --shared-checkpoints\n"
+    "                      DIR is one file system shared by every node given\n"
+    "                      this flag, so a retry may resume on another node;\n"
+    "                      needs --checkpoint-root\n";
 
 // Parses the arguments after argv[0] (the rules of common/flags.h) and fills
 // in defaults: slots = GPUs or 1, workdir ./hpcai500-agent-NAME (made
-// absolute), worker = hpcai500-worker beside this executable. Checks that
+// absolute), worker = hpcai500-worker beside this executable, checkpoint
+// root WORKDIR/checkpoints (made absolute; --shared-checkpoints needs an
+// explicit --checkpoint-root, as the default is this node's own). Checks that
 // every --data DIR is an existing directory (made absolute). The token is
 // --token, else --token-file's, else `token_env` ($HPCAI500_TOKEN; see
 // common/token.h). InvalidArgument names the flag and the problem; a token

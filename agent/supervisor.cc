@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 
@@ -29,12 +31,29 @@ v1::AgentMessage WorkerExitedError(const v1::AttemptKey& key, int rank,
   return message;
 }
 
+bool Succeeded(const ExitRecord& exit) {
+  return exit.status.exit_code == 0 && exit.status.signal == 0;
+}
+
 std::string DescribeExit(const ExitRecord& exit) {
   std::string text = exit.status.signal != 0
                          ? absl::StrCat("killed by signal ", exit.status.signal)
                          : absl::StrCat("exit code ", exit.status.exit_code);
   if (!exit.error.empty()) absl::StrAppend(&text, " (", exit.error, ")");
   return text;
+}
+
+// Removes a succeeded attempt's checkpoint folder: nothing resumes from it.
+void RemoveCheckpoints(const v1::AttemptKey& key, const std::string& dir) {
+  std::error_code ec;
+  const std::uintmax_t removed = std::filesystem::remove_all(dir, ec);
+  if (ec) {
+    LogWarning(absl::StrCat(Where(key), ": cannot remove checkpoints ", dir,
+                            ": ", ec.message()));
+  } else if (removed > 0) {
+    LogInfo(
+        absl::StrCat(Where(key), ": succeeded; removed its checkpoints ", dir));
+  }
 }
 
 }  // namespace
@@ -84,6 +103,8 @@ int Supervisor::Reattach() {
       Attempt attempt;
       attempt.key = key;
       attempt.dir = layout.AttemptDir(key);
+      attempt.checkpoint_dir =
+          AttemptLayout::CheckpointDir(options_.node.checkpoint_root, key);
       for (const fs::directory_entry& file :
            fs::directory_iterator(attempt_dir.path(), ec)) {
         std::optional<int> rank_number = AttemptLayout::ParseRankFileName(
@@ -103,8 +124,8 @@ int Supervisor::Reattach() {
         absl::StatusOr<PidRecord> pid = ReadPidFile(rank.paths.pid_path);
         if (pid.ok()) rank.process = *pid;
         if (exit.ok()) {
-          // Reported before the restart; reported again after reconnecting,
-          // as the coordinator may not have received it.
+          // Reported before the restart but not acknowledged (no done file):
+          // reported again after reconnecting, until it is.
           rank.exit = *exit;
           rank.report = ReportExit(attempt, rank);
         } else if (pid.ok() && IsSameProcessRunning(*pid, *processes_)) {
@@ -185,16 +206,20 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
                             ": already running; repeated start ignored"));
     return {};
   }
-  if (absl::Status made = MakeDirectories(plan->dir); !made.ok()) {
-    LogError(absl::StrCat(Where(a.key()), ": ", made.message()));
-    return refuse_all(made.message());
+  for (const std::string& dir : {plan->dir, plan->checkpoint_dir}) {
+    if (absl::Status made = MakeDirectories(dir); !made.ok()) {
+      LogError(absl::StrCat(Where(a.key()), ": ", made.message()));
+      return refuse_all(made.message());
+    }
   }
+  LinkResumeSource(a.key(), *plan);
   // Rank 0's worker binds the reserved port: free it just before.
   reservations_.erase(KeyOf(a.key()));
 
   Attempt attempt;
   attempt.key = a.key();
   attempt.dir = plan->dir;
+  attempt.checkpoint_dir = plan->checkpoint_dir;
   for (size_t i = 0; i < plan->ranks.size(); ++i) {
     RankPlan& rank_plan = plan->ranks[i];
     absl::StatusOr<pid_t> pid = processes_->Launch(rank_plan.launch);
@@ -242,6 +267,35 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
   return replies;
 }
 
+void Supervisor::LinkResumeSource(const v1::AttemptKey& key,
+                                  const AttemptPlan& plan) {
+  if (plan.resume_source.empty()) return;
+  const std::string target = absl::StrCat(
+      plan.checkpoint_dir, "/",
+      std::filesystem::path(plan.resume_source).filename().string());
+  absl::Status linked = LinkOrCopyFile(plan.resume_source, target);
+  if (linked.ok()) {
+    LogInfo(absl::StrCat(Where(key), ": resuming from ", plan.resume_source));
+  } else if (absl::IsNotFound(linked)) {
+    LogWarning(absl::StrCat(Where(key), ": no checkpoint to resume from at ",
+                            plan.resume_source, "; starting without it"));
+  } else {
+    LogWarning(absl::StrCat(Where(key), ": ", linked.message(),
+                            "; starting without it"));
+  }
+}
+
+void Supervisor::Stop(Attempt& attempt, absl::string_view reason) {
+  if (attempt.cancelling) return;
+  attempt.cancelling = true;
+  attempt.kill_deadline_ms = clock_->NowMs() + options_.kill_grace_ms;
+  LogInfo(absl::StrCat(Where(attempt.key), ": cancelling (", reason,
+                       "): SIGTERM to its workers"));
+  for (Rank& rank : attempt.ranks) {
+    if (rank.running) processes_->SignalGroup(rank.process.pid, SIGTERM);
+  }
+}
+
 void Supervisor::HandleCancel(const v1::Cancel& cancel) {
   const Key key = KeyOf(cancel.key());
   reservations_.erase(key);
@@ -251,24 +305,42 @@ void Supervisor::HandleCancel(const v1::Cancel& cancel) {
                          ": cancel for an attempt not running here"));
     return;
   }
-  Attempt& attempt = it->second;
-  if (attempt.cancelling) return;
-  attempt.cancelling = true;
-  attempt.kill_deadline_ms = clock_->NowMs() + options_.kill_grace_ms;
-  LogInfo(absl::StrCat(Where(cancel.key()), ": cancelling (", cancel.reason(),
-                       "): SIGTERM to its workers"));
-  for (Rank& rank : attempt.ranks) {
-    if (rank.running) processes_->SignalGroup(rank.process.pid, SIGTERM);
+  Stop(it->second, cancel.reason());
+}
+
+int Supervisor::FenceAll(absl::string_view reason) {
+  reservations_.clear();
+  int stopped = 0;
+  for (auto& [key, attempt] : attempts_) {
+    const bool runs =
+        std::any_of(attempt.ranks.begin(), attempt.ranks.end(),
+                    [](const Rank& rank) { return rank.running; });
+    if (attempt.cancelling || !runs) continue;
+    Stop(attempt, reason);
+    ++stopped;
   }
+  return stopped;
+}
+
+Supervisor::Rank* Supervisor::FindRank(const v1::AttemptKey& key, int rank) {
+  auto it = attempts_.find(KeyOf(key));
+  if (it == attempts_.end()) return nullptr;
+  for (Rank& kept : it->second.ranks) {
+    if (kept.paths.rank == rank) return &kept;
+  }
+  return nullptr;
 }
 
 void Supervisor::HandleAcks(const v1::Acks& acks) {
   for (const v1::Ack& ack : acks.acks()) {
-    auto it = attempts_.find(KeyOf(ack.key()));
-    if (it == attempts_.end()) continue;
-    for (Rank& rank : it->second.ranks) {
-      if (rank.paths.rank == ack.rank()) rank.tailer->Ack(ack.seq());
+    if (Rank* rank = FindRank(ack.key(), ack.rank())) {
+      rank->tailer->Ack(ack.seq());
     }
+  }
+  for (const v1::ExitAck& ack : acks.exits()) {
+    Rank* rank = FindRank(ack.key(), ack.rank());
+    // Only an exit this agent reported can have been stored.
+    if (rank != nullptr && rank->report) rank->exit_acked = true;
   }
 }
 
@@ -291,7 +363,10 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
   if (!rank.exit) {
     // Not our child: the outcome comes from its events.
     const std::optional<std::string>& stop = rank.tailer->run_stop_status();
-    if (!stop) {
+    if (!stop && attempt.cancelling) {
+      rank.exit = ExitRecord{
+          {-1, 0}, "stopped by the agent; exit status unknown (not its child)"};
+    } else if (!stop) {
       rank.exit = ExitRecord{{-1, 0}, "worker lost while the agent was down"};
     } else {
       rank.exit =
@@ -342,15 +417,7 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
         exits.emplace_back();
         *exits.back().mutable_worker_exited() = *rank.report;
       }
-      if (rank.report && !rank.done && rank.tailer->all_acked()) {
-        rank.done = true;
-        if (absl::Status written =
-                WriteFileAtomically(rank.paths.done_path, "");
-            !written.ok()) {
-          LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank), ": ",
-                                  written.message()));
-        }
-      }
+      MarkDoneWhenDelivered(attempt, rank);
       all_done = all_done && rank.done;
     }
     if (all_done) {
@@ -364,6 +431,24 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
   return out;
 }
 
+void Supervisor::MarkDoneWhenDelivered(Attempt& attempt, Rank& rank) {
+  if (rank.done || !rank.report || !rank.exit_acked ||
+      !rank.tailer->all_acked()) {
+    return;
+  }
+  // Before the done file: an agent that dies in between removes them again
+  // after the exit is reported and acknowledged once more.
+  if (rank.paths.rank == 0 && Succeeded(*rank.exit)) {
+    RemoveCheckpoints(attempt.key, attempt.checkpoint_dir);
+  }
+  rank.done = true;
+  if (absl::Status written = WriteFileAtomically(rank.paths.done_path, "");
+      !written.ok()) {
+    LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank), ": ",
+                            written.message()));
+  }
+}
+
 std::vector<v1::AgentMessage> Supervisor::Resend() const {
   std::vector<v1::Event> events;
   std::vector<v1::AgentMessage> exits;
@@ -371,7 +456,7 @@ std::vector<v1::AgentMessage> Supervisor::Resend() const {
     for (const Rank& rank : attempt.ranks) {
       std::vector<v1::Event> unacked = rank.tailer->Unacked();
       std::move(unacked.begin(), unacked.end(), std::back_inserter(events));
-      if (rank.report) {
+      if (rank.report && !rank.exit_acked) {
         exits.emplace_back();
         *exits.back().mutable_worker_exited() = *rank.report;
       }
@@ -388,9 +473,16 @@ std::vector<v1::RunningAttempt> Supervisor::Running() const {
     v1::RunningAttempt entry;
     *entry.mutable_key() = attempt.key;
     for (const Rank& rank : attempt.ranks) {
-      if (!rank.report) entry.add_ranks(rank.paths.rank);
+      if (rank.done) continue;
+      if (rank.running) {
+        entry.add_ranks(rank.paths.rank);
+      } else {
+        entry.add_exited_ranks(rank.paths.rank);
+      }
     }
-    if (entry.ranks_size() > 0) running.push_back(std::move(entry));
+    if (entry.ranks_size() > 0 || entry.exited_ranks_size() > 0) {
+      running.push_back(std::move(entry));
+    }
   }
   return running;
 }

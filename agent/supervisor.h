@@ -1,11 +1,16 @@
 // Supervisor is the agent's logic without the network: it turns assignments
 // into worker processes, tails their event files, reaps or polls them, kills
-// them on cancel, and produces the messages for the coordinator. It keeps an
-// attempt until every rank's exit was reported and every event acknowledged,
-// and it finds the attempts of an earlier agent in the workdir again.
+// them on cancel (or when the agent fences itself), and produces the messages
+// for the coordinator. A rank is done once its exit was reported and
+// acknowledged and every event acknowledged; an attempt is kept until all its
+// ranks are done, and the attempts of an earlier agent are found in the
+// workdir again.
 //
-// Workdir layout: one folder per attempt, one file of each kind per rank
-// (agent/attempt_layout.h).
+// Workdir layout: one folder per attempt, one file of each kind per rank;
+// checkpoints: one folder per attempt under the checkpoint root
+// (agent/attempt_layout.h). A resumed attempt gets the earlier attempt's
+// checkpoint linked into its folder; a succeeded attempt's folder is removed
+// once rank 0 is done, a failed one's stays for a resume.
 //
 // Not thread-safe: one thread (the Agent's loop) drives it.
 #ifndef HPCAI500_AGENT_SUPERVISOR_H_
@@ -19,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "agent/assignment.h"
 #include "agent/event_tailer.h"
 #include "agent/pid_file.h"
@@ -42,7 +48,7 @@ std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events);
 
 struct SupervisorOptions {
   std::string address;  // this node's address: where rendezvous ports live
-  NodeContext node;     // workdir, worker binary, cpus, base environment
+  NodeContext node;     // workdir, checkpoint root, worker binary, cpus, env
   int64_t kill_grace_ms = 10000;  // SIGTERM..SIGKILL on cancel
 };
 
@@ -60,7 +66,9 @@ class Supervisor {
   int Reattach();
 
   // PHASE_RESERVE: reserves a port and answers PortReserved (or its error).
-  // PHASE_START: validates, starts one worker per local rank and answers
+  // PHASE_START: validates, creates the checkpoint folder (linking in the
+  // checkpoint to resume from, if any: a missing one is logged and the
+  // workers start anyway), starts one worker per local rank and answers
   // nothing; a bad assignment or a failed start is answered with
   // WorkerExited.error per rank instead.
   std::vector<v1::AgentMessage> HandleAssignment(const v1::Assignment& a);
@@ -69,19 +77,28 @@ class Supervisor {
   // period (in Poll). An unknown attempt only frees its reserved port.
   void HandleCancel(const v1::Cancel& cancel);
 
-  // Forgets acknowledged events (and persists each rank's acked seq).
+  // Stops every attempt that still has a running worker as HandleCancel
+  // does, with `reason` in the log, and frees every reserved port: the agent
+  // lost the coordinator for longer than its node timeout. Returns how many
+  // attempts it began to stop (0 when none runs or all are stopping already).
+  int FenceAll(absl::string_view reason);
+
+  // Forgets acknowledged events (and persists each rank's acked seq) and
+  // notes acknowledged exits.
   void HandleAcks(const v1::Acks& acks);
 
-  // Reaps or polls workers, escalates cancels, reads new event lines.
-  // Returns the new events, then a WorkerExited for each rank that ended and
-  // whose events were all read.
+  // Reaps or polls workers, escalates cancels, reads new event lines, and
+  // marks ranks done (writing their done file). Returns the new events, then
+  // a WorkerExited for each rank that ended and whose events were all read.
   std::vector<v1::AgentMessage> Poll();
 
   // After a (re)connection: every unacknowledged event, then the
-  // WorkerExited of each rank that ended but whose attempt is still kept.
+  // WorkerExited of each reported rank whose exit is not acknowledged.
   std::vector<v1::AgentMessage> Resend() const;
 
-  // The attempts with ranks whose exit is not yet reported (for Register).
+  // The attempts with ranks not done (for Register): `ranks` are those whose
+  // worker still runs, `exited_ranks` those that ended and whose exit the
+  // coordinator has not acknowledged yet (it follows the Register).
   std::vector<v1::RunningAttempt> Running() const;
 
   // Attempts still kept (running or not yet fully delivered).
@@ -99,13 +116,15 @@ class Supervisor {
     std::optional<ExitRecord> exit;  // unset for a reattached worker until
                                      // derived from its events
     std::optional<v1::WorkerExited> report;  // set once reported
-    bool done = false;  // reported and every event acknowledged
+    bool exit_acked = false;  // the coordinator stored the report
+    bool done = false;        // exit acknowledged and every event acknowledged
     std::unique_ptr<EventTailer> tailer;
   };
 
   struct Attempt {
     v1::AttemptKey key;
     std::string dir;
+    std::string checkpoint_dir;
     std::vector<Rank> ranks;
     bool cancelling = false;
     int64_t kill_deadline_ms = 0;
@@ -115,8 +134,18 @@ class Supervisor {
     return {key.run_id(), key.attempt()};
   }
   std::vector<v1::AgentMessage> Start(const v1::Assignment& a);
+  // Links plan's resume_source into its checkpoint folder; a missing or
+  // unlinkable source is logged and the workers start without it.
+  void LinkResumeSource(const v1::AttemptKey& key, const AttemptPlan& plan);
+  // SIGTERM to the attempt's running workers; SIGKILL follows in Poll.
+  void Stop(Attempt& attempt, absl::string_view reason);
+  // The kept rank `rank` of attempt `key`, or null.
+  Rank* FindRank(const v1::AttemptKey& key, int rank);
   void CheckExit(Attempt& attempt, Rank& rank);
   v1::WorkerExited ReportExit(Attempt& attempt, Rank& rank);
+  // Marks a reported rank done once its exit and events are acknowledged;
+  // rank 0's success removes the attempt's checkpoints first.
+  void MarkDoneWhenDelivered(Attempt& attempt, Rank& rank);
 
   // Constant after construction.
   const SupervisorOptions options_;

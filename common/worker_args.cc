@@ -373,4 +373,11 @@ bool WorkerArgs::operator==(const WorkerArgs& other) const {
   return true;
 }
 
+std::string CheckpointFileName(int64_t epoch) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "checkpoint-epoch-%06lld.pt",
+                static_cast<long long>(epoch));
+  return name;
+}
+
 }  // namespace hpcai500

@@ -77,6 +77,11 @@ struct WorkerArgs {
   bool operator!=(const WorkerArgs& other) const { return !(*this == other); }
 };
 
+// The name of the checkpoint a worker writes for `epoch` (>= 0) in its
+// --checkpoint-dir: "checkpoint-epoch-NNNNNN.pt", at least 6 digits, zero
+// padded. The agent links a resumed attempt's checkpoint under this name.
+std::string CheckpointFileName(int64_t epoch);
+
 }  // namespace hpcai500
 
 #endif  // HPCAI500_COMMON_WORKER_ARGS_H_

@@ -6,6 +6,7 @@
 
 #include "common/spec.h"
 #include "common/vocabulary.h"
+#include "common/worker_args.h"
 #include "gtest/gtest.h"
 
 namespace hpcai500::agent {
@@ -40,6 +41,7 @@ NodeContext Node() {
   node.worker_path = "/opt/bin/hpcai500-worker";
   node.cpus = 9;
   node.base_env = {"PATH=/usr/bin", "RANK=99", "HOME=/root"};
+  node.checkpoint_root = "/lustre/ckpt";
   return node;
 }
 
@@ -47,10 +49,30 @@ bool Has(const std::vector<std::string>& env, const std::string& kv) {
   return std::find(env.begin(), env.end(), kv) != env.end();
 }
 
+// The value after `flag` in argv, or "<absent>".
+std::string FlagValue(const std::vector<std::string>& argv,
+                      const std::string& flag) {
+  auto it = std::find(argv.begin(), argv.end(), flag);
+  if (it == argv.end() || it + 1 == argv.end()) return "<absent>";
+  return *(it + 1);
+}
+
+// What the worker reads back from a planned argv (without the program).
+WorkerArgs WorkerReads(const std::vector<std::string>& argv) {
+  WorkerArgs args;
+  std::string error;
+  EXPECT_EQ(WorkerArgs::FromArgv({argv.begin() + 1, argv.end()}, &args, &error),
+            ArgvOutcome::kArgs)
+      << error;
+  return args;
+}
+
 TEST(PlanAttempt, BuildsArgvAndEnvironmentPerLocalRank) {
   absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), Node());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->dir, "/var/lib/agent/runs/12/attempt-2");
+  EXPECT_EQ(plan->checkpoint_dir, "/lustre/ckpt/run-12/attempt-2");
+  EXPECT_EQ(plan->resume_source, "");
   ASSERT_EQ(plan->ranks.size(), 2u);
   const RankPlan& second = plan->ranks[1];
   EXPECT_EQ(second.rank, 3);
@@ -77,7 +99,9 @@ TEST(PlanAttempt, BuildsArgvAndEnvironmentPerLocalRank) {
                                       "--events-file",
                                       dir + "/rank-3.events",
                                       "--threads",
-                                      "4"}));
+                                      "4",
+                                      "--checkpoint-dir",
+                                      "/lustre/ckpt/run-12/attempt-2"}));
   EXPECT_EQ(second.launch.stdout_path, dir + "/rank-3.stdout");
   EXPECT_EQ(second.launch.stderr_path, dir + "/rank-3.stderr");
   EXPECT_EQ(second.pid_path, dir + "/rank-3.pid");
@@ -115,12 +139,63 @@ TEST(PlanAttempt, ThreadsPerRankIsAtLeastOne) {
   node.cpus = 1;
   absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), node);
   ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->ranks[0].launch.argv.back(), "1");
+  EXPECT_EQ(FlagValue(plan->ranks[0].launch.argv, "--threads"), "1");
 }
 
+TEST(PlanAttempt, ResumeLinksTheEarlierAttemptsCheckpointAndPassesResume) {
+  v1::Assignment a = GoodStart();  // attempt 2 of 3 epochs
+  a.set_resume_from_attempt(1);
+  a.set_resume_from_epoch(2);
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(a, Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->checkpoint_dir, "/lustre/ckpt/run-12/attempt-2");
+  EXPECT_EQ(plan->resume_source,
+            "/lustre/ckpt/run-12/attempt-1/checkpoint-epoch-000002.pt");
+  for (const RankPlan& rank : plan->ranks) {
+    const WorkerArgs args = WorkerReads(rank.launch.argv);
+    EXPECT_EQ(args.checkpoint_dir, "/lustre/ckpt/run-12/attempt-2");
+    EXPECT_EQ(args.resume, true);
+  }
+}
+
+TEST(PlanAttempt, EpochZeroStartsFreshWithACheckpointFolder) {
+  v1::Assignment a = GoodStart();
+  a.set_resume_from_attempt(1);  // an earlier attempt without a checkpoint
+  a.set_resume_from_epoch(0);
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(a, Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->resume_source, "");
+  const WorkerArgs args = WorkerReads(plan->ranks[0].launch.argv);
+  EXPECT_EQ(args.checkpoint_dir, "/lustre/ckpt/run-12/attempt-2");
+  EXPECT_FALSE(args.resume.has_value());
+}
+
+TEST(PlanAttempt, ResumeRefusalsNameTheFieldAndTheRange) {
+  v1::Assignment same = GoodStart();
+  same.set_resume_from_attempt(2);
+  same.set_resume_from_epoch(1);
+  EXPECT_EQ(PlanAttempt(same, Node()).status().message(),
+            "assignment: resume_from_attempt: must be an earlier attempt "
+            "(1 .. 1), got 2");
+  v1::Assignment first = GoodStart();
+  first.mutable_key()->set_attempt(1);
+  first.set_resume_from_attempt(1);
+  first.set_resume_from_epoch(1);
+  EXPECT_EQ(PlanAttempt(first, Node()).status().message(),
+            "assignment: resume_from_attempt: must be an earlier attempt "
+            "(none), got 1");
+  v1::Assignment late = GoodStart();
+  late.set_resume_from_attempt(1);
+  late.set_resume_from_epoch(4);
+  EXPECT_EQ(PlanAttempt(late, Node()).status().message(),
+            "assignment: resume_from_epoch: must be between 0 and 3, got 4");
+}
+
+// "--data" and its value, or nothing.
 std::vector<std::string> DataArgs(const std::vector<std::string>& argv) {
   auto it = std::find(argv.begin(), argv.end(), "--data");
-  return std::vector<std::string>(it, argv.end());
+  if (it == argv.end()) return {};
+  return std::vector<std::string>(it, std::min(it + 2, argv.end()));
 }
 
 TEST(PlanAttempt, PassesTheNodesDirectoryForTheConfigsDataset) {
@@ -141,7 +216,7 @@ TEST(PlanAttempt, UnmappedDatasetLeavesTheRegistrysDataDir) {
   absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), node);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(DataArgs(plan->ranks[0].launch.argv).empty());
-  EXPECT_EQ(plan->ranks[0].launch.argv.back(), "4");  // --threads, as before
+  EXPECT_EQ(FlagValue(plan->ranks[0].launch.argv, "--threads"), "4");
 }
 
 TEST(PlanAttempt, GeneratedAndSyntheticDataAreNeverMapped) {
@@ -266,6 +341,30 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"NegativeAttempt",
                 [](v1::Assignment& a) { a.mutable_key()->set_attempt(-3); },
                 "key.attempt"},
+        BadCase{"ResumeFromThisAttempt",
+                [](v1::Assignment& a) {
+                  a.set_resume_from_attempt(2);
+                  a.set_resume_from_epoch(1);
+                },
+                "resume_from_attempt"},
+        BadCase{"ResumeFromNoAttempt",
+                [](v1::Assignment& a) { a.set_resume_from_epoch(1); },
+                "resume_from_attempt"},
+        BadCase{"FreshStartNamingALaterAttempt",
+                [](v1::Assignment& a) { a.set_resume_from_attempt(3); },
+                "resume_from_attempt"},
+        BadCase{"NegativeResumeEpoch",
+                [](v1::Assignment& a) {
+                  a.set_resume_from_attempt(1);
+                  a.set_resume_from_epoch(-1);
+                },
+                "resume_from_epoch"},
+        BadCase{"ResumeEpochPastTheSpec",
+                [](v1::Assignment& a) {
+                  a.set_resume_from_attempt(1);
+                  a.set_resume_from_epoch(4);
+                },
+                "resume_from_epoch"},
         BadCase{"WrongPhase",
                 [](v1::Assignment& a) {
                   a.set_phase(v1::Assignment::PHASE_RESERVE);

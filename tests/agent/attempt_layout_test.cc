@@ -25,6 +25,13 @@ TEST(AttemptLayout, BuildsTheAttemptFolderAndRankFiles) {
             dir + "/rank-0.stderr");
 }
 
+TEST(AttemptLayout, PutsCheckpointsUnderTheRootByRunAndAttempt) {
+  EXPECT_EQ(AttemptLayout::CheckpointDir("/lustre/ckpt", Key(12, 2)),
+            "/lustre/ckpt/run-12/attempt-2");
+  EXPECT_EQ(AttemptLayout::CheckpointPath("/lustre/ckpt", Key(12, 1), 7),
+            "/lustre/ckpt/run-12/attempt-1/checkpoint-epoch-000007.pt");
+}
+
 TEST(AttemptLayout, ParsesBackWhatItBuilds) {
   const AttemptLayout layout("/w");
   const v1::AttemptKey key = Key(4200000000, 7);

@@ -23,6 +23,45 @@ TEST(ParseAgentArgs, FillsDefaults) {
   EXPECT_EQ(options->workdir.front(), '/');
   EXPECT_NE(options->worker_path.find("/hpcai500-worker"), std::string::npos);
   EXPECT_GE(options->cpus, 1);
+  EXPECT_EQ(options->checkpoint_root, options->workdir + "/checkpoints");
+  EXPECT_FALSE(options->shared_checkpoints);
+}
+
+TEST(ParseAgentArgs, ReadsTheCheckpointRootAndMakesItAbsolute) {
+  TempDir dir;
+  const std::string relative =
+      std::filesystem::relative(dir.path(), std::filesystem::current_path())
+          .string();
+  ASSERT_NE(relative.front(), '/');
+  absl::StatusOr<AgentOptions> options = ParseAgentArgs(
+      {"--coordinator", "h:1", "--name", "n", "--checkpoint-root",
+       relative + "/ckpt/", "--shared-checkpoints"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->checkpoint_root, dir.path() + "/ckpt");
+  EXPECT_TRUE(options->shared_checkpoints);
+
+  options = ParseAgentArgs({"--coordinator", "h:1", "--name", "n",
+                            "--checkpoint-root=/lustre/ckpt"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->checkpoint_root, "/lustre/ckpt");
+  EXPECT_FALSE(options->shared_checkpoints);
+}
+
+TEST(ParseAgentArgs, SharedCheckpointsNeedAnExplicitRoot) {
+  absl::StatusOr<AgentOptions> options = ParseAgentArgs(
+      {"--coordinator", "h:1", "--name", "n", "--shared-checkpoints"});
+  ASSERT_FALSE(options.ok());
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(options.status().message().rfind(
+                "--shared-checkpoints: needs --checkpoint-root", 0),
+            0u)
+      << options.status();
+}
+
+TEST(AgentUsage, NamesTheCheckpointFlags) {
+  const std::string usage = kAgentUsage;
+  EXPECT_NE(usage.find("--checkpoint-root DIR"), std::string::npos);
+  EXPECT_NE(usage.find("--shared-checkpoints"), std::string::npos);
 }
 
 TEST(ParseAgentArgs, ReadsEveryFlag) {
@@ -61,6 +100,14 @@ TEST(ParseAgentArgs, RefusalsNameTheFlag) {
             "--token-file"},
            {{"--coordinator", "h:1", "--name", "n", "--name", "m"}, "--name"},
            {{"--coordinator", "h:1", "--name", "n", "--address="}, "--address"},
+           {{"--coordinator", "h:1", "--name", "n", "--checkpoint-root="},
+            "--checkpoint-root"},
+           {{"--coordinator", "h:1", "--name", "n", "--checkpoint-root", "/a",
+             "--checkpoint-root", "/b"},
+            "--checkpoint-root"},
+           {{"--coordinator", "h:1", "--name", "n", "--checkpoint-root", "/a",
+             "--shared-checkpoints=yes"},
+            "shared-checkpoints"},  // a switch takes no value
            {{"--coordinator", "h:1", "--name", "n", "--token", "t",
              "--token-file", "f"},
             "--token"}}) {

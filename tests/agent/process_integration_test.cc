@@ -41,6 +41,7 @@ class ProcessIntegrationTest : public ::testing::Test {
     SupervisorOptions options;
     options.address = "127.0.0.1";
     options.node.workdir = dir_.path();
+    options.node.checkpoint_root = dir_.path() + "/checkpoints";
     options.node.worker_path = AGENT_FAKE_WORKER;
     options.node.cpus = 2;
     options.node.base_env = {"PATH=/usr/bin:/bin"};

@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,37 @@ std::vector<v1::WorkerExited> Exits(
   return exits;
 }
 
+v1::Acks EventAck(const v1::AttemptKey& key, int rank, int64_t seq) {
+  v1::Acks acks;
+  v1::Ack* ack = acks.add_acks();
+  *ack->mutable_key() = key;
+  ack->set_rank(rank);
+  ack->set_seq(seq);
+  return acks;
+}
+
+v1::Acks ExitAck(const v1::AttemptKey& key, int rank) {
+  v1::Acks acks;
+  v1::ExitAck* ack = acks.add_exits();
+  *ack->mutable_key() = key;
+  ack->set_rank(rank);
+  return acks;
+}
+
+// Attempt 2 of run `run`, resuming from attempt 1's checkpoint of `epoch`.
+v1::Assignment Resume(int64_t run, int epoch) {
+  v1::Assignment a = Start(run, {0}, 1);
+  a.mutable_key()->set_attempt(2);
+  a.mutable_spec()->set_epochs(3);
+  a.set_resume_from_attempt(1);
+  a.set_resume_from_epoch(epoch);
+  return a;
+}
+
+bool Has(const std::vector<std::string>& argv, const std::string& arg) {
+  return std::find(argv.begin(), argv.end(), arg) != argv.end();
+}
+
 bool CanBind(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -71,8 +104,13 @@ class SupervisorTest : public ::testing::Test {
     options.node.workdir = dir_.path();
     options.node.worker_path = "/opt/hpcai500-worker";
     options.node.cpus = 4;
+    options.node.checkpoint_root = dir_.path() + "/ckpt";
     options.kill_grace_ms = 10000;
     return options;
+  }
+  std::string CheckpointDir(int64_t run, int attempt) {
+    return dir_.path() + "/ckpt/run-" + std::to_string(run) + "/attempt-" +
+           std::to_string(attempt);
   }
   std::unique_ptr<Supervisor> Make() {
     return std::make_unique<Supervisor>(Options(), &processes_, &clock_);
@@ -138,21 +176,251 @@ TEST_F(SupervisorTest, ExitIsReportedAfterTheRemainingEvents) {
   ASSERT_TRUE(out[1].has_worker_exited());
   EXPECT_EQ(out[1].worker_exited().exit_code(), 3);
   EXPECT_EQ(out[1].worker_exited().stderr_tail(), "boom: bad thing\n");
-  EXPECT_TRUE(supervisor->Running().empty());
-  EXPECT_TRUE(Exits(supervisor->Poll()).empty());  // reported once
+  ASSERT_EQ(supervisor->Running().size(), 1u);
+  EXPECT_EQ(supervisor->Running()[0].ranks_size(), 0);  // exited, not acked
+  EXPECT_TRUE(Exits(supervisor->Poll()).empty());       // reported once
 
   // Kept until acknowledged, then forgotten and marked done.
   EXPECT_EQ(supervisor->attempt_count(), 1u);
-  v1::Acks acks;
-  v1::Ack* ack = acks.add_acks();
-  ack->mutable_key()->set_run_id(5);
-  ack->mutable_key()->set_attempt(1);
-  ack->set_rank(0);
-  ack->set_seq(3);
-  supervisor->HandleAcks(acks);
+  supervisor->HandleAcks(EventAck(Start(5, {0}, 1).key(), 0, 3));
+  supervisor->HandleAcks(ExitAck(Start(5, {0}, 1).key(), 0));
   supervisor->Poll();
   EXPECT_EQ(supervisor->attempt_count(), 0u);
   EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+}
+
+TEST_F(SupervisorTest, RankIsDoneOnlyOnceItsExitIsAcknowledged) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(RankFile(5, 0, ".events"), EventLineText(1, 0));
+  processes_.exits[100] = ExitStatus{0, 0};
+  ASSERT_EQ(Exits(supervisor->Poll()).size(), 1u);
+  supervisor->HandleAcks(EventAck(key, 0, 1));
+  supervisor->Poll();
+  // Every event is acknowledged, the exit is not: kept and sent again.
+  EXPECT_FALSE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_EQ(supervisor->attempt_count(), 1u);
+  EXPECT_EQ(Exits(supervisor->Resend()).size(), 1u);
+
+  supervisor->HandleAcks(ExitAck(Start(6, {0}, 1).key(), 0));  // another run
+  supervisor->Poll();
+  EXPECT_FALSE(FileExists(RankFile(5, 0, ".done")));
+
+  supervisor->HandleAcks(ExitAck(key, 0));
+  EXPECT_TRUE(Exits(supervisor->Resend()).empty());  // stored: not resent
+  supervisor->Poll();
+  EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_EQ(supervisor->attempt_count(), 0u);
+}
+
+TEST_F(SupervisorTest, AcknowledgedExitWaitsForTheEventAcks) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(RankFile(5, 0, ".events"),
+               EventLineText(1, 0) + EventLineText(2, 0));
+  processes_.exits[100] = ExitStatus{0, 0};
+  supervisor->Poll();
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->HandleAcks(EventAck(key, 0, 1));
+  supervisor->Poll();
+  EXPECT_FALSE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_EQ(EventSeqs(supervisor->Resend()), (std::vector<int64_t>{2}));
+  supervisor->HandleAcks(EventAck(key, 0, 2));
+  supervisor->Poll();
+  EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+}
+
+TEST_F(SupervisorTest, RunningListsRunningRanksApartFromUnacknowledgedExits) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0, 1}, 2));
+  processes_.exits[100] = ExitStatus{0, 0};  // rank 0 ends first
+  supervisor->Poll();
+  std::vector<v1::RunningAttempt> running = supervisor->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(
+      std::vector<int>(running[0].ranks().begin(), running[0].ranks().end()),
+      (std::vector<int>{1}));
+  EXPECT_EQ(std::vector<int>(running[0].exited_ranks().begin(),
+                             running[0].exited_ranks().end()),
+            (std::vector<int>{0}));
+
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->Poll();
+  running = supervisor->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].ranks_size(), 1);
+  EXPECT_EQ(running[0].exited_ranks_size(), 0);  // rank 0 is done
+
+  processes_.exits[101] = ExitStatus{0, 0};
+  supervisor->Poll();
+  running = supervisor->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].ranks_size(), 0);
+  EXPECT_EQ(running[0].exited_ranks_size(), 1);
+}
+
+TEST_F(SupervisorTest, ReattachReportsAnUnacknowledgedExitAgain) {
+  const v1::AttemptKey key = Start(8, {0}, 1).key();
+  {
+    auto before = Make();
+    before->HandleAssignment(Start(8, {0}, 1));
+    processes_.exits[100] = ExitStatus{2, 0};
+    ASSERT_EQ(Exits(before->Poll()).size(), 1u);
+  }  // the agent goes away before the coordinator acknowledged the exit
+  auto after = Make();
+  EXPECT_EQ(after->Reattach(), 1);
+  std::vector<v1::RunningAttempt> running = after->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].ranks_size(), 0);
+  ASSERT_EQ(running[0].exited_ranks_size(), 1);
+  EXPECT_EQ(running[0].exited_ranks(0), 0);
+  std::vector<v1::WorkerExited> exits = Exits(after->Resend());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code(), 2);
+
+  after->HandleAcks(ExitAck(key, 0));
+  after->Poll();
+  EXPECT_TRUE(FileExists(RankFile(8, 0, ".done")));
+  EXPECT_EQ(after->attempt_count(), 0u);
+}
+
+TEST_F(SupervisorTest, EveryAttemptGetsACheckpointFolder) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  ASSERT_EQ(processes_.launches.size(), 1u);
+  const std::vector<std::string>& argv = processes_.launches[0].argv;
+  auto flag = std::find(argv.begin(), argv.end(), "--checkpoint-dir");
+  ASSERT_NE(flag, argv.end());
+  ASSERT_NE(flag + 1, argv.end());
+  EXPECT_EQ(*(flag + 1), CheckpointDir(5, 1));
+  EXPECT_TRUE(std::filesystem::is_directory(CheckpointDir(5, 1)));
+  EXPECT_FALSE(Has(argv, "--resume"));
+}
+
+TEST_F(SupervisorTest, ResumedStartLinksTheSourceCheckpointIntoItsFolder) {
+  const std::string source =
+      CheckpointDir(5, 1) + "/checkpoint-epoch-000002.pt";
+  ASSERT_TRUE(MakeDirectories(CheckpointDir(5, 1)).ok());
+  AppendToFile(source, "epoch 2 weights");
+  auto supervisor = Make();
+  EXPECT_TRUE(supervisor->HandleAssignment(Resume(5, 2)).empty());
+  const std::string linked =
+      CheckpointDir(5, 2) + "/checkpoint-epoch-000002.pt";
+  ASSERT_TRUE(FileExists(linked));
+  EXPECT_EQ(ReadFile(linked), "epoch 2 weights");
+  EXPECT_EQ(Inode(linked), Inode(source));  // a link, not a copy
+  ASSERT_EQ(processes_.launches.size(), 1u);
+  EXPECT_TRUE(Has(processes_.launches[0].argv, "--resume"));
+  EXPECT_TRUE(Has(processes_.launches[0].argv, CheckpointDir(5, 2)));
+}
+
+TEST_F(SupervisorTest, MissingResumeSourceStillStarts) {
+  auto supervisor = Make();
+  EXPECT_TRUE(supervisor->HandleAssignment(Resume(5, 2)).empty());
+  ASSERT_EQ(processes_.launches.size(), 1u);
+  EXPECT_TRUE(Has(processes_.launches[0].argv, "--resume"));
+  EXPECT_TRUE(std::filesystem::is_directory(CheckpointDir(5, 2)));
+  EXPECT_TRUE(std::filesystem::is_empty(CheckpointDir(5, 2)));
+  EXPECT_EQ(supervisor->Running().size(), 1u);
+}
+
+TEST_F(SupervisorTest, RankZeroSuccessRemovesTheCheckpointsOnceDelivered) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0, 1}, 2));
+  AppendToFile(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt", "w");
+  processes_.exits[100] = ExitStatus{0, 0};
+  processes_.exits[101] = ExitStatus{0, 0};
+  supervisor->Poll();
+  EXPECT_TRUE(std::filesystem::exists(CheckpointDir(5, 1)));  // not acked
+  supervisor->HandleAcks(ExitAck(key, 1));
+  supervisor->Poll();
+  EXPECT_TRUE(std::filesystem::exists(CheckpointDir(5, 1)));  // rank 1 only
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->Poll();
+  EXPECT_FALSE(std::filesystem::exists(CheckpointDir(5, 1)));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/ckpt/run-5"));
+}
+
+TEST_F(SupervisorTest, FailedAttemptKeepsItsCheckpointsForAResume) {
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt", "w");
+  processes_.exits[100] = ExitStatus{-1, SIGKILL};
+  supervisor->Poll();
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->Poll();
+  EXPECT_TRUE(FileExists(RankFile(5, 0, ".done")));
+  EXPECT_TRUE(FileExists(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt"));
+}
+
+TEST_F(SupervisorTest, FenceAllStopsEveryRunningAttemptOnce) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start(5, {0, 1}, 2));  // pids 100, 101
+  supervisor->HandleAssignment(Start(6, {0}, 1));     // pid 102
+  supervisor->HandleAssignment(Start(7, {0}, 1));     // pid 103, ends
+  processes_.exits[103] = ExitStatus{0, 0};
+  supervisor->Poll();
+  v1::Assignment reserve;
+  reserve.set_phase(v1::Assignment::PHASE_RESERVE);
+  *reserve.mutable_key() = Start(9, {0}, 1).key();
+  std::vector<v1::AgentMessage> reserved =
+      supervisor->HandleAssignment(reserve);
+  ASSERT_EQ(reserved.size(), 1u);
+  const int port = reserved[0].port_reserved().port();
+  ASSERT_FALSE(CanBind(port));
+  processes_.signals.clear();  // run 7's group, killed when it was reaped
+
+  EXPECT_EQ(supervisor->FenceAll("self-fenced: test"), 2);
+  EXPECT_EQ(processes_.signals,
+            (std::vector<std::pair<pid_t, int>>{
+                {100, SIGTERM}, {101, SIGTERM}, {102, SIGTERM}}));
+  EXPECT_TRUE(CanBind(port));  // the reservation is given up too
+  EXPECT_EQ(supervisor->FenceAll("self-fenced: test"), 0);  // once
+  EXPECT_EQ(processes_.signals.size(), 3u);
+
+  processes_.signals.clear();
+  clock_.now_ms += 10000;  // nobody obeyed for the whole grace
+  supervisor->Poll();
+  EXPECT_EQ(processes_.signals,
+            (std::vector<std::pair<pid_t, int>>{
+                {100, SIGKILL}, {101, SIGKILL}, {102, SIGKILL}}));
+  // Their exits are reported as usual.
+  processes_.exits[100] = ExitStatus{-1, SIGKILL};
+  processes_.exits[101] = ExitStatus{-1, SIGKILL};
+  processes_.exits[102] = ExitStatus{-1, SIGKILL};
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 3u);
+  EXPECT_EQ(exits[2].key().run_id(), 6);
+  EXPECT_EQ(exits[2].signal(), SIGKILL);
+}
+
+TEST_F(SupervisorTest, FencedWorkerOfAnEarlierAgentIsReportedAsStopped) {
+  {
+    auto before = Make();
+    before->HandleAssignment(Start(8, {0}, 1));
+  }
+  auto after = Make();
+  ASSERT_EQ(after->Reattach(), 1);
+  EXPECT_EQ(after->FenceAll("self-fenced: test"), 1);
+  EXPECT_EQ(processes_.signals,
+            (std::vector<std::pair<pid_t, int>>{{100, SIGTERM}}));
+  processes_.start_times.clear();  // it obeyed
+  std::vector<v1::WorkerExited> exits = Exits(after->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].exit_code(), -1);
+  EXPECT_EQ(exits[0].error(),
+            "stopped by the agent; exit status unknown (not its child)");
+}
+
+TEST_F(SupervisorTest, FenceAllWithNothingRunningStopsNothing) {
+  auto supervisor = Make();
+  EXPECT_EQ(supervisor->FenceAll("self-fenced: test"), 0);
+  EXPECT_TRUE(processes_.signals.empty());
 }
 
 TEST_F(SupervisorTest, ResendCarriesUnackedEventsThenReportedExits) {
@@ -227,11 +495,7 @@ TEST_F(SupervisorTest, ReattachFollowsALiveWorkerAndDerivesItsOutcome) {
     before->HandleAssignment(Start(8, {0, 1}, 2));
     AppendToFile(RankFile(8, 0, ".events"), EventLineText(1, 0));
     before->Poll();
-    v1::Acks acks;
-    v1::Ack* ack = acks.add_acks();
-    *ack->mutable_key() = Start(8, {0}, 1).key();
-    ack->set_seq(1);
-    before->HandleAcks(acks);
+    before->HandleAcks(EventAck(Start(8, {0}, 1).key(), 0, 1));
   }  // the agent goes away; workers 100 and 101 keep running
   auto after = Make();
   EXPECT_EQ(after->Reattach(), 2);
@@ -239,6 +503,7 @@ TEST_F(SupervisorTest, ReattachFollowsALiveWorkerAndDerivesItsOutcome) {
   ASSERT_EQ(running.size(), 1u);
   EXPECT_EQ(running[0].key().run_id(), 8);
   EXPECT_EQ(running[0].ranks_size(), 2);
+  EXPECT_EQ(running[0].exited_ranks_size(), 0);
 
   AppendToFile(
       RankFile(8, 0, ".events"),
@@ -277,6 +542,8 @@ TEST_F(SupervisorTest, DeliveredAttemptsAreNotTakenUpAgain) {
     auto before = Make();
     before->HandleAssignment(Start(8, {0}, 1));
     processes_.exits[100] = ExitStatus{0, 0};
+    before->Poll();
+    before->HandleAcks(ExitAck(Start(8, {0}, 1).key(), 0));
     before->Poll();
     EXPECT_EQ(before->attempt_count(), 0u);  // no events: nothing to ack
   }

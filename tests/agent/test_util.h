@@ -5,6 +5,7 @@
 #define HPCAI500_TESTS_AGENT_TEST_UTIL_H_
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,13 @@ class TempDir {
 inline void AppendToFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::app | std::ios::binary);
   out << text;
+}
+
+// The inode number of path (0 when it cannot be read): equal for a file and
+// its hard link.
+inline ino_t Inode(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
 using ::hpcai500::testing::ProcessAlive;

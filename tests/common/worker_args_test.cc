@@ -133,5 +133,13 @@ TEST(WorkerArgs, HelpWinsWhereverItStands) {
             ArgvOutcome::kHelp);
 }
 
+// The worker writes and the agent links checkpoints under this one name.
+TEST(CheckpointFileName, PadsTheEpochToSixDigits) {
+  EXPECT_EQ(CheckpointFileName(0), "checkpoint-epoch-000000.pt");
+  EXPECT_EQ(CheckpointFileName(7), "checkpoint-epoch-000007.pt");
+  EXPECT_EQ(CheckpointFileName(123456), "checkpoint-epoch-123456.pt");
+  EXPECT_EQ(CheckpointFileName(1234567), "checkpoint-epoch-1234567.pt");
+}
+
 }  // namespace
 }  // namespace hpcai500

@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/worker_args.h"
+
 namespace hpcai500::worker {
 
 namespace {
@@ -176,10 +178,7 @@ void WriteFileAtomically(const std::string& path,
 }
 
 std::string CheckpointPath(const std::string& dir, int64_t epoch) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "%s%06lld%s", kPrefix,
-                static_cast<long long>(epoch), kSuffix);
-  return (fs::path(dir) / name).string();
+  return (fs::path(dir) / CheckpointFileName(epoch)).string();
 }
 
 std::string SaveCheckpoint(const std::string& dir, const TrainingState& state,
