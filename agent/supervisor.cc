@@ -13,6 +13,7 @@
 #include "agent/internal/where.h"
 #include "common/event_keys.h"
 #include "common/log.h"
+#include "common/run_state.h"
 
 namespace hpcai500::agent {
 
@@ -367,7 +368,7 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
       rank.exit = ExitRecord{
           {-1, 0}, "stopped by the agent; exit status unknown (not its child)"};
     } else if (!stop) {
-      rank.exit = ExitRecord{{-1, 0}, "worker lost while the agent was down"};
+      rank.exit = ExitRecord{{-1, 0}, kWorkerLostError};
     } else {
       rank.exit =
           ExitRecord{{*stop == event_keys::kStatusSuccess ? 0 : 1, 0}, ""};

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <iostream>
@@ -110,6 +111,9 @@ absl::Status RunServer(const Flags& flags) {
   RealClock clock;
   CoordinatorOptions options;
   options.node_timeout_ms = int64_t{flags.node_timeout_s} * 1000;
+  // At least three heartbeats per timeout, so one late beat loses nothing.
+  options.heartbeat_interval_ms = static_cast<int32_t>(std::min<int64_t>(
+      options.heartbeat_interval_ms, options.node_timeout_ms / 3));
   ASSIGN_OR_RETURN(
       std::unique_ptr<Coordinator> coordinator,
       Coordinator::Create(store.get(), &clock, &Registry::Builtin(), options));

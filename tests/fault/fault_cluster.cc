@@ -2,7 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "nlohmann/json.hpp"
 
@@ -12,17 +14,72 @@ bool FaultCluster::StartFakeAgent(const std::string& name) {
   return StartAgent(name, /*slots=*/1, {"--worker", FAULT_TORN_LINE_WORKER});
 }
 
-std::string FaultCluster::SubmitRun(const std::string& name, int seed) {
-  const std::string spec = WriteSpec(
-      name, "name: " + name +
-                "\nworkload: image_classification\n"
-                "config: fashion_mnist_smoke\nlevel: system\nnodes: 1\n"
-                "ranks_per_node: 1\ndevice: cpu\nbatch_size: 64\n"
-                "precision: fp32\nseed: " +
-                std::to_string(seed) + "\nsystem: loopback-cpu\n");
-  CommandResult submit = Cli({"submit", spec});
+namespace {
+
+std::string SpecYaml(const std::string& name, int seed, int nodes) {
+  return "name: " + name +
+         "\nworkload: image_classification\n"
+         "config: fashion_mnist_smoke\nlevel: system\nnodes: " +
+         std::to_string(nodes) +
+         "\nranks_per_node: 1\ndevice: cpu\nbatch_size: 64\n"
+         "precision: fp32\nseed: " +
+         std::to_string(seed) + "\nsystem: loopback-cpu\n";
+}
+
+// Runs `sql` (one row of integers; `params` bound to ?1, ?2, ..., as
+// integers where they are numbers) on the
+// database file read-only; zeros when it cannot.
+std::vector<int64_t> QueryRow(const std::string& db_path, const char* sql,
+                              const std::vector<std::string>& params,
+                              int columns) {
+  std::vector<int64_t> row(columns, 0);
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_close(db);
+    return row;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) == SQLITE_OK) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      // Numbers bind as integers: SQLite never finds the text '0' = 0.
+      char* end = nullptr;
+      const long long number = std::strtoll(params[i].c_str(), &end, 10);
+      if (!params[i].empty() && *end == '\0') {
+        sqlite3_bind_int64(stmt, static_cast<int>(i + 1), number);
+      } else {
+        sqlite3_bind_text(stmt, static_cast<int>(i + 1), params[i].c_str(), -1,
+                          SQLITE_TRANSIENT);
+      }
+    }
+    if (sqlite3_step(stmt) == SQLITE_ROW) {
+      for (int c = 0; c < columns; ++c) row[c] = sqlite3_column_int64(stmt, c);
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return row;
+}
+
+}  // namespace
+
+std::string FaultCluster::SubmitRun(const std::string& name, int seed,
+                                    int nodes) {
+  CommandResult submit =
+      Cli({"submit", WriteSpec(name, SpecYaml(name, seed, nodes))});
   if (submit.exit_code != 0) return "";
   return submit.out.substr(0, submit.out.find('\n'));
+}
+
+std::string FaultCluster::SubmitSmokeRun(const std::string& name) {
+  return SubmitRun(name, /*seed=*/1, /*nodes=*/1);
+}
+
+nlohmann::json FaultCluster::ShowRun(const std::string& run_id) {
+  CommandResult show = Cli({"show", run_id, "--json"});
+  if (show.exit_code != 0) return nullptr;
+  return nlohmann::json::parse(show.out, nullptr, /*allow_exceptions=*/false);
 }
 
 std::string FaultCluster::WaitForEnd(const std::string& run_id,
@@ -30,44 +87,75 @@ std::string FaultCluster::WaitForEnd(const std::string& run_id,
   std::string state;
   WaitFor(
       [&] {
-        CommandResult show = Cli({"show", run_id, "--json"});
-        nlohmann::json run = nlohmann::json::parse(show.out, nullptr,
-                                                   /*allow_exceptions=*/false);
-        state = show.exit_code == 0 && run.is_object() ? run.value("state", "")
-                                                       : "";
-        return !state.empty() && state != "RUN_STATE_QUEUED" &&
-               state != "RUN_STATE_RUNNING";
+        nlohmann::json run = ShowRun(run_id);
+        state = run.is_object() ? run.value("state", "") : "";
+        return state == "RUN_STATE_SUCCEEDED" || state == "RUN_STATE_FAILED" ||
+               state == "RUN_STATE_CANCELLED";
       },
       timeout);
   return state;
 }
 
-StoredEventCounts FaultCluster::CountStoredEvents(const std::string& run_id) {
-  StoredEventCounts counts;
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path().c_str(), &db, SQLITE_OPEN_READONLY, nullptr) !=
-      SQLITE_OK) {
-    sqlite3_close(db);
-    return counts;
-  }
-  sqlite3_busy_timeout(db, 5000);
-  sqlite3_stmt* count = nullptr;
-  const char* sql =
+StoredEventCounts FaultCluster::CountStoredEvents(const std::string& run_id,
+                                                  int attempt) {
+  const std::vector<int64_t> row = QueryRow(
+      db_path(),
       "SELECT COUNT(*), COUNT(DISTINCT attempt || '/' || rank || '/' || seq), "
       "COALESCE(SUM(error != ''), 0), COALESCE(MAX(seq), 0) FROM events "
-      "WHERE run_id = ?";
-  if (sqlite3_prepare_v2(db, sql, -1, &count, nullptr) == SQLITE_OK) {
-    sqlite3_bind_int64(count, 1, std::stoll(run_id));
-    if (sqlite3_step(count) == SQLITE_ROW) {
-      counts.rows = sqlite3_column_int64(count, 0);
-      counts.distinct = sqlite3_column_int64(count, 1);
-      counts.errors = sqlite3_column_int64(count, 2);
-      counts.max_seq = sqlite3_column_int64(count, 3);
-    }
+      "WHERE run_id = ?1 AND (?2 = 0 OR attempt = ?2)",
+      {run_id, std::to_string(attempt)}, 4);
+  return StoredEventCounts{row[0], row[1], row[2], row[3]};
+}
+
+int64_t FaultCluster::CountStoredKey(const std::string& run_id, int attempt,
+                                     const std::string& key) {
+  return QueryRow(
+      db_path(),
+      "SELECT COUNT(*) FROM events WHERE run_id = ?1 AND "
+      "attempt = ?2 AND line LIKE ?3",
+      {run_id, std::to_string(attempt), "%\"key\": \"" + key + "\"%"}, 1)[0];
+}
+
+int64_t FaultCluster::CountResults(const std::string& run_id) {
+  return QueryRow(db_path(), "SELECT COUNT(*) FROM results WHERE run_id = ?1",
+                  {run_id}, 1)[0];
+}
+
+std::string FaultCluster::AttemptDir(const std::string& name,
+                                     const std::string& run_id,
+                                     int attempt) const {
+  return agent_workdir(name) + "/runs/" + run_id + "/attempt-" +
+         std::to_string(attempt);
+}
+
+pid_t FaultCluster::WorkerPid(const std::string& name,
+                              const std::string& run_id, int attempt,
+                              int rank) const {
+  const std::string text = ReadFile(AttemptDir(name, run_id, attempt) +
+                                    "/rank-" + std::to_string(rank) + ".pid");
+  return text.empty() ? 0 : static_cast<pid_t>(std::atol(text.c_str()));
+}
+
+int64_t FaultCluster::LostEvents(const std::string& name,
+                                 const std::string& run_id, int attempt,
+                                 int rank, bool acked_only) {
+  const std::string base =
+      AttemptDir(name, run_id, attempt) + "/rank-" + std::to_string(rank);
+  int64_t written = 0;
+  if (acked_only) {
+    written = std::atoll(ReadFile(base + ".acked").c_str());
+  } else {
+    const std::string text = ReadFile(base + ".events");
+    written = std::count(text.begin(), text.end(), '\n');
   }
-  sqlite3_finalize(count);
-  sqlite3_close(db);
-  return counts;
+  const int64_t stored =
+      QueryRow(db_path(),
+               "SELECT COUNT(DISTINCT seq) FROM events WHERE run_id = ?1 AND "
+               "attempt = ?2 AND rank = ?3 AND seq <= ?4",
+               {run_id, std::to_string(attempt), std::to_string(rank),
+                std::to_string(written)},
+               1)[0];
+  return written - stored;
 }
 
 std::string PrintFaultSummary(const std::string& fault,

@@ -1,15 +1,20 @@
-// FaultCluster: a TestCluster for the fault tests, whose agents run the
-// torn_line_worker stand-in, with what every fault test needs: submit a run,
-// wait for it to end, count its stored events, and print the one summary
-// line ("FAULT ...: lost N, stored twice M") each fault test ends with.
+// FaultCluster: a TestCluster for the fault tests, with what every fault
+// test needs: agents with the real worker or the torn_line_worker stand-in,
+// submit a run, wait for it to end, count its stored events against what
+// the workers wrote, and print the one summary line ("FAULT ...: lost N,
+// stored twice M") each fault test ends with.
 //
 // Not thread-safe: one test thread drives it.
 #ifndef HPCAI500_TESTS_FAULT_FAULT_CLUSTER_H_
 #define HPCAI500_TESTS_FAULT_FAULT_CLUSTER_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "nlohmann/json.hpp"
 #include "tests/integration/harness.h"
 
 namespace hpcai500::testing {
@@ -29,15 +34,42 @@ class FaultCluster : public TestCluster {
 
   // Starts an agent `name` with one slot whose worker is the stand-in.
   bool StartFakeAgent(const std::string& name);
-  // Submits a one-rank run; seed 1 writes whole lines only, another seed
-  // tears one line. Returns the run id ("" on failure).
-  std::string SubmitRun(const std::string& name, int seed);
-  // Waits up to `timeout` for the run to leave QUEUED/RUNNING; returns its
-  // last state ("" when `show` failed).
+  // Submits a run of `nodes` one-rank nodes for the stand-in; seed 1 writes
+  // whole lines only, another seed tears one line. Returns the run id (""
+  // on failure).
+  std::string SubmitRun(const std::string& name, int seed, int nodes = 1);
+  // Submits a one-rank Fashion-MNIST smoke run (2 epochs) for the real
+  // worker. Returns the run id ("" on failure).
+  std::string SubmitSmokeRun(const std::string& name);
+  // `hpcai500 show RUN --json`, parsed; null when it failed.
+  nlohmann::json ShowRun(const std::string& run_id);
+  // Waits up to `timeout` for the run to end (succeeded, failed or
+  // cancelled); returns its last state ("" when `show` failed).
   std::string WaitForEnd(const std::string& run_id,
                          std::chrono::seconds timeout);
-  // Counts the run's events straight from the database file (read-only).
-  StoredEventCounts CountStoredEvents(const std::string& run_id);
+  // Counts the run's events (of one attempt, or of all when attempt is 0)
+  // straight from the database file (read-only).
+  StoredEventCounts CountStoredEvents(const std::string& run_id,
+                                      int attempt = 0);
+  // How many stored lines of the run's `attempt` carry event `key`.
+  int64_t CountStoredKey(const std::string& run_id, int attempt,
+                         const std::string& key);
+  // How many results the run has stored (a run is scored once).
+  int64_t CountResults(const std::string& run_id);
+
+  // The folder of `attempt` of `run_id` in agent `name`'s workdir, and the
+  // path of one of its rank files ("rank-0.events", ...).
+  std::string AttemptDir(const std::string& name, const std::string& run_id,
+                         int attempt) const;
+  // The pid in the pid file of `rank` of that attempt (0 when none).
+  pid_t WorkerPid(const std::string& name, const std::string& run_id,
+                  int attempt, int rank) const;
+  // Events that rank wrote but the store lacks: the lines of its events
+  // file, or only up to its acknowledged seq when `acked_only` (what an
+  // agent lost with its node may not have sent), minus the distinct seqs
+  // stored for it.
+  int64_t LostEvents(const std::string& name, const std::string& run_id,
+                     int attempt, int rank, bool acked_only);
 };
 
 // Prints the fault tests' summary line to stdout and returns it.

@@ -35,7 +35,7 @@ std::string Line(int seq, const char* rank) {
 int main(int argc, char** argv) {
   std::string events_path;
   bool tear = true;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i + 1 < argc; ++i) {  // bool flags stand alone
     if (std::strcmp(argv[i], "--events-file") == 0) events_path = argv[i + 1];
     if (std::strcmp(argv[i], "--seed") == 0) {
       tear = std::strcmp(argv[i + 1], "1") != 0;

@@ -120,12 +120,18 @@ std::string TestCluster::grpc_address() const {
   return "127.0.0.1:" + std::to_string(grpc_port_);
 }
 
-bool TestCluster::StartCoordinator() {
-  coordinator_ =
-      StartLogged({BinaryPath("hpcai500d"), "--grpc", grpc_address(), "--http",
-                   "127.0.0.1:" + std::to_string(http_port_), "--db", db_path(),
-                   "--web-dir", std::string(HPCAI500_SOURCE_DIR) + "/web"},
-                  dir_ + "/hpcai500d.log");
+bool TestCluster::StartCoordinator(const std::vector<std::string>& extra_args) {
+  std::vector<std::string> argv = {BinaryPath("hpcai500d"),
+                                   "--grpc",
+                                   grpc_address(),
+                                   "--http",
+                                   "127.0.0.1:" + std::to_string(http_port_),
+                                   "--db",
+                                   db_path(),
+                                   "--web-dir",
+                                   std::string(HPCAI500_SOURCE_DIR) + "/web"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  coordinator_ = StartLogged(argv, dir_ + "/hpcai500d.log");
   return WaitFor([&] { return Cli({"list"}).exit_code == 0; },
                  std::chrono::seconds(20));
 }
@@ -165,6 +171,11 @@ void TestCluster::StopAgent(const std::string& name, int sig) {
   it->second->Signal(sig);
   it->second->Wait(std::chrono::seconds(20));
   agents_.erase(it);
+}
+
+void TestCluster::SignalAgent(const std::string& name, int sig) {
+  auto it = agents_.find(name);
+  if (it != agents_.end()) it->second->Signal(sig);
 }
 
 CommandResult TestCluster::Cli(const std::vector<std::string>& args,

@@ -44,9 +44,10 @@ class TestCluster {
     return dir_ + "/agent-" + name;
   }
 
-  // Starts hpcai500d on fixed ports (the same across restarts) and waits
-  // until it accepts calls. Returns false if it did not come up.
-  bool StartCoordinator();
+  // Starts hpcai500d on fixed ports (the same across restarts), with
+  // `extra_args` after the harness's own flags, and waits until it accepts
+  // calls. Returns false if it did not come up.
+  bool StartCoordinator(const std::vector<std::string>& extra_args = {});
   // Sends `sig` and waits for the coordinator to exit.
   void StopCoordinator(int sig);
   // Starts an agent (with extra_args after the harness's own flags) and
@@ -54,6 +55,8 @@ class TestCluster {
   bool StartAgent(const std::string& name, int slots,
                   const std::vector<std::string>& extra_args = {});
   void StopAgent(const std::string& name, int sig);
+  // Sends `sig` to agent `name` without waiting (SIGSTOP, SIGCONT).
+  void SignalAgent(const std::string& name, int sig);
 
   // Runs the CLI against this cluster.
   CommandResult Cli(const std::vector<std::string>& args,

@@ -1,0 +1,105 @@
+// hpcai500d killed with SIGKILL, with the real worker training: once in the
+// middle of the run, once while the run finishes. Restarted on the same
+// database, it takes the run up again and scores it; every event the worker
+// wrote is stored once.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "tests/fault/fault_cluster.h"
+
+namespace hpcai500::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Waits for the agent to have every event of the run's rank 0 acknowledged
+// (its .done file), then checks what the store holds and prints the
+// summary line.
+void ExpectEveryEventStoredOnce(FaultCluster& cluster,
+                                const std::string& run_id,
+                                const std::string& fault,
+                                const std::string& what_happened) {
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return std::filesystem::exists(cluster.AttemptDir("node-a", run_id, 1) +
+                                       "/rank-0.done");
+      },
+      seconds(30)));
+  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
+  const int64_t lost = cluster.LostEvents("node-a", run_id, 1, 0,
+                                          /*acked_only=*/false);
+  const int64_t twice = stored.rows - stored.distinct;
+  PrintFaultSummary(fault, what_happened, lost, twice);
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(twice, 0);
+  EXPECT_GT(stored.distinct, 20);  // the counts are of real rows
+  EXPECT_EQ(stored.errors, 0);
+  EXPECT_EQ(cluster.CountResults(run_id), 1);
+}
+
+TEST(CoordinatorKilled, MidRunTheRunCompletesWithEachEpochStoredOnce) {
+  FaultCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator());
+  ASSERT_TRUE(cluster.StartAgent("node-a", 1));
+  const std::string run_id = cluster.SubmitSmokeRun("killed-mid-run");
+  ASSERT_FALSE(run_id.empty());
+  ASSERT_TRUE(WaitFor(
+      [&] { return cluster.CountStoredKey(run_id, 1, "run_start") == 1; },
+      seconds(120)));
+
+  cluster.StopCoordinator(SIGKILL);
+  std::this_thread::sleep_for(seconds(2));  // the worker trains on
+  ASSERT_TRUE(cluster.StartCoordinator());
+
+  const std::string state = cluster.WaitForEnd(run_id, seconds(240));
+  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+  const nlohmann::json run = cluster.ShowRun(run_id);
+  EXPECT_EQ(run["attempts"].size(), 1u) << run.dump();
+  ASSERT_EQ(run["epochs"].size(), 2u) << run.dump();
+  EXPECT_EQ(run["epochs"][0]["epoch"], 1);
+  EXPECT_EQ(run["epochs"][1]["epoch"], 2);
+  EXPECT_EQ(cluster.CountStoredKey(run_id, 1, "hpcai500_epoch_stats"), 2);
+  ExpectEveryEventStoredOnce(cluster, run_id, "SIGKILL of hpcai500d mid-run",
+                             "restarted, run " + state + " in 1 attempt");
+  if (HasFailure()) cluster.KeepFiles();
+}
+
+TEST(CoordinatorKilled, WhileTheRunFinishesTheRunStillSucceeds) {
+  FaultCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator());
+  ASSERT_TRUE(cluster.StartAgent("node-a", 1));
+  const std::string run_id = cluster.SubmitSmokeRun("killed-at-the-end");
+  ASSERT_FALSE(run_id.empty());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster.CountStoredKey(run_id, 1, "hpcai500_checkpoint") >= 1;
+      },
+      seconds(120)));
+
+  cluster.StopCoordinator(SIGKILL);
+  // The worker finishes while nobody listens: its agent records the exit.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return std::filesystem::exists(cluster.AttemptDir("node-a", run_id, 1) +
+                                       "/rank-0.exit");
+      },
+      seconds(180)));
+  ASSERT_TRUE(cluster.StartCoordinator());
+
+  const std::string state = cluster.WaitForEnd(run_id, seconds(120));
+  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+  const nlohmann::json run = cluster.ShowRun(run_id);
+  EXPECT_TRUE(run.contains("score")) << run.dump();
+  EXPECT_EQ(run["attempts"].size(), 1u) << run.dump();
+  ExpectEveryEventStoredOnce(
+      cluster, run_id, "SIGKILL of hpcai500d while the run finishes",
+      "worker exited while it was down; restarted, run " + state);
+  if (HasFailure()) cluster.KeepFiles();
+}
+
+}  // namespace
+}  // namespace hpcai500::testing
