@@ -44,8 +44,13 @@ std::string DescribeExit(const ExitRecord& exit) {
   return text;
 }
 
-// Removes a succeeded attempt's checkpoint folder: nothing resumes from it.
-void RemoveCheckpoints(const v1::AttemptKey& key, const std::string& dir) {
+// Removes the checkpoints of a run whose attempt succeeded (rank 0 trained
+// it to the end): the run's folder with every attempt's, as no attempt of
+// it resumes again. `dir` is the attempt's folder inside the run's.
+void RemoveCheckpoints(const v1::AttemptKey& key,
+                       const std::string& attempt_dir) {
+  const std::string dir =
+      std::filesystem::path(attempt_dir).parent_path().string();
   std::error_code ec;
   const std::uintmax_t removed = std::filesystem::remove_all(dir, ec);
   if (ec) {

@@ -327,11 +327,13 @@ TEST_F(SupervisorTest, MissingResumeSourceStillStarts) {
   EXPECT_EQ(supervisor->Running().size(), 1u);
 }
 
-TEST_F(SupervisorTest, RankZeroSuccessRemovesTheCheckpointsOnceDelivered) {
+TEST_F(SupervisorTest, RankZeroSuccessRemovesTheRunsCheckpointsOnceDelivered) {
   auto supervisor = Make();
   const v1::AttemptKey key = Start(5, {0}, 1).key();
   supervisor->HandleAssignment(Start(5, {0, 1}, 2));
   AppendToFile(CheckpointDir(5, 1) + "/checkpoint-epoch-000001.pt", "w");
+  std::filesystem::create_directories(CheckpointDir(5, 9));  // another attempt
+  std::filesystem::create_directories(CheckpointDir(6, 1));  // another run
   processes_.exits[100] = ExitStatus{0, 0};
   processes_.exits[101] = ExitStatus{0, 0};
   supervisor->Poll();
@@ -342,7 +344,8 @@ TEST_F(SupervisorTest, RankZeroSuccessRemovesTheCheckpointsOnceDelivered) {
   supervisor->HandleAcks(ExitAck(key, 0));
   supervisor->Poll();
   EXPECT_FALSE(std::filesystem::exists(CheckpointDir(5, 1)));
-  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/ckpt/run-5"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/ckpt/run-5"));
+  EXPECT_TRUE(std::filesystem::exists(CheckpointDir(6, 1)));
 }
 
 TEST_F(SupervisorTest, FailedAttemptKeepsItsCheckpointsForAResume) {
