@@ -215,8 +215,8 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   bool registered = false;
   int64_t heartbeat_ms = kDefaultHeartbeatMs;
   int64_t next_heartbeat = clock_->NowMs() + heartbeat_ms;
+  bool closed = false;  // the coordinator ended the stream
   while (ok && !stop->load()) {
-    bool closed = false;
     std::deque<v1::CoordinatorMessage> messages =
         inbox.TakeAll(kPollInterval, &closed);
     // Checked before the batch counts as word: an agent resumed after a
@@ -263,7 +263,10 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
       next_heartbeat = clock_->NowMs() + heartbeat_ms;
     }
   }
-  context.TryCancel();
+  // Leaving of our own accord: cancel so the reader's Read returns. When the
+  // coordinator ended the stream (or a write failed because it did), its
+  // status says why, e.g. a token bound to another node.
+  if (!closed && ok) context.TryCancel();
   reader.join();
   grpc::Status status = stream->Finish();
   *why = status.ok() ? "closed by the coordinator" : status.error_message();

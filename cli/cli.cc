@@ -36,6 +36,7 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
           {"submit", {"SPEC"}}, {"watch", {"RUN"}},  {"list", {}},
           {"show", {"RUN"}},    {"cancel", {"RUN"}}, {"nodes", {}},
           {"leaderboard", {}},  {"help", {}},        {"regress", {"SPEC"}},
+          {"audit", {}},
       };
   return *kCommands;
 }
@@ -60,7 +61,8 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   sub->add_option("args", raw.args.positional);
   CliArgs& args = raw.args;
   if (command == "submit") AddSwitch(*sub, "wait", &args.wait);
-  if (command == "show" || command == "leaderboard" || command == "regress") {
+  if (command == "show" || command == "leaderboard" || command == "regress" ||
+      command == "audit") {
     AddSwitch(*sub, "json", &args.json);
   }
   if (command == "leaderboard" || command == "list") {
@@ -70,6 +72,8 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   if (command == "list") {
     AddValueFlag(*sub, "name", &args.name);
     AddValueFlag(*sub, "state", &raw.state);
+  }
+  if (command == "list" || command == "audit") {
     AddValueFlag(*sub, "limit", &raw.limit);
   }
   if (command == "regress") {
@@ -286,6 +290,10 @@ std::string UsageText() {
       "  show RUN [--json]       one run: spec, epochs, score\n"
       "  cancel RUN              cancel a queued or running run\n"
       "  nodes                   the agents' nodes\n"
+      "  audit [--limit K] [--json]\n"
+      "                          the newest K (default 100) audited calls:\n"
+      "                          who did what, from where, allowed or not\n"
+      "                          (admin tokens only)\n"
       "  leaderboard [--workload W] [--config C] [--json]\n"
       "                          submissions ranked by Valid FLOPS\n"
       "  regress SPEC [--window N] [--baseline RUN] [--tolerance PCT]\n"
@@ -406,6 +414,7 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     return commands.List(filter);
   }
   if (command == "nodes") return commands.Nodes();
+  if (command == "audit") return commands.Audit(parsed->limit, parsed->json);
   if (command == "leaderboard") {
     return commands.Leaderboard(parsed->workload, parsed->config, parsed->json);
   }

@@ -293,12 +293,14 @@ int Commands::List(const v1::ListRunsRequest& filter) {
     rows.push_back({absl::StrCat(run.id()), run.spec().name(),
                     run.spec().workload() + "/" + run.spec().config(),
                     RunStateName(run.state()),
+                    run.user().empty() ? "-" : run.user(),
                     FormatTimeMs(run.created_ms(), options_.time_zone)});
     return true;
   });
   if (!status.ok()) return ReportRpcError("list", status);
-  out_ << FormatTable({"id", "name", "workload/config", "state", "created"},
-                      rows, /*right_aligned=*/{0});
+  out_ << FormatTable(
+      {"id", "name", "workload/config", "state", "user", "created"}, rows,
+      /*right_aligned=*/{0});
   return kExitOk;
 }
 
@@ -326,6 +328,7 @@ int Commands::Show(int64_t run_id, bool json) {
        << "  level        " << spec.level() << ", "
        << (spec.ranked() ? "ranked" : "unranked") << "\n"
        << "  system       " << spec.system() << "\n"
+       << "  user         " << (run.user().empty() ? "-" : run.user()) << "\n"
        << "  layout       " << SpecLayout(spec) << "\n"
        << "  seed         " << spec.seed() << "\n"
        << "  epochs       " << spec.epochs() << "\n"
@@ -411,6 +414,28 @@ int Commands::Nodes() {
   out_ << FormatTable({"name", "address", "slots", "cpus", "gpus", "state",
                        "last seen", "labels"},
                       rows, /*right_aligned=*/{2, 3, 4});
+  return kExitOk;
+}
+
+int Commands::Audit(int limit, bool json) {
+  v1::ListAuditRequest request;
+  request.set_limit(limit);
+  v1::ListAuditResponse response;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::ListAudit, request, &response);
+  if (!status.ok()) return ReportRpcError("audit", status);
+  if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::AuditEntry& e : response.entries()) {
+    rows.push_back({FormatTimeMs(e.time_ms(), options_.time_zone),
+                    e.user().empty() ? "-" : e.user(),
+                    e.role().empty() ? "-" : e.role(), e.action(), e.target(),
+                    e.peer(), e.allowed() ? "allowed" : "refused",
+                    e.detail().empty() ? "-" : e.detail()});
+  }
+  out_ << FormatTable(
+      {"time", "user", "role", "action", "target", "from", "verdict", "detail"},
+      rows, /*right_aligned=*/{});
   return kExitOk;
 }
 

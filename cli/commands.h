@@ -61,6 +61,9 @@ class Commands {
   int Show(int64_t run_id, bool json);
   int Cancel(int64_t run_id);
   int Nodes();
+  // The newest `limit` (<= 0: 100) audit rows, newest first, as a table or
+  // JSON.
+  int Audit(int limit, bool json);
   // The ranked table, or the LeaderboardResponse as JSON with `json`.
   int Leaderboard(const std::string& workload, const std::string& config,
                   bool json);

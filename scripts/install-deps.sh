@@ -17,6 +17,8 @@ PACKAGES=(
   libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
+  # OpenSSL: API tokens are checked as keyed hashes (HMAC-SHA256).
+  libssl-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist
   libturbojpeg0-dev python3-torch python3-torchvision libhdf5-dev

@@ -113,7 +113,7 @@ absl::Status Coordinator::RestorePlacedLocked(RunRecord& record, int64_t now) {
 // ------------------------------------------------------------------ clients
 
 absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
-    std::string_view spec_yaml) {
+    std::string_view spec_yaml, const std::string& user, int max_queued) {
   ASSIGN_OR_RETURN(std::vector<v1::RunSpec> run_specs,
                    ParseSubmission(spec_yaml, *registry_));
   const v1::RunSpec& spec = run_specs.front();
@@ -127,13 +127,22 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
         "node(s), %d have that many (see `hpcai500 nodes`)",
         spec.nodes(), spec.ranks_per_node(), scheduler_.node_count(), fitting));
   }
+  if (max_queued > 0) {
+    ASSIGN_OR_RETURN(const int64_t queued, store_->CountQueuedRuns(user));
+    if (queued + static_cast<int64_t>(run_specs.size()) > max_queued) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "user %s has %d runs queued; at most %d may wait at once",
+          user.empty() ? "(none)" : user, queued, max_queued));
+    }
+  }
   ASSIGN_OR_RETURN(
       v1::SubmitResponse response,
-      store_->CreateSubmission(std::string(spec_yaml), run_specs, now));
+      store_->CreateSubmission(std::string(spec_yaml), run_specs, now, user));
   for (int i = 0; i < response.run_ids_size(); ++i) {
-    runs_[response.run_ids(i)] =
+    RunRecord& record = runs_[response.run_ids(i)] =
         RunRecord::Queued(response.run_ids(i), response.submission_id(),
                           /*repetition=*/i + 1, run_specs[i], now);
+    record.run.set_user(user);
     scheduler_.Enqueue(response.run_ids(i), spec.nodes(),
                        spec.ranks_per_node());
   }

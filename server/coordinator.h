@@ -68,7 +68,11 @@ class Coordinator final : public CoordinatorView {
   // when the nodes registered so far could never hold it (a coordinator that
   // knows no node yet queues it: nodes may still join). Nothing is stored
   // then.
-  absl::StatusOr<v1::SubmitResponse> Submit(std::string_view spec_yaml);
+  // The runs record `user` as their submitter; ResourceExhausted when the
+  // user would have more than `max_queued` runs queued (0: no cap).
+  absl::StatusOr<v1::SubmitResponse> Submit(std::string_view spec_yaml,
+                                            const std::string& user = "",
+                                            int max_queued = 0);
 
   // Cancels a run: a queued one at once; a placed one after telling its
   // agents to kill its workers. Returns the run's state (CANCELLED, or the

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "proto/hpcai500.grpc.pb.h"
+#include "server/access_control.h"
 #include "server/coordinator.h"
 
 namespace hpcai500 {
@@ -31,11 +32,14 @@ inline constexpr int kMaxReceiveMessageBytes = 8 * 1024 * 1024;
 // The one mapping from absl::Status to grpc::Status (same code, same text).
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
+// Every handler acts for the principal AuthInterceptor vouched for, and
+// only as far as its role allows (server/auth.h); mutating calls and
+// refusals are audited.
 class ClientServiceImpl final : public v1::ClientService::Service {
  public:
-  // `coordinator` is borrowed and must outlive the service.
-  explicit ClientServiceImpl(Coordinator* coordinator)
-      : coordinator_(coordinator) {}
+  // `coordinator` and `access` are borrowed and must outlive the service.
+  ClientServiceImpl(Coordinator* coordinator, AccessControl* access)
+      : coordinator_(coordinator), access_(access) {}
 
   grpc::Status Submit(grpc::ServerContext* context,
                       const v1::SubmitRequest* request,
@@ -58,16 +62,20 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   grpc::Status ListNodes(grpc::ServerContext* context,
                          const v1::ListNodesRequest* request,
                          v1::ListNodesResponse* response) override;
+  grpc::Status ListAudit(grpc::ServerContext* context,
+                         const v1::ListAuditRequest* request,
+                         v1::ListAuditResponse* response) override;
 
  private:
   Coordinator* const coordinator_;
+  AccessControl* const access_;
 };
 
 class AgentServiceImpl final : public v1::AgentService::Service {
  public:
-  // `coordinator` is borrowed and must outlive the service.
-  explicit AgentServiceImpl(Coordinator* coordinator)
-      : coordinator_(coordinator) {}
+  // `coordinator` and `access` are borrowed and must outlive the service.
+  AgentServiceImpl(Coordinator* coordinator, AccessControl* access)
+      : coordinator_(coordinator), access_(access) {}
 
   grpc::Status Connect(
       grpc::ServerContext* context,
@@ -75,23 +83,30 @@ class AgentServiceImpl final : public v1::AgentService::Service {
           stream) override;
 
  private:
+  // The stream of an agent allowed to register: its Register (refused when
+  // `who` is bound to another node), then its messages until it leaves.
+  grpc::Status ServeAgent(grpc::ServerContext* context, const Principal& who,
+                          grpc::ServerReaderWriter<v1::CoordinatorMessage,
+                                                   v1::AgentMessage>* stream);
+
   Coordinator* const coordinator_;
+  AccessControl* const access_;
 };
 
-// The authentication hook of the interceptor chain. With an empty token every
-// call is allowed; otherwise a call must carry metadata
-// `authorization: Bearer <token>`, or it is cancelled before its handler does
-// any work and ends UNAUTHENTICATED. (Roles come later.)
+// The authentication hook of the interceptor chain: it finds the caller from
+// the metadata `authorization: Bearer <token>` (AccessControl::Authenticate)
+// and hands it to the handler; a call without a valid token while auth is on
+// is audited and cancelled UNAUTHENTICATED before its handler does any work.
 class AuthInterceptorFactory final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  explicit AuthInterceptorFactory(std::string token)
-      : token_(std::move(token)) {}
+  // `access` is borrowed and must outlive the server.
+  explicit AuthInterceptorFactory(AccessControl* access) : access_(access) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 
  private:
-  const std::string token_;
+  AccessControl* const access_;
 };
 
 }  // namespace hpcai500

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
@@ -23,9 +24,12 @@
 #include "common/registry.h"
 #include "common/status_macros.h"
 #include "common/token.h"
+#include "server/access_control.h"
+#include "server/auth.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
 #include "server/store.h"
+#include "server/token_command.h"
 #ifdef HPCAI500_HAVE_HTTP
 #include "server/http/http_server.h"
 #endif
@@ -37,7 +41,13 @@ constexpr char kUsage[] =
     "usage: hpcai500d [--grpc HOST:PORT] [--http HOST:PORT] [--db FILE]\n"
     "                 [--web-dir DIR] [--token-file FILE] "
     "[--node-timeout-s N]\n"
-    "                 [--http-max-connections N]\n"
+    "                 [--http-max-connections N] [--http-public] "
+    "[--insecure]\n"
+    "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
+    "auth is on once a token exists (hpcai500d token create) or with\n"
+    "--token-file (one shared token of full trust); without auth hpcai500d\n"
+    "listens on loopback only unless --insecure. --http-public serves the\n"
+    "read-only pages and API without a token.\n"
     "defaults: --grpc 127.0.0.1:7500 --http 127.0.0.1:7580 "
     "--db ./hpcai500.db --node-timeout-s 60\n"
     "          --http-max-connections 256 (more are answered 503)\n";
@@ -50,6 +60,8 @@ struct Flags {
   std::string token_file;
   int node_timeout_s = 60;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
+  bool http_public = false;
+  bool insecure = false;
   bool help = false;
 };
 
@@ -78,6 +90,8 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   AddValueFlag(*app, "token-file", &flags.token_file);
   AddValueFlag(*app, "node-timeout-s", &node_timeout);
   AddValueFlag(*app, "http-max-connections", &max_connections);
+  AddSwitch(*app, "http-public", &flags.http_public);
+  AddSwitch(*app, "insecure", &flags.insecure);
   AddSwitch(*app, "help,h", &flags.help);
   RETURN_IF_ERROR(ParseFlags(*app, args));
   RETURN_IF_ERROR(ParseBoundedInt("--node-timeout-s", node_timeout, 1, 86400,
@@ -87,6 +101,51 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
                                   &flags.http_max_connections));
   return flags;
 }
+
+// Whether "HOST:PORT" listens on loopback only.
+bool IsLoopback(const std::string& host_port) {
+  const std::string host = host_port.substr(0, host_port.rfind(':'));
+  return host == "localhost" || host == "[::1]" ||
+         absl::StartsWith(host, "127.");
+}
+
+// The HTTP front end's view: the coordinator, read only by callers that
+// AccessControl lets read (everyone with --http-public).
+class GuardedView final : public CoordinatorView {
+ public:
+  GuardedView(Coordinator* coordinator, AccessControl* access, bool open)
+      : coordinator_(coordinator), access_(access), open_(open) {}
+  absl::StatusOr<v1::Run> GetRun(int64_t run_id) override {
+    return coordinator_->GetRun(run_id);
+  }
+  absl::StatusOr<v1::ListRunsResponse> ListRuns(
+      const v1::ListRunsRequest& request) override {
+    return coordinator_->ListRuns(request);
+  }
+  absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
+      const v1::LeaderboardRequest& request) override {
+    return coordinator_->Leaderboard(request);
+  }
+  absl::StatusOr<v1::ListNodesResponse> ListNodes() override {
+    return coordinator_->ListNodes();
+  }
+  std::string MetricsText() override { return coordinator_->MetricsText(); }
+  absl::Status AuthorizeRead(absl::string_view bearer) override {
+    if (open_) return absl::OkStatus();
+    absl::StatusOr<Principal> who = access_->Authenticate(bearer);
+    if (!who.ok()) return who.status();
+    if (!Allows(who->role, Action::kRead)) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("role ", RoleName(who->role), " may not read"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Coordinator* const coordinator_;
+  AccessControl* const access_;
+  const bool open_;
+};
 
 // "127.0.0.1:0" with port 7501 -> "127.0.0.1:7501".
 std::string WithPort(const std::string& host_port, int port) {
@@ -118,8 +177,27 @@ absl::Status RunServer(const Flags& flags) {
       std::unique_ptr<Coordinator> coordinator,
       Coordinator::Create(store.get(), &clock, &Registry::Builtin(), options));
 
-  ClientServiceImpl client_service(coordinator.get());
-  AgentServiceImpl agent_service(coordinator.get());
+  ASSIGN_OR_RETURN(TokenAuthenticator tokens,
+                   TokenAuthenticator::Open(
+                       store.get(), TokenAuthenticator::KeyPathFor(flags.db)));
+  AccessControl access(store.get(), &clock, std::move(tokens), token);
+  const bool auth = access.enabled();
+  if (!auth && !flags.insecure &&
+      (!IsLoopback(flags.grpc) || !IsLoopback(flags.http))) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no API token exists and no --token-file is given, so anybody who "
+        "reaches --grpc ",
+        flags.grpc, " or --http ", flags.http,
+        " could run and cancel anything: create one (hpcai500d token create "
+        "--role admin --user NAME), bind loopback, or pass --insecure"));
+  }
+  if (!auth && flags.insecure) {
+    LogWarning(
+        "--insecure: auth is off and hpcai500d listens beyond "
+        "loopback; every caller is an admin");
+  }
+  ClientServiceImpl client_service(coordinator.get(), &access);
+  AgentServiceImpl agent_service(coordinator.get(), &access);
   grpc::ServerBuilder builder;
   int grpc_port = 0;
   builder.AddListeningPort(flags.grpc, grpc::InsecureServerCredentials(),
@@ -139,7 +217,7 @@ absl::Status RunServer(const Flags& flags) {
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
-  interceptors.push_back(std::make_unique<AuthInterceptorFactory>(token));
+  interceptors.push_back(std::make_unique<AuthInterceptorFactory>(&access));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || grpc_port == 0) {
@@ -149,7 +227,8 @@ absl::Status RunServer(const Flags& flags) {
   LogInfo(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
 
 #ifdef HPCAI500_HAVE_HTTP
-  HttpServer http(coordinator.get(), flags.web_dir, /*threads=*/2,
+  GuardedView guarded(coordinator.get(), &access, flags.http_public);
+  HttpServer http(&guarded, flags.web_dir, /*threads=*/2,
                   flags.http_max_connections);
   if (absl::Status started = http.Start(flags.http); !started.ok()) {
     server->Shutdown();
@@ -158,9 +237,14 @@ absl::Status RunServer(const Flags& flags) {
   LogInfo(
       absl::StrCat("http listening on ", WithPort(flags.http, http.port())));
 #endif
-  LogInfo(absl::StrCat("store ", flags.db, ", auth ",
-                       token.empty() ? "off" : "bearer token",
-                       ", node timeout ", flags.node_timeout_s, " s"));
+  LogInfo(
+      absl::StrCat("store ", flags.db, ", auth ",
+                   auth ? (token.empty() ? "on (API tokens)"
+                                         : "on (shared token, API "
+                                           "tokens)")
+                        : "off (loopback only: create a token to turn it on)",
+                   flags.http_public ? ", HTTP read-only open to all" : "",
+                   ", node timeout ", flags.node_timeout_s, " s"));
 
   std::atomic<bool> stopping{false};
   std::thread ticker([&] {
@@ -188,6 +272,12 @@ absl::Status RunServer(const Flags& flags) {
 }  // namespace hpcai500
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "token") {
+    hpcai500::RealClock clock;
+    return hpcai500::RunTokenCommand(
+        std::vector<std::string>(argv + 2, argv + argc), clock, std::cout,
+        std::cerr);
+  }
   absl::StatusOr<hpcai500::Flags> flags = hpcai500::ParseServerFlags(
       std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok()) {

@@ -16,6 +16,8 @@ namespace {
 constexpr size_t kMaxSpecBytes = 1 << 20;
 constexpr int kMaxRepetitions = 100;
 constexpr int kMaxSlots = 4096;
+constexpr int kMaxLabels = 64;
+constexpr size_t kMaxLabelBytes = 128;
 constexpr int kDefaultListLimit = 100;
 constexpr int kMaxListLimit = 10'000;
 // A ListRuns text filter longer than this names no run (spec names are at
@@ -104,6 +106,19 @@ absl::Status ValidateRegister(const v1::Register& request) {
       request.gpus() < 0) {
     return absl::InvalidArgumentError(
         "register: address, hostname, cpus or gpus out of range");
+  }
+  if (request.labels_size() > kMaxLabels) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("register: ", request.labels_size(),
+                     " labels; a node may have at most ", kMaxLabels));
+  }
+  for (const auto& [key, value] : request.labels()) {
+    if (key.empty() || key.size() > kMaxLabelBytes ||
+        value.size() > kMaxLabelBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "register: label keys must be 1 to ", kMaxLabelBytes,
+          " bytes and values at most as long, got '", key.substr(0, 40), "'"));
+    }
   }
   return absl::OkStatus();
 }

@@ -107,8 +107,12 @@ int Store::SchemaVersion() {
                           sizeof(kStoreMigrations[0]));
 }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
-  ASSIGN_OR_RETURN(const int lock_fd, LockDatabase(path));
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
+                                                   Access access) {
+  int lock_fd = -1;
+  if (access == Access::kOwner) {
+    ASSIGN_OR_RETURN(lock_fd, LockDatabase(path));
+  }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(
       path.c_str(), &db,
@@ -118,7 +122,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     std::string message =
         db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
-    ::close(lock_fd);
+    if (lock_fd >= 0) ::close(lock_fd);
     return absl::UnavailableError(
         absl::StrCat("database ", path, ": cannot open: ", message));
   }
@@ -130,7 +134,17 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // coordinator then acknowledged) survives a power loss.
   RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
-  RETURN_IF_ERROR(store->Migrate());
+  if (access == Access::kOwner) {
+    RETURN_IF_ERROR(store->Migrate());
+  } else {
+    Statement get(db, "PRAGMA user_version");
+    if (!get.prepared() || get.Step() != SQLITE_ROW ||
+        get.Int(0) != SchemaVersion()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "database ", path, ": its schema is not this hpcai500d's (version ",
+          SchemaVersion(), "); stop the running one or upgrade it first"));
+    }
+  }
   return store;
 }
 
@@ -142,7 +156,7 @@ Store::~Store() {
     absl::MutexLock lock(&mu_);
     sqlite3_close(db_);
   }
-  ::close(lock_fd_);  // releases the database to the next owner
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases it to the next owner
 }
 
 absl::Status Store::Error(const std::string& what) const
@@ -226,7 +240,7 @@ absl::StatusOr<int> Store::UserVersion() {
 
 absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
-    int64_t now_ms) {
+    int64_t now_ms, const std::string& user) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<v1::SubmitResponse> {
     v1::SubmitResponse response;
@@ -238,12 +252,12 @@ absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     for (const v1::RunSpec& spec : run_specs) {
       RETURN_IF_ERROR(
           Write("INSERT INTO runs (submission_id, repetition, spec, state, "
-                "created_ms, name, workload, config) VALUES (?, ?, ?, ?, ?, "
-                "?, ?, ?)",
+                "created_ms, name, workload, config, user) VALUES (?, ?, ?, "
+                "?, ?, ?, ?, ?, ?)",
                 "storing a run", response.submission_id(), ++repetition,
                 Blob{spec.SerializeAsString()},
                 static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms, spec.name(),
-                spec.workload(), spec.config()));
+                spec.workload(), spec.config(), user));
       response.add_run_ids(sqlite3_last_insert_rowid(db_));
     }
     return response;
@@ -289,7 +303,7 @@ absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
 namespace {
 constexpr char kRunColumns[] =
     "SELECT id, submission_id, repetition, spec, state, created_ms, "
-    "started_ms, finished_ms, error, epochs FROM runs ";
+    "started_ms, finished_ms, error, epochs, user FROM runs ";
 }  // namespace
 
 absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
@@ -320,6 +334,7 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
       if (epochs_only.ParseFromString(query.Text(9))) {
         *run.mutable_epochs() = epochs_only.epochs();
       }
+      run.set_user(query.Text(10));
       runs.push_back(std::move(run));
     }
     if (rc != SQLITE_DONE) return Error("reading runs");
@@ -638,6 +653,126 @@ absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {
   }
   if (rc != SQLITE_DONE) return Error("reading nodes");
   return nodes;
+}
+
+absl::StatusOr<int64_t> Store::CountQueuedRuns(const std::string& user) {
+  absl::MutexLock lock(&mu_);
+  Statement count(db_,
+                  "SELECT COUNT(*) FROM runs WHERE user = ? AND state = ?");
+  count.BindAll(user, static_cast<int32_t>(v1::RUN_STATE_QUEUED));
+  if (count.Step() != SQLITE_ROW) return Error("counting queued runs");
+  return count.Int(0);
+}
+
+absl::Status Store::SaveToken(const TokenRecord& token) {
+  absl::MutexLock lock(&mu_);
+  {
+    Statement find(db_, "SELECT 1 FROM tokens WHERE id = ?");
+    find.BindAll(token.id);
+    if (find.Step() == SQLITE_ROW) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("token id ", token.id, " exists"));
+    }
+  }
+  return Write(
+      "INSERT INTO tokens (id, user, role, node, hash, created_ms, "
+      "revoked_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "storing a token", token.id, token.user, token.role, token.node,
+      Blob{token.hash}, token.created_ms, token.revoked_ms);
+}
+
+namespace {
+constexpr char kTokenColumns[] =
+    "SELECT id, user, role, node, hash, created_ms, revoked_ms FROM tokens ";
+
+TokenRecord ReadToken(Statement& row) {
+  TokenRecord token;
+  token.id = row.Text(0);
+  token.user = row.Text(1);
+  token.role = row.Text(2);
+  token.node = row.Text(3);
+  token.hash = row.Text(4);
+  token.created_ms = row.Int(5);
+  token.revoked_ms = row.Int(6);
+  return token;
+}
+}  // namespace
+
+absl::StatusOr<std::optional<TokenRecord>> Store::FindToken(
+    const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  Statement find(db_, absl::StrCat(kTokenColumns, "WHERE id = ?").c_str());
+  find.BindAll(id);
+  const int rc = find.Step();
+  if (rc == SQLITE_ROW) return ReadToken(find);
+  if (rc != SQLITE_DONE) return Error("reading a token");
+  return std::nullopt;
+}
+
+absl::StatusOr<std::vector<TokenRecord>> Store::ListTokens() {
+  absl::MutexLock lock(&mu_);
+  Statement list(
+      db_, absl::StrCat(kTokenColumns, "ORDER BY created_ms, id").c_str());
+  std::vector<TokenRecord> tokens;
+  int rc;
+  while ((rc = list.Step()) == SQLITE_ROW) tokens.push_back(ReadToken(list));
+  if (rc != SQLITE_DONE) return Error("reading tokens");
+  return tokens;
+}
+
+absl::Status Store::RevokeToken(const std::string& id, int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Write(
+      "UPDATE tokens SET revoked_ms = CASE WHEN revoked_ms = 0 THEN ? ELSE "
+      "revoked_ms END WHERE id = ?",
+      "revoking a token", now_ms, id));
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("no token with id ", id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Store::CountActiveTokens() {
+  absl::MutexLock lock(&mu_);
+  Statement count(db_, "SELECT COUNT(*) FROM tokens WHERE revoked_ms = 0");
+  if (count.Step() != SQLITE_ROW) return Error("counting tokens");
+  return count.Int(0);
+}
+
+absl::Status Store::AppendAudit(const v1::AuditEntry& entry) {
+  absl::MutexLock lock(&mu_);
+  return Write(
+      "INSERT INTO audit (time_ms, user, role, action, target, peer, allowed, "
+      "detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      "storing an audit row", entry.time_ms(), entry.user(), entry.role(),
+      entry.action(), entry.target(), entry.peer(), entry.allowed(),
+      entry.detail());
+}
+
+absl::StatusOr<std::vector<v1::AuditEntry>> Store::ListAudit(
+    int limit, int64_t before_id) {
+  absl::MutexLock lock(&mu_);
+  Statement list(db_,
+                 "SELECT id, time_ms, user, role, action, target, peer, "
+                 "allowed, detail FROM audit WHERE (?1 <= 0 OR id < ?1) "
+                 "ORDER BY id DESC LIMIT ?2");
+  list.BindAll(before_id, static_cast<int64_t>(limit > 0 ? limit : 100));
+  std::vector<v1::AuditEntry> entries;
+  int rc;
+  while ((rc = list.Step()) == SQLITE_ROW) {
+    v1::AuditEntry& entry = entries.emplace_back();
+    entry.set_id(list.Int(0));
+    entry.set_time_ms(list.Int(1));
+    entry.set_user(list.Text(2));
+    entry.set_role(list.Text(3));
+    entry.set_action(list.Text(4));
+    entry.set_target(list.Text(5));
+    entry.set_peer(list.Text(6));
+    entry.set_allowed(list.Int(7) != 0);
+    entry.set_detail(list.Text(8));
+  }
+  if (rc != SQLITE_DONE) return Error("reading the audit trail");
+  return entries;
 }
 
 }  // namespace hpcai500

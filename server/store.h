@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,25 @@ struct StoredEvent {
   std::string error;
 };
 
+// One API token as stored: never the token itself, only its keyed hash
+// (server/auth.h says how tokens are made and checked).
+struct TokenRecord {
+  std::string id;    // the public part of the token, unique
+  std::string user;  // whom it names
+  std::string role;  // viewer | operator | admin | agent
+  std::string node;  // agent tokens: the one node it may register as
+  std::string hash;  // HMAC-SHA256 of the secret part (32 bytes)
+  int64_t created_ms = 0;
+  int64_t revoked_ms = 0;  // 0: in force
+};
+
 class Store {
  public:
+  // Who opens the file: the one coordinator (Open takes the owner lock and
+  // migrates), or a tool beside a running coordinator (no lock; the schema
+  // must already be this binary's).
+  enum class Access { kOwner, kBeside };
+
   // The schema version this binary writes (the number of migrations).
   static int SchemaVersion();
 
@@ -66,7 +84,8 @@ class Store {
   // SchemaVersion(). Errors name the file: FailedPrecondition when another
   // process holds "<path>.lock" (the message names the lock file and the
   // holder's pid), unreadable, not a database, written by a newer hpcai500d.
-  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<Store>> Open(
+      const std::string& path, Access access = Access::kOwner);
 
   ~Store();
   Store(const Store&) = delete;
@@ -75,12 +94,15 @@ class Store {
   // PRAGMA user_version of the open file.
   absl::StatusOr<int> UserVersion();
 
-  // Stores a submission and its runs in one transaction. `run_specs` holds
-  // one spec per repetition (seeds already set); runs start QUEUED with
-  // repetition 1..R. Returns the submission id and run ids in order.
+  // Stores a submission of `user` and its runs in one transaction.
+  // `run_specs` holds one spec per repetition (seeds already set); runs
+  // start QUEUED with repetition 1..R. Returns the submission id and run ids
+  // in order.
   absl::StatusOr<v1::SubmitResponse> CreateSubmission(
       const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
-      int64_t now_ms);
+      int64_t now_ms, const std::string& user = "");
+  // How many runs of `user` are queued.
+  absl::StatusOr<int64_t> CountQueuedRuns(const std::string& user);
 
   // Writes the run's state, times, error and epochs (not its spec, attempts
   // or score). NotFound when there is no such run.
@@ -139,6 +161,23 @@ class Store {
 
   // Stores (or replaces) the score of a run.
   absl::Status SaveResult(int64_t run_id, const v1::Score& score);
+
+  // Tokens. SaveToken inserts a new one (AlreadyExists for a used id);
+  // FindToken is nullopt for an unknown id; RevokeToken is NotFound for an
+  // unknown id and keeps the first revocation time.
+  absl::Status SaveToken(const TokenRecord& token);
+  absl::StatusOr<std::optional<TokenRecord>> FindToken(const std::string& id);
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens();
+  absl::Status RevokeToken(const std::string& id, int64_t now_ms);
+  // Tokens in force (not revoked).
+  absl::StatusOr<int64_t> CountActiveTokens();
+
+  // The audit trail: appends one row (its id and time are the entry's when
+  // set, else assigned); lists the newest first, at most `limit` (<= 0:
+  // 100), below `before_id` when > 0.
+  absl::Status AppendAudit(const v1::AuditEntry& entry);
+  absl::StatusOr<std::vector<v1::AuditEntry>> ListAudit(int limit,
+                                                        int64_t before_id);
 
   // Inserts or updates a node by name (connected and used_slots are not
   // stored: they are live state).

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -35,6 +37,16 @@ class CoordinatorView {
   // Prometheus text exposition format (version 0.0.4) of the coordinator's
   // gauges and counters.
   virtual std::string MetricsText() = 0;
+
+  // Whether a request showing `bearer` (the token of an "Authorization:
+  // Bearer" header, or of the hpcai500_token cookie; "" for none) may read.
+  // Unauthenticated or PermissionDenied, with the reason, when not. Every
+  // request may read unless a view says otherwise (server/main.cc wraps
+  // the coordinator in one that asks AccessControl).
+  virtual absl::Status AuthorizeRead(absl::string_view bearer) {
+    (void)bearer;
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace hpcai500

@@ -9,10 +9,12 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/json.h"
 #include "common/run_state.h"
 #include "nlohmann/json.hpp"
@@ -269,6 +271,65 @@ absl::string_view ContentTypeForPath(absl::string_view path) {
 HttpRouter::HttpRouter(CoordinatorView* view, std::string web_dir)
     : view_(view), web_dir_(CanonicalDir(web_dir)) {}
 
+namespace {
+
+// The token a request shows: "Authorization: Bearer T", else the cookie
+// hpcai500_token=T; "" when none.
+std::string RequestToken(const HttpRequest& request) {
+  auto auth = request.find(http::field::authorization);
+  if (auth != request.end()) {
+    absl::string_view value(auth->value().data(), auth->value().size());
+    if (absl::ConsumePrefix(&value, "Bearer ")) return std::string(value);
+  }
+  auto cookie = request.find(http::field::cookie);
+  if (cookie == request.end()) return "";
+  for (absl::string_view part : absl::StrSplit(
+           absl::string_view(cookie->value().data(), cookie->value().size()),
+           ';')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (absl::ConsumePrefix(&part, "hpcai500_token=")) return std::string(part);
+  }
+  return "";
+}
+
+// 401 (no or a bad token) or 403 (a role that may not read): JSON under
+// /api/ and /metrics; elsewhere a page that asks for a viewer token and
+// keeps it in a cookie (set by the page itself: the server changes nothing).
+HttpResponse Refusal(const absl::Status& why, const HttpRequest& request) {
+  const http::status status = absl::IsPermissionDenied(why)
+                                  ? http::status::forbidden
+                                  : http::status::unauthorized;
+  absl::string_view target(request.target().data(), request.target().size());
+  if (absl::StartsWith(target, "/api/") ||
+      absl::StartsWith(target, "/metrics")) {
+    HttpResponse response{status, request.version()};
+    response.set(http::field::content_type, "application/json");
+    response.set(http::field::www_authenticate, "Bearer");
+    response.body() =
+        nlohmann::json{{"error", std::string(why.message())}}.dump();
+    return response;
+  }
+  HttpResponse response{status, request.version()};
+  response.set(http::field::content_type, "text/html; charset=utf-8");
+  response.set(http::field::www_authenticate, "Bearer");
+  response.body() = R"(<!doctype html><meta charset="utf-8">
+<meta name="viewport" content="width=device-width">
+<title>hpcai500: sign in</title>
+<main style="font:16px system-ui;max-width:30em;margin:3em auto">
+<h1>hpcai500</h1><p>This leaderboard needs a viewer token
+(<code>hpcai500d token create --role viewer</code>).</p>
+<form id="f"><input id="t" size="40" autocomplete="off"
+placeholder="hai5_..."> <button>Sign in</button></form></main>
+<script>document.getElementById('f').onsubmit=function(e){e.preventDefault();
+document.cookie='hpcai500_token='+encodeURIComponent(
+document.getElementById('t').value.trim())+'; path=/; SameSite=Strict';
+location.reload();};</script>
+)";
+  return response;
+}
+
+}  // namespace
+
 HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
   HttpResponse response;
   if (request.method() != http::verb::get &&
@@ -276,6 +337,9 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
     response = TextError(http::status::method_not_allowed, request.version(),
                          "method not allowed: use GET or HEAD");
     response.set(http::field::allow, "GET, HEAD");
+  } else if (absl::Status allowed = view_->AuthorizeRead(RequestToken(request));
+             !allowed.ok()) {
+    response = Refusal(allowed, request);
   } else {
     response = Route(request);
   }

@@ -109,6 +109,31 @@ CREATE TABLE exits (
   PRIMARY KEY (run_id, attempt, rank)
 );
 )sql",
+    // 5: who may do what: the user who submitted each run, the tokens
+    // (keyed hashes only) and the audit trail.
+    R"sql(
+ALTER TABLE runs ADD COLUMN user TEXT NOT NULL DEFAULT '';
+CREATE TABLE tokens (
+  id TEXT PRIMARY KEY,
+  user TEXT NOT NULL,
+  role TEXT NOT NULL,
+  node TEXT NOT NULL DEFAULT '',
+  hash BLOB NOT NULL,
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  role TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  peer TEXT NOT NULL,
+  allowed INTEGER NOT NULL,
+  detail TEXT NOT NULL
+);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

@@ -118,6 +118,15 @@ class FakeClientService final : public v1::ClientService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status ListAudit(grpc::ServerContext*,
+                         const v1::ListAuditRequest* request,
+                         v1::ListAuditResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    audit_limit_ = request->limit();
+    *response = audit_;
+    return grpc::Status::OK;
+  }
+
   // Canned answers; set before the CLI runs.
   absl::Mutex mu_;
   grpc::Status submit_status_ ABSL_GUARDED_BY(mu_);
@@ -126,6 +135,8 @@ class FakeClientService final : public v1::ClientService::Service {
   std::map<int64_t, std::vector<v1::RunUpdate>> updates_ ABSL_GUARDED_BY(mu_);
   v1::LeaderboardResponse leaderboard_ ABSL_GUARDED_BY(mu_);
   v1::ListNodesResponse nodes_ ABSL_GUARDED_BY(mu_);
+  v1::ListAuditResponse audit_ ABSL_GUARDED_BY(mu_);
+  int audit_limit_ ABSL_GUARDED_BY(mu_) = -1;
   // What the CLI sent.
   std::string submitted_yaml_ ABSL_GUARDED_BY(mu_);
   std::string authorization_ ABSL_GUARDED_BY(mu_);
@@ -540,6 +551,7 @@ TEST_F(CliTest, ListAndNodesPrintTables) {
   {
     absl::MutexLock lock(&service_.mu_);
     service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_FAILED, 0, false);
+    service_.runs_[4].set_user("alice");
     v1::Node* node = service_.nodes_.add_nodes();
     node->set_name("node-a");
     node->set_address("10.0.0.2");
@@ -551,12 +563,31 @@ TEST_F(CliTest, ListAndNodesPrintTables) {
   EXPECT_EQ(Run({"list"}), kExitOk);
   EXPECT_EQ(out_.str(),
             "id  name          workload/config                           "
-            "state   created\n"
+            "state   user   created\n"
             " 4  fmnist-smoke  image_classification/fashion_mnist_smoke  "
-            "failed  2023-11-14 22:13:20\n");
+            "failed  alice  2023-11-14 22:13:20\n");
   EXPECT_EQ(Run({"nodes"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("node-a  10.0.0.2    1/2"));
   EXPECT_THAT(out_.str(), HasSubstr("connected  -          rack=r1"));
+}
+
+TEST_F(CliTest, AuditPrintsWhoDidWhatAndTheVerdict) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::AuditEntry* e = service_.audit_.add_entries();
+    e->set_time_ms(1'700'000'000'000);
+    e->set_user("bob");
+    e->set_role("operator");
+    e->set_action("cancel");
+    e->set_target("run 4");
+    e->set_peer("ipv4:10.0.0.9:5000");
+    e->set_detail("it belongs to alice");
+  }
+  EXPECT_EQ(Run({"audit", "--limit", "5"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("bob   operator  cancel  run 4"));
+  EXPECT_THAT(out_.str(), HasSubstr("refused  it belongs to alice"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.audit_limit_, 5);
 }
 
 TEST_F(CliTest, ListSendsItsFiltersAndPrintsWhatMatches) {

@@ -57,6 +57,25 @@ class FakeCoordinatorView : public CoordinatorView {
     return "# TYPE hpcai500_runs_queued gauge\nhpcai500_runs_queued 3\n";
   }
 
+  // Reads need `required_token` when it is set; a request showing it reads,
+  // any other is Unauthenticated.
+  absl::Status AuthorizeRead(absl::string_view bearer) override {
+    absl::MutexLock lock(&mu_);
+    last_bearer_ = std::string(bearer);
+    if (required_token_.empty() || bearer == required_token_) {
+      return absl::OkStatus();
+    }
+    return absl::UnauthenticatedError("no or a wrong viewer token");
+  }
+  void RequireToken(std::string token) {
+    absl::MutexLock lock(&mu_);
+    required_token_ = std::move(token);
+  }
+  std::string last_bearer() {
+    absl::MutexLock lock(&mu_);
+    return last_bearer_;
+  }
+
   void AddRun(const v1::Run& run) {
     absl::MutexLock lock(&mu_);
     runs_[run.id()] = run;
@@ -87,6 +106,8 @@ class FakeCoordinatorView : public CoordinatorView {
   }
 
  private:
+  std::string required_token_ ABSL_GUARDED_BY(mu_);
+  std::string last_bearer_ ABSL_GUARDED_BY(mu_);
   absl::Mutex mu_;
   std::map<int64_t, v1::Run> runs_ ABSL_GUARDED_BY(mu_);
   v1::LeaderboardResponse leaderboard_ ABSL_GUARDED_BY(mu_);

@@ -372,5 +372,26 @@ TEST(HttpStatusFor, MapsStatusCodes) {
             http::status::internal_server_error);
 }
 
+TEST_F(HttpRouterTest, WithoutAViewerTokenReadsAreRefused) {
+  view_.RequireToken("hai5_view");
+  HttpResponse api = router_->Handle(Get("/api/v1/runs"));
+  EXPECT_EQ(api.result(), http::status::unauthorized);
+  EXPECT_EQ(ContentType(api), "application/json");
+  EXPECT_NE(api.body().find("viewer token"), std::string::npos);
+  HttpResponse page = router_->Handle(Get("/"));
+  EXPECT_EQ(page.result(), http::status::unauthorized);
+  EXPECT_NE(page.body().find("hpcai500_token"), std::string::npos);  // sign in
+  EXPECT_EQ(page.body().find("<title>page</title>"), std::string::npos);
+
+  HttpRequest bearer = Get("/api/v1/runs");
+  bearer.set(http::field::authorization, "Bearer hai5_view");
+  EXPECT_EQ(router_->Handle(bearer).result(), http::status::ok);
+  HttpRequest cookie = Get("/");
+  cookie.set(http::field::cookie, "theme=dark; hpcai500_token=hai5_view");
+  HttpResponse signed_in = router_->Handle(cookie);
+  EXPECT_EQ(signed_in.result(), http::status::ok);
+  EXPECT_EQ(view_.last_bearer(), "hai5_view");
+}
+
 }  // namespace
 }  // namespace hpcai500

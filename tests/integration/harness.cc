@@ -182,6 +182,10 @@ CommandResult TestCluster::Cli(const std::vector<std::string>& args,
                                std::chrono::seconds timeout) {
   std::vector<std::string> argv = {BinaryPath("hpcai500"), "--coordinator",
                                    grpc_address()};
+  if (!cli_token_.empty()) {
+    argv.push_back("--token");
+    argv.push_back(cli_token_);
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, timeout);
 }

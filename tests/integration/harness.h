@@ -58,6 +58,10 @@ class TestCluster {
   // Sends `sig` to agent `name` without waiting (SIGSTOP, SIGCONT).
   void SignalAgent(const std::string& name, int sig);
 
+  // The token every later Cli() call (and the harness's own checks) sends
+  // with --token; "" for none.
+  void set_cli_token(std::string token) { cli_token_ = std::move(token); }
+
   // Runs the CLI against this cluster.
   CommandResult Cli(const std::vector<std::string>& args,
                     std::chrono::seconds timeout = std::chrono::seconds(60));
@@ -75,6 +79,7 @@ class TestCluster {
   int grpc_port_ = 0;
   int http_port_ = 0;
   bool keep_ = false;
+  std::string cli_token_;
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
 };

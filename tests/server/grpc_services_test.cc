@@ -4,10 +4,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "server/access_control.h"
+#include "server/auth.h"
 
 namespace hpcai500 {
 namespace {
@@ -27,8 +32,23 @@ class GrpcServicesTest : public ::testing::Test {
     store_ = *Store::Open(dir_ + "/g.db");
     coordinator_ =
         *Coordinator::Create(store_.get(), &clock_, &Registry::Builtin(), {});
-    client_service_ = std::make_unique<ClientServiceImpl>(coordinator_.get());
-    agent_service_ = std::make_unique<AgentServiceImpl>(coordinator_.get());
+    absl::StatusOr<TokenAuthenticator> tokens =
+        TokenAuthenticator::Open(store_.get(), dir_ + "/g.db.token-key");
+    ASSERT_TRUE(tokens.ok()) << tokens.status();
+    for (auto [user, role, node] :
+         {std::tuple{"vera", Role::kViewer, ""},
+          std::tuple{"alice", Role::kOperator, ""},
+          std::tuple{"bob", Role::kOperator, ""},
+          std::tuple{"root", Role::kAdmin, ""},
+          std::tuple{"agent-a", Role::kAgent, "node-a"}}) {
+      tokens_[user] = tokens->Create(user, role, node, 1)->text;
+    }
+    access_ = std::make_unique<AccessControl>(store_.get(), &clock_,
+                                              *std::move(tokens), "s3cret");
+    client_service_ =
+        std::make_unique<ClientServiceImpl>(coordinator_.get(), access_.get());
+    agent_service_ =
+        std::make_unique<AgentServiceImpl>(coordinator_.get(), access_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -39,7 +59,8 @@ class GrpcServicesTest : public ::testing::Test {
     std::vector<
         std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
         interceptors;
-    interceptors.push_back(std::make_unique<AuthInterceptorFactory>("s3cret"));
+    interceptors.push_back(
+        std::make_unique<AuthInterceptorFactory>(access_.get()));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -55,7 +76,8 @@ class GrpcServicesTest : public ::testing::Test {
     server_.reset();
     coordinator_.reset();
     store_.reset();
-    for (const char* suffix : {"", "-wal", "-shm"}) {
+    access_.reset();
+    for (const char* suffix : {"", "-wal", "-shm", ".lock", ".token-key"}) {
       std::remove((dir_ + "/g.db" + suffix).c_str());
     }
     rmdir(dir_.c_str());
@@ -65,9 +87,49 @@ class GrpcServicesTest : public ::testing::Test {
     context->AddMetadata("authorization", "Bearer s3cret");
   }
 
+  // Submits kSpec as `user`; returns the status and sets *run_id.
+  grpc::Status SubmitAs(const std::string& user, int64_t* run_id = nullptr) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + tokens_[user]);
+    v1::SubmitRequest request;
+    request.set_spec_yaml(kSpec);
+    v1::SubmitResponse response;
+    grpc::Status status = client_->Submit(&context, request, &response);
+    if (run_id != nullptr && status.ok()) *run_id = response.run_ids(0);
+    return status;
+  }
+  grpc::Status CancelAs(const std::string& user, int64_t run_id) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + tokens_[user]);
+    v1::CancelRunRequest request;
+    request.set_run_id(run_id);
+    v1::CancelRunResponse response;
+    return client_->CancelRun(&context, request, &response);
+  }
+  // Opens an agent stream with `token` ("" for none) and registers as
+  // `node`; returns the stream's first answer (Registered) or its status.
+  grpc::Status RegisterAs(const std::string& token, const std::string& node,
+                          grpc::ClientContext* context,
+                          v1::CoordinatorMessage* reply) {
+    if (!token.empty()) {
+      context->AddMetadata("authorization", "Bearer " + token);
+    }
+    auto stream = agent_->Connect(context);
+    v1::AgentMessage hello;
+    hello.mutable_register_()->set_name(node);
+    hello.mutable_register_()->set_slots(1);
+    stream->Write(hello);
+    if (stream->Read(reply)) return grpc::Status::OK;
+    return stream->Finish();
+  }
+  // The audit rows, newest first.
+  std::vector<v1::AuditEntry> AuditRows() { return *store_->ListAudit(100, 0); }
+
   std::string dir_;
   RealClock clock_;
   std::unique_ptr<Store> store_;
+  std::map<std::string, std::string> tokens_;  // user -> token
+  std::unique_ptr<AccessControl> access_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<ClientServiceImpl> client_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
@@ -141,6 +203,101 @@ TEST_F(GrpcServicesTest, AgentStreamRegistersAndReceivesAssignment) {
   stream->WritesDone();
   context.TryCancel();
   stream->Finish().IgnoreError();
+}
+
+TEST_F(GrpcServicesTest, ViewerReadsButCannotSubmitOrCancel) {
+  EXPECT_EQ(SubmitAs("vera").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  int64_t run = 0;
+  ASSERT_TRUE(SubmitAs("alice", &run).ok());
+  EXPECT_EQ(CancelAs("vera", run).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + tokens_["vera"]);
+  v1::ListRunsResponse runs;
+  ASSERT_TRUE(client_->ListRuns(&context, v1::ListRunsRequest(), &runs).ok());
+  ASSERT_EQ(runs.runs_size(), 1);
+  EXPECT_EQ(runs.runs(0).user(), "alice");  // the run names its submitter
+  const std::vector<v1::AuditEntry> audit = AuditRows();
+  ASSERT_GE(audit.size(), 3u);
+  EXPECT_EQ(audit[0].user(), "vera");  // the refused cancel, newest first
+  EXPECT_FALSE(audit[0].allowed());
+  EXPECT_EQ(audit[1].action(), "submit");
+  EXPECT_TRUE(audit[1].allowed());
+  EXPECT_EQ(audit[2].user(), "vera");
+  EXPECT_FALSE(audit[2].allowed());
+}
+
+TEST_F(GrpcServicesTest, OperatorCancelsOnlyItsOwnRunsAndAdminAny) {
+  int64_t alices = 0, bobs = 0;
+  ASSERT_TRUE(SubmitAs("alice", &alices).ok());
+  ASSERT_TRUE(SubmitAs("bob", &bobs).ok());
+  grpc::Status refused = CancelAs("bob", alices);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("belongs to alice"),
+            std::string::npos);
+  EXPECT_TRUE(CancelAs("bob", bobs).ok());
+  EXPECT_TRUE(CancelAs("root", alices).ok());
+  EXPECT_EQ(coordinator_->GetRun(alices)->state(), v1::RUN_STATE_CANCELLED);
+  const std::vector<v1::AuditEntry> audit = AuditRows();
+  EXPECT_EQ(audit[0].user(), "root");
+  EXPECT_EQ(audit[0].action(), "cancel");
+  EXPECT_TRUE(audit[0].allowed());
+  EXPECT_EQ(audit[2].user(), "bob");
+  EXPECT_FALSE(audit[2].allowed());
+}
+
+TEST_F(GrpcServicesTest, AgentTokenRegistersAsItsNodeOnly) {
+  grpc::ClientContext as_b;
+  v1::CoordinatorMessage reply;
+  grpc::Status refused =
+      RegisterAs(tokens_["agent-a"], "node-b", &as_b, &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("bound to node node-a"),
+            std::string::npos);
+  EXPECT_TRUE(coordinator_->ListNodes()->nodes().empty());
+  // Nor may it act as a client.
+  EXPECT_EQ(SubmitAs("agent-a").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  grpc::ClientContext as_a;
+  ASSERT_TRUE(RegisterAs(tokens_["agent-a"], "node-a", &as_a, &reply).ok());
+  EXPECT_EQ(reply.registered().node(), "node-a");
+  // An impostor with the name but no token changes nothing.
+  grpc::ClientContext impostor;
+  v1::CoordinatorMessage ignored;
+  EXPECT_EQ(RegisterAs("", "node-a", &impostor, &ignored).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  v1::ListNodesResponse nodes = *coordinator_->ListNodes();
+  ASSERT_EQ(nodes.nodes_size(), 1);
+  EXPECT_TRUE(nodes.nodes(0).connected());
+  as_a.TryCancel();
+  const std::vector<v1::AuditEntry> audit = AuditRows();
+  bool refused_b = false, refused_impostor = false;
+  for (const v1::AuditEntry& e : audit) {
+    refused_b |=
+        e.action() == "register" && !e.allowed() && e.target() == "node node-b";
+    refused_impostor |= e.action() == "refused" && e.user().empty();
+  }
+  EXPECT_TRUE(refused_b);
+  EXPECT_TRUE(refused_impostor);
+}
+
+TEST_F(GrpcServicesTest, OnlyAnAdminReadsTheAuditTrail) {
+  for (const std::string user : {"vera", "alice", "root"}) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + tokens_[user]);
+    v1::ListAuditResponse response;
+    grpc::Status status =
+        client_->ListAudit(&context, v1::ListAuditRequest(), &response);
+    EXPECT_EQ(status.ok(), user == "root") << user;
+  }
+}
+
+TEST_F(GrpcServicesTest, RevokedTokenIsRefused) {
+  ASSERT_TRUE(SubmitAs("alice").ok());
+  const std::string id = tokens_["alice"].substr(5, 16);
+  ASSERT_TRUE(store_->RevokeToken(id, 2).ok());
+  EXPECT_EQ(SubmitAs("alice").error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST(ToGrpcStatus, KeepsCodeAndMessage) {

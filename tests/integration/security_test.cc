@@ -1,0 +1,167 @@
+// Who may do what, with real processes: hpcai500d with API tokens made by
+// `hpcai500d token create` beside it, agents with agent tokens, the CLI with
+// each role, and the HTTP side without and with a viewer token.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <string>
+
+#include "tests/integration/harness.h"
+
+namespace hpcai500::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// `hpcai500d token create ...` against the cluster's database; the token.
+std::string CreateToken(TestCluster& cluster,
+                        const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {BinaryPath("hpcai500d"), "token", "create",
+                                   "--db", cluster.db_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult made = RunCommand(argv, seconds(30));
+  EXPECT_EQ(made.exit_code, 0) << made.err;
+  return made.out.substr(0, made.out.find('\n'));
+}
+
+class Security : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(cluster_.StartCoordinator());
+    // Made beside the running coordinator: auth turns on with the first.
+    for (auto [user, role] :
+         {std::pair{"root", "admin"}, std::pair{"vera", "viewer"},
+          std::pair{"alice", "operator"}, std::pair{"bob", "operator"}}) {
+      tokens_[user] = CreateToken(cluster_, {"--role", role, "--user", user});
+    }
+    tokens_["agent-a"] =
+        CreateToken(cluster_, {"--role", "agent", "--node", "node-a"});
+    cluster_.set_cli_token(tokens_["root"]);
+  }
+  void TearDown() override {
+    if (HasFailure()) cluster_.KeepFiles();
+  }
+  CommandResult As(const std::string& user,
+                   const std::vector<std::string>& args) {
+    std::vector<std::string> with = {"--token", tokens_[user]};
+    with.insert(with.end(), args.begin(), args.end());
+    cluster_.set_cli_token("");
+    CommandResult result = cluster_.Cli(with);
+    cluster_.set_cli_token(tokens_["root"]);
+    return result;
+  }
+  std::string Spec() {
+    return cluster_.WriteSpec(
+        "smoke",
+        "name: smoke\nworkload: image_classification\nconfig: "
+        "fashion_mnist_smoke\nlevel: system\nnodes: 1\n"
+        "ranks_per_node: 1\ndevice: cpu\nbatch_size: 64\n"
+        "precision: fp32\nseed: 1\nsystem: loopback-cpu\n");
+  }
+
+  TestCluster cluster_;
+  std::map<std::string, std::string> tokens_;
+};
+
+TEST_F(Security, EachRoleDoesOnlyWhatItMayAndEveryRefusalIsAudited) {
+  cluster_.set_cli_token("");
+  CommandResult anonymous = cluster_.Cli({"list"});
+  cluster_.set_cli_token(tokens_["root"]);
+  EXPECT_EQ(anonymous.exit_code, 2);
+  EXPECT_NE(anonymous.err.find("no token"), std::string::npos)
+      << anonymous.err;
+
+  ASSERT_TRUE(
+      cluster_.StartAgent("node-a", 1, {"--token", tokens_["agent-a"]}));
+
+  CommandResult viewer_submit = As("vera", {"submit", Spec()});
+  EXPECT_EQ(viewer_submit.exit_code, 2);
+  EXPECT_NE(viewer_submit.err.find("role viewer may not"), std::string::npos)
+      << viewer_submit.err;
+  EXPECT_EQ(As("vera", {"list"}).exit_code, 0);
+
+  CommandResult submitted = As("alice", {"submit", Spec()});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string run = submitted.out.substr(0, submitted.out.find('\n'));
+  CommandResult shown = As("vera", {"show", run});
+  EXPECT_NE(shown.out.find("user         alice"), std::string::npos)
+      << shown.out;
+
+  CommandResult bob_cancel = As("bob", {"cancel", run});
+  EXPECT_EQ(bob_cancel.exit_code, 2);
+  EXPECT_NE(bob_cancel.err.find("belongs to alice"), std::string::npos)
+      << bob_cancel.err;
+  EXPECT_EQ(As("vera", {"cancel", run}).exit_code, 2);
+  CommandResult root_cancel = As("root", {"cancel", run});
+  EXPECT_EQ(root_cancel.exit_code, 0) << root_cancel.err;
+
+  EXPECT_EQ(As("alice", {"audit"}).exit_code, 2);  // admins only
+  CommandResult audit = As("root", {"audit", "--json"});
+  ASSERT_EQ(audit.exit_code, 0) << audit.err;
+  for (const char* expected :
+       {"\"user\": \"vera\"", "\"user\": \"bob\"", "\"action\": \"submit\"",
+        "\"action\": \"register\"", "\"action\": \"token_create\"",
+        "\"action\": \"cancel\""}) {
+    EXPECT_NE(audit.out.find(expected), std::string::npos) << expected << "\n"
+                                                           << audit.out;
+  }
+}
+
+TEST_F(Security,
+       AnAgentTokenRegistersAsItsNodeOnlyAndANameAloneChangesNothing) {
+  ASSERT_TRUE(
+      cluster_.StartAgent("node-a", 1, {"--token", tokens_["agent-a"]}));
+  // node-a's token used to pose as node-b, and node-a's name without a
+  // token: both refused, node-a stays connected and node-b never appears.
+  auto agent = [&](const std::string& name, const std::string& token) {
+    std::vector<std::string> argv = {BinaryPath("hpcai500-agent"),
+                                     "--coordinator",
+                                     cluster_.grpc_address(),
+                                     "--name",
+                                     name,
+                                     "--workdir",
+                                     cluster_.dir() + "/posing-as-" + name};
+    if (!token.empty()) {
+      argv.push_back("--token");
+      argv.push_back(token);
+    }
+    return RunCommand(argv, seconds(4));  // killed after 4 s of retrying
+  };
+  const CommandResult as_b = agent("node-b", tokens_["agent-a"]);
+  EXPECT_NE(as_b.err.find("bound to node node-a"), std::string::npos)
+      << as_b.err;
+  const CommandResult impostor = agent("node-a", "");
+  EXPECT_NE(impostor.err.find("no token"), std::string::npos)
+      << impostor.err;
+  CommandResult nodes = cluster_.Cli({"nodes"});
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
+  EXPECT_EQ(nodes.out.find("node-b"), std::string::npos) << nodes.out;
+  EXPECT_NE(nodes.out.find("connected"), std::string::npos) << nodes.out;
+  CommandResult audit = cluster_.Cli({"audit", "--json"});
+  EXPECT_NE(audit.out.find("\"target\": \"node node-b\""), std::string::npos)
+      << audit.out;
+}
+
+TEST_F(Security, HttpNeedsAViewerTokenUnlessPublic) {
+  int status = 0;
+  cluster_.HttpGet("/api/v1/runs", &status);
+  EXPECT_EQ(status, 401);
+  const std::string page = cluster_.HttpGet("/", &status);
+  EXPECT_EQ(status, 401);
+  EXPECT_NE(page.find("viewer token"), std::string::npos);
+}
+
+TEST(SecurityDefaults, WithoutTokensHpcai500dStaysOnLoopbackUnlessInsecure) {
+  TestCluster cluster;
+  CommandResult refused =
+      RunCommand({BinaryPath("hpcai500d"), "--grpc",
+                  "0.0.0.0:" + std::to_string(FreePort()), "--http",
+                  "127.0.0.1:0", "--db", cluster.dir() + "/open.db"},
+                 seconds(30));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--insecure"), std::string::npos) << refused.err;
+}
+
+}  // namespace
+}  // namespace hpcai500::testing
