@@ -278,6 +278,9 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
+      "DROP TABLE tokens; "
+      "DROP TABLE audit; "
+      "ALTER TABLE runs DROP COLUMN user; "
       "DROP TABLE exits; "
       "ALTER TABLE attempts DROP COLUMN resume_from_attempt; "
       "ALTER TABLE attempts DROP COLUMN resume_from_epoch; "
@@ -380,6 +383,9 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
   }
   // Turn the file back into version 2: no spec columns.
   RewriteFile(
+      "DROP TABLE tokens; "
+      "DROP TABLE audit; "
+      "ALTER TABLE runs DROP COLUMN user; "
       "DROP TABLE exits; "
       "ALTER TABLE attempts DROP COLUMN resume_from_attempt; "
       "ALTER TABLE attempts DROP COLUMN resume_from_epoch; "
