@@ -28,6 +28,9 @@ PACKAGES=(
   # MUNGE authentication.
   slurmctld slurmd slurm-client munge
   procps curl
+  # TLS (hpcai500d --tls-cert, HTTPS through boost::asio::ssl); the tests
+  # make throw-away certificates with the openssl command.
+  libssl-dev openssl
 )
 
 missing=()
