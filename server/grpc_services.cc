@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/closable_queue.h"
 #include "common/log.h"
+#include "server/tls.h"
 
 namespace hpcai500 {
 namespace {
@@ -199,6 +200,15 @@ grpc::Status AgentServiceImpl::Connect(
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first message of an agent stream must be a "
                         "Register");
+  }
+  if (check_agent_certificates_) {
+    absl::Status vouched = CheckAgentCertificate(*context->auth_context(),
+                                                 first.register_().name());
+    if (!vouched.ok()) {
+      LogWarning(absl::StrCat("refusing an agent from ", context->peer(), ": ",
+                              vouched.message()));
+      return ToGrpcStatus(vouched);
+    }
   }
   Outbox outbox;
   absl::StatusOr<int64_t> session =

@@ -65,9 +65,14 @@ class ClientServiceImpl final : public v1::ClientService::Service {
 
 class AgentServiceImpl final : public v1::AgentService::Service {
  public:
-  // `coordinator` is borrowed and must outlive the service.
-  explicit AgentServiceImpl(Coordinator* coordinator)
-      : coordinator_(coordinator) {}
+  // `coordinator` is borrowed and must outlive the service. With
+  // `check_agent_certificates` (hpcai500d --tls-client-ca), Connect refuses
+  // an agent whose client certificate does not name the node it registers
+  // as (CheckAgentCertificate in server/tls.h).
+  explicit AgentServiceImpl(Coordinator* coordinator,
+                            bool check_agent_certificates = false)
+      : coordinator_(coordinator),
+        check_agent_certificates_(check_agent_certificates) {}
 
   grpc::Status Connect(
       grpc::ServerContext* context,
@@ -76,6 +81,7 @@ class AgentServiceImpl final : public v1::AgentService::Service {
 
  private:
   Coordinator* const coordinator_;
+  const bool check_agent_certificates_;
 };
 
 // The authentication hook of the interceptor chain. With an empty token every

@@ -22,10 +22,12 @@
 #include "common/log.h"
 #include "common/registry.h"
 #include "common/status_macros.h"
+#include "common/tls_files.h"
 #include "common/token.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
 #include "server/store.h"
+#include "server/tls.h"
 #ifdef HPCAI500_HAVE_HTTP
 #include "server/http/http_server.h"
 #endif
@@ -38,9 +40,13 @@ constexpr char kUsage[] =
     "                 [--web-dir DIR] [--token-file FILE] "
     "[--node-timeout-s N]\n"
     "                 [--http-max-connections N]\n"
+    "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "defaults: --grpc 127.0.0.1:7500 --http 127.0.0.1:7580 "
     "--db ./hpcai500.db --node-timeout-s 60\n"
-    "          --http-max-connections 256 (more are answered 503)\n";
+    "          --http-max-connections 256 (more are answered 503)\n"
+    "--tls-cert/--tls-key (PEM): gRPC and HTTP over TLS only; with\n"
+    "--tls-client-ca, agents must present a certificate it signed that names\n"
+    "their --name (the CLI needs none)\n";
 
 struct Flags {
   std::string grpc = "127.0.0.1:7500";
@@ -50,6 +56,7 @@ struct Flags {
   std::string token_file;
   int node_timeout_s = 60;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
+  TlsFileFlags tls;
   bool help = false;
 };
 
@@ -78,6 +85,7 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   AddValueFlag(*app, "token-file", &flags.token_file);
   AddValueFlag(*app, "node-timeout-s", &node_timeout);
   AddValueFlag(*app, "http-max-connections", &max_connections);
+  AddServerTlsFlags(*app, &flags.tls);
   AddSwitch(*app, "help,h", &flags.help);
   RETURN_IF_ERROR(ParseFlags(*app, args));
   RETURN_IF_ERROR(ParseBoundedInt("--node-timeout-s", node_timeout, 1, 86400,
@@ -107,6 +115,7 @@ absl::Status RunServer(const Flags& flags) {
   if (!flags.token_file.empty()) {
     ASSIGN_OR_RETURN(token, ReadTokenFile("--token-file", flags.token_file));
   }
+  ASSIGN_OR_RETURN(const TlsFiles tls, LoadServerTlsFiles(flags.tls));
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(flags.db));
   RealClock clock;
   CoordinatorOptions options;
@@ -119,10 +128,12 @@ absl::Status RunServer(const Flags& flags) {
       Coordinator::Create(store.get(), &clock, &Registry::Builtin(), options));
 
   ClientServiceImpl client_service(coordinator.get());
-  AgentServiceImpl agent_service(coordinator.get());
+  AgentServiceImpl agent_service(
+      coordinator.get(),
+      /*check_agent_certificates=*/!tls.ca_pem.empty());
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(flags.grpc, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(flags.grpc, CoordinatorServerCredentials(tls),
                            &grpc_port);
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one per port
@@ -147,16 +158,21 @@ absl::Status RunServer(const Flags& flags) {
         absl::StrCat("--grpc ", flags.grpc, ": cannot listen there"));
   }
   LogInfo(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
+  LogInfo(DescribeServerTls(tls));
 
 #ifdef HPCAI500_HAVE_HTTP
   HttpServer http(coordinator.get(), flags.web_dir, /*threads=*/2,
                   flags.http_max_connections);
-  if (absl::Status started = http.Start(flags.http); !started.ok()) {
+  absl::Status started = tls.cert_pem.empty()
+                             ? absl::OkStatus()
+                             : http.UseTls(tls.cert_pem, tls.key_pem);
+  if (started.ok()) started = http.Start(flags.http);
+  if (!started.ok()) {
     server->Shutdown();
     return started;
   }
-  LogInfo(
-      absl::StrCat("http listening on ", WithPort(flags.http, http.port())));
+  LogInfo(absl::StrCat(tls.cert_pem.empty() ? "http" : "https",
+                       " listening on ", WithPort(flags.http, http.port())));
 #endif
   LogInfo(absl::StrCat("store ", flags.db, ", auth ",
                        token.empty() ? "off" : "bearer token",
