@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -215,8 +216,8 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   bool registered = false;
   int64_t heartbeat_ms = kDefaultHeartbeatMs;
   int64_t next_heartbeat = clock_->NowMs() + heartbeat_ms;
+  bool closed = false;  // the stream ended; Finish() has its status
   while (ok && !stop->load()) {
-    bool closed = false;
     std::deque<v1::CoordinatorMessage> messages =
         inbox.TakeAll(kPollInterval, &closed);
     // Checked before the batch counts as word: an agent resumed after a
@@ -263,10 +264,19 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
       next_heartbeat = clock_->NowMs() + heartbeat_ms;
     }
   }
-  context.TryCancel();
+  // A stream that ended carries its status (a refusal, a lost connection);
+  // cancelling it now would replace that with CANCELLED.
+  if (!closed) context.TryCancel();
   reader.join();
   grpc::Status status = stream->Finish();
-  *why = status.ok() ? "closed by the coordinator" : status.error_message();
+  // With the code, an operator tells a refusal (PERMISSION_DENIED: the
+  // certificate names another node) from a lost connection (UNAVAILABLE).
+  *why = status.ok()
+             ? "closed by the coordinator"
+             : absl::StrCat(
+                   absl::StatusCodeToString(
+                       static_cast<absl::StatusCode>(status.error_code())),
+                   ": ", status.error_message());
   return registered;
 }
 
