@@ -14,6 +14,7 @@
 #include "agent/files.h"
 #include "common/closable_queue.h"
 #include "common/log.h"
+#include "common/tls_files.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 #ifndef HPCAI500_VERSION
@@ -56,17 +57,18 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   return out;
 }
 
-// The channel to the coordinator, with keepalive pings (also while no call
-// runs, with no limit on pings without data) so that a dead or silent
-// coordinator breaks the stream instead of leaving it hanging.
-std::shared_ptr<grpc::Channel> NewCoordinatorChannel(
-    const std::string& target) {
+// The channel to the coordinator (over TLS when `tls` has a CA), with
+// keepalive pings (also while no call runs, with no limit on pings without
+// data) so that a dead or silent coordinator breaks the stream instead of
+// leaving it hanging.
+std::shared_ptr<grpc::Channel> NewCoordinatorChannel(const std::string& target,
+                                                     const TlsFiles& tls) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+  return grpc::CreateCustomChannel(target, CoordinatorChannelCredentials(tls),
                                    args);
 }
 
@@ -182,7 +184,7 @@ bool Agent::AwaitConnection(grpc::Channel& channel,
 
 bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   std::shared_ptr<grpc::Channel> channel =
-      NewCoordinatorChannel(options_.coordinator);
+      NewCoordinatorChannel(options_.coordinator, options_.tls);
   if (!AwaitConnection(*channel, stop, why)) return false;
   std::unique_ptr<v1::AgentService::Stub> stub =
       v1::AgentService::NewStub(channel);
