@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -13,6 +14,7 @@
 #include "agent/files.h"
 #include "common/closable_queue.h"
 #include "common/log.h"
+#include "common/tls_files.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 #ifndef HPCAI500_VERSION
@@ -55,17 +57,18 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   return out;
 }
 
-// The channel to the coordinator, with keepalive pings (also while no call
-// runs, with no limit on pings without data) so that a dead or silent
-// coordinator breaks the stream instead of leaving it hanging.
-std::shared_ptr<grpc::Channel> NewCoordinatorChannel(
-    const std::string& target) {
+// The channel to the coordinator (over TLS when `tls` has a CA), with
+// keepalive pings (also while no call runs, with no limit on pings without
+// data) so that a dead or silent coordinator breaks the stream instead of
+// leaving it hanging.
+std::shared_ptr<grpc::Channel> NewCoordinatorChannel(const std::string& target,
+                                                     const TlsFiles& tls) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+  return grpc::CreateCustomChannel(target, CoordinatorChannelCredentials(tls),
                                    args);
 }
 
@@ -181,7 +184,7 @@ bool Agent::AwaitConnection(grpc::Channel& channel,
 
 bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   std::shared_ptr<grpc::Channel> channel =
-      NewCoordinatorChannel(options_.coordinator);
+      NewCoordinatorChannel(options_.coordinator, options_.tls);
   if (!AwaitConnection(*channel, stop, why)) return false;
   std::unique_ptr<v1::AgentService::Stub> stub =
       v1::AgentService::NewStub(channel);
@@ -263,13 +266,20 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
       next_heartbeat = clock_->NowMs() + heartbeat_ms;
     }
   }
-  // Leaving of our own accord: cancel so the reader's Read returns. When the
-  // coordinator ended the stream (or a write failed because it did), its
-  // status says why, e.g. a token bound to another node.
+  // Leaving of our own accord: cancel so the reader's Read returns. A
+  // stream that ended (or whose write failed because it did) carries its
+  // status (a refusal, a lost connection); cancelling would replace it.
   if (!closed && ok) context.TryCancel();
   reader.join();
   grpc::Status status = stream->Finish();
-  *why = status.ok() ? "closed by the coordinator" : status.error_message();
+  // With the code, an operator tells a refusal (PERMISSION_DENIED: the
+  // certificate names another node) from a lost connection (UNAVAILABLE).
+  *why = status.ok()
+             ? "closed by the coordinator"
+             : absl::StrCat(
+                   absl::StatusCodeToString(
+                       static_cast<absl::StatusCode>(status.error_code())),
+                   ": ", status.error_message());
   return registered;
 }
 

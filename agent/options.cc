@@ -99,6 +99,7 @@ struct AgentFlags {
   std::string slots, workdir, labels, kill_grace, checkpoint_root;
   std::vector<std::string> data;
   TokenFlags token;
+  TlsFileFlags tls;
 };
 
 // The agent's flags, bound into *flags (borrowed for the life of the App).
@@ -116,6 +117,7 @@ std::unique_ptr<CLI::App> NewAgentFlagApp(AgentFlags& flags) {
   AddValueFlag(*app, "checkpoint-root", &flags.checkpoint_root);
   AddSwitch(*app, "shared-checkpoints", &flags.options.shared_checkpoints);
   AddTokenFlags(*app, &flags.token);
+  AddClientTlsFlags(*app, &flags.tls, /*with_client_certificate=*/true);
   return app;
 }
 
@@ -250,6 +252,7 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
     RETURN_IF_ERROR(AddDataDir(arg, &options.data_dirs));
   }
   ASSIGN_OR_RETURN(options.auth_token, ResolveToken(flags.token, token_env));
+  ASSIGN_OR_RETURN(options.tls, LoadClientTlsFiles(flags.tls));
   char host[256] = {0};
   if (::gethostname(host, sizeof(host) - 1) == 0) options.hostname = host;
   return std::move(options);

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/registry.h"
+#include "common/tls_files.h"
 
 namespace hpcai500::agent {
 
@@ -36,6 +37,10 @@ struct AgentOptions {
   // --shared-checkpoints: checkpoint_root is one file system shared by every
   // node that says so (sent in Register).
   bool shared_checkpoints = false;
+  // --tls-ca, --tls-cert, --tls-key, read and checked: TLS to the
+  // coordinator when ca_pem is set, with a client certificate when cert_pem
+  // is.
+  TlsFiles tls;
 };
 
 inline constexpr char kAgentUsage[] =
@@ -44,6 +49,7 @@ inline constexpr char kAgentUsage[] =
     "         [--labels k=v,k=v] [--token-file FILE | --token TOKEN]\n"
     "         [--kill-grace-seconds S] [--data DATASET=DIR]...\n"
     "         [--checkpoint-root DIR [--shared-checkpoints]]\n"
+    "         [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
     "  --token-file FILE   send the file's token as 'authorization: Bearer\n"
     "                      ...'; --token gives it inline; without either,\n"
     "                      $HPCAI500_TOKEN if set\n"
@@ -58,7 +64,13 @@ inline constexpr char kAgentUsage[] =
     "  --shared-checkpoints\n"
     "                      DIR is one file system shared by every node given\n"
     "                      this flag, so a retry may resume on another node;\n"
-    "                      needs --checkpoint-root\n";
+    "                      needs --checkpoint-root\n"
+    "  --tls-ca FILE       connect over TLS, trusting only this CA (PEM) for\n"
+    "                      the coordinator's certificate\n"
+    "  --tls-cert FILE --tls-key FILE\n"
+    "                      the client certificate (PEM) to present; one\n"
+    "                      naming --name (DNS SAN or CN) when the coordinator\n"
+    "                      runs with --tls-client-ca\n";
 
 // Parses the arguments after argv[0] (the rules of common/flags.h) and fills
 // in defaults: slots = GPUs or 1, workdir ./hpcai500-agent-NAME (made
@@ -67,8 +79,9 @@ inline constexpr char kAgentUsage[] =
 // explicit --checkpoint-root, as the default is this node's own). Checks that
 // every --data DIR is an existing directory (made absolute). The token is
 // --token, else --token-file's, else `token_env` ($HPCAI500_TOKEN; see
-// common/token.h). InvalidArgument names the flag and the problem; a token
-// file that cannot be read is NotFound.
+// common/token.h). The --tls-* files are read and checked
+// (LoadClientTlsFiles). InvalidArgument names the flag and the problem; a
+// token or TLS file that cannot be read is NotFound.
 absl::StatusOr<AgentOptions> ParseAgentArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& token_env = std::nullopt);

@@ -92,6 +92,7 @@ std::unique_ptr<CLI::App> NewCliFlagApp(RawCliArgs& raw) {
   app->require_subcommand(0, 1);
   AddValueFlag(*app, "coordinator", &raw.coordinator);
   AddTokenFlags(*app, &raw.args.token);
+  AddClientTlsFlags(*app, &raw.args.tls, /*with_client_certificate=*/false);
   AddSwitch(*app, "help,h", &raw.args.help);
   for (const auto& [command, positional] : CommandArgs()) {
     AddCommand(*app, command, raw);
@@ -277,7 +278,8 @@ absl::StatusOr<std::string> ReadSpec(const std::string& source,
 std::string UsageText() {
   return absl::StrCat(
       "usage: hpcai500 [--coordinator HOST:PORT]\n"
-      "                [--token-file FILE | --token TOKEN] COMMAND [ARGS]\n"
+      "                [--token-file FILE | --token TOKEN] [--tls-ca FILE]\n"
+      "                COMMAND [ARGS]\n"
       "\n"
       "commands:\n"
       "  submit SPEC [--wait]    submit a run spec (YAML file, - for stdin);\n"
@@ -316,6 +318,8 @@ std::string UsageText() {
       "--token gives it inline; without either, $",
       kTokenEnvVar,
       " if set.\n"
+      "--tls-ca connects over TLS, trusting only that CA (PEM) for the\n"
+      "coordinator's certificate (for hpcai500d --tls-cert).\n"
       "\n"
       "exit codes (submit --wait, watch): 0 reached the target quality, 1\n"
       "finished below it, 2 failed or cancelled (or any error), 3 spec\n"
@@ -380,6 +384,11 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     return kExitNoInput;
   }
   options.token = *std::move(token);
+  absl::StatusOr<TlsFiles> tls = LoadClientTlsFiles(parsed->tls);
+  if (!tls.ok()) {
+    err << "hpcai500: " << tls.status().message() << "\n";
+    return kExitNoInput;
+  }
   std::string spec_text;
   if (parsed->command == "submit" || parsed->command == "regress") {
     auto spec = ReadSpec(parsed->positional[0], *env.in);
@@ -391,7 +400,7 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   }
 
   std::unique_ptr<v1::ClientService::StubInterface> stub =
-      env.connect(parsed->coordinator);
+      env.connect(parsed->coordinator, CoordinatorChannelCredentials(*tls));
   Commands commands(stub.get(), std::move(options), out, err);
   const std::string& command = parsed->command;
   if (command == "submit") {

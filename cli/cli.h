@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cli/regress.h"
+#include "common/tls_files.h"
 #include "common/token.h"
 #include "proto/hpcai500.grpc.pb.h"
 
@@ -29,6 +30,7 @@ inline constexpr char kCoordinatorEnvVar[] = "HPCAI500_COORDINATOR";
 struct CliArgs {
   std::string coordinator;  // flag, else environment, else the default
   TokenFlags token;     // --token, --token-file; both empty: $HPCAI500_TOKEN
+  TlsFileFlags tls;     // --tls-ca; empty: plaintext
   std::string command;  // empty with `help`
   std::vector<std::string> positional;
   bool help = false;
@@ -62,16 +64,18 @@ struct CliEnvironment {
   std::istream* in = nullptr;                  // for `submit -`
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
-  // Opens a stub to "HOST:PORT"; called at most once, after parsing.
+  // Opens a stub to "HOST:PORT" with `credentials` (plaintext, or TLS after
+  // --tls-ca); called at most once, after parsing.
   std::function<std::unique_ptr<v1::ClientService::StubInterface>(
-      const std::string& address)>
+      const std::string& address,
+      const std::shared_ptr<grpc::ChannelCredentials>& credentials)>
       connect;
   absl::TimeZone time_zone = absl::LocalTimeZone();
 };
 
 // Runs `hpcai500 ARGS...` and returns its exit code (see commands.h):
 // kExitUsage after printing the usage to err for a bad command line,
-// kExitNoInput when the spec or token file cannot be read.
+// kExitNoInput when the spec, token or --tls-ca file cannot be read.
 int RunCli(const std::vector<std::string>& args, const CliEnvironment& env);
 
 }  // namespace hpcai500

@@ -17,8 +17,6 @@ PACKAGES=(
   libopenblas0-openmp
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
-  # OpenSSL: API tokens are checked as keyed hashes (HMAC-SHA256).
-  libssl-dev
   libgtest-dev libgmock-dev
   dataset-fashion-mnist
   libturbojpeg0-dev python3-torch python3-torchvision libhdf5-dev
@@ -30,6 +28,10 @@ PACKAGES=(
   # MUNGE authentication.
   slurmctld slurmd slurm-client munge
   procps curl
+  # OpenSSL: TLS (hpcai500d --tls-cert, HTTPS through boost::asio::ssl) and
+  # API tokens checked as keyed hashes (HMAC-SHA256); the tests make
+  # throw-away certificates with the openssl command.
+  libssl-dev openssl
 )
 
 missing=()

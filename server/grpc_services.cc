@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/closable_queue.h"
 #include "common/log.h"
+#include "server/tls.h"
 
 namespace hpcai500 {
 namespace {
@@ -324,6 +325,17 @@ grpc::Status AgentServiceImpl::ServeAgent(
     access_->Audit(&who, "register", target, context->peer(),
                    /*allowed=*/false, why);
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, why);
+  }
+  if (check_agent_certificates_) {
+    absl::Status vouched =
+        CheckAgentCertificate(*context->auth_context(), node);
+    if (!vouched.ok()) {
+      LogWarning(absl::StrCat("refusing an agent from ", context->peer(), ": ",
+                              vouched.message()));
+      access_->Audit(&who, "register", target, context->peer(),
+                     /*allowed=*/false, vouched.message());
+      return ToGrpcStatus(vouched);
+    }
   }
   Outbox outbox;
   absl::StatusOr<int64_t> session =

@@ -74,8 +74,14 @@ class ClientServiceImpl final : public v1::ClientService::Service {
 class AgentServiceImpl final : public v1::AgentService::Service {
  public:
   // `coordinator` and `access` are borrowed and must outlive the service.
-  AgentServiceImpl(Coordinator* coordinator, AccessControl* access)
-      : coordinator_(coordinator), access_(access) {}
+  // With `check_agent_certificates` (hpcai500d --tls-client-ca), Connect
+  // refuses an agent whose client certificate does not name the node it
+  // registers as (CheckAgentCertificate in server/tls.h).
+  AgentServiceImpl(Coordinator* coordinator, AccessControl* access,
+                   bool check_agent_certificates = false)
+      : coordinator_(coordinator),
+        access_(access),
+        check_agent_certificates_(check_agent_certificates) {}
 
   grpc::Status Connect(
       grpc::ServerContext* context,
@@ -91,6 +97,7 @@ class AgentServiceImpl final : public v1::AgentService::Service {
 
   Coordinator* const coordinator_;
   AccessControl* const access_;
+  const bool check_agent_certificates_;
 };
 
 // The authentication hook of the interceptor chain: it finds the caller from

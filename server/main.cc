@@ -23,12 +23,14 @@
 #include "common/log.h"
 #include "common/registry.h"
 #include "common/status_macros.h"
+#include "common/tls_files.h"
 #include "common/token.h"
 #include "server/access_control.h"
 #include "server/auth.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
 #include "server/store.h"
+#include "server/tls.h"
 #include "server/token_command.h"
 #ifdef HPCAI500_HAVE_HTTP
 #include "server/http/http_server.h"
@@ -43,14 +45,18 @@ constexpr char kUsage[] =
     "[--node-timeout-s N]\n"
     "                 [--http-max-connections N] [--http-public] "
     "[--insecure]\n"
+    "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "auth is on once a token exists (hpcai500d token create) or with\n"
-    "--token-file (one shared token of full trust); without auth hpcai500d\n"
-    "listens on loopback only unless --insecure. --http-public serves the\n"
-    "read-only pages and API without a token.\n"
+    "--token-file (one shared token of full trust); without auth or TLS\n"
+    "hpcai500d listens on loopback only unless --insecure. --http-public\n"
+    "serves the read-only pages and API without a token.\n"
     "defaults: --grpc 127.0.0.1:7500 --http 127.0.0.1:7580 "
     "--db ./hpcai500.db --node-timeout-s 60\n"
-    "          --http-max-connections 256 (more are answered 503)\n";
+    "          --http-max-connections 256 (more are answered 503)\n"
+    "--tls-cert/--tls-key (PEM): gRPC and HTTP over TLS only; with\n"
+    "--tls-client-ca, agents must present a certificate it signed that names\n"
+    "their --name (the CLI needs none)\n";
 
 struct Flags {
   std::string grpc = "127.0.0.1:7500";
@@ -62,6 +68,7 @@ struct Flags {
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   bool http_public = false;
   bool insecure = false;
+  TlsFileFlags tls;
   bool help = false;
 };
 
@@ -92,6 +99,7 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   AddValueFlag(*app, "http-max-connections", &max_connections);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
+  AddServerTlsFlags(*app, &flags.tls);
   AddSwitch(*app, "help,h", &flags.help);
   RETURN_IF_ERROR(ParseFlags(*app, args));
   RETURN_IF_ERROR(ParseBoundedInt("--node-timeout-s", node_timeout, 1, 86400,
@@ -166,6 +174,7 @@ absl::Status RunServer(const Flags& flags) {
   if (!flags.token_file.empty()) {
     ASSIGN_OR_RETURN(token, ReadTokenFile("--token-file", flags.token_file));
   }
+  ASSIGN_OR_RETURN(const TlsFiles tls, LoadServerTlsFiles(flags.tls));
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(flags.db));
   RealClock clock;
   CoordinatorOptions options;
@@ -182,11 +191,11 @@ absl::Status RunServer(const Flags& flags) {
                        store.get(), TokenAuthenticator::KeyPathFor(flags.db)));
   AccessControl access(store.get(), &clock, std::move(tokens), token);
   const bool auth = access.enabled();
-  if (!auth && !flags.insecure &&
+  if (!auth && tls.cert_pem.empty() && !flags.insecure &&
       (!IsLoopback(flags.grpc) || !IsLoopback(flags.http))) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "no API token exists and no --token-file is given, so anybody who "
-        "reaches --grpc ",
+        "no API token exists, no --token-file and no TLS is given, so "
+        "anybody who reaches --grpc ",
         flags.grpc, " or --http ", flags.http,
         " could run and cancel anything: create one (hpcai500d token create "
         "--role admin --user NAME), bind loopback, or pass --insecure"));
@@ -197,10 +206,12 @@ absl::Status RunServer(const Flags& flags) {
         "loopback; every caller is an admin");
   }
   ClientServiceImpl client_service(coordinator.get(), &access);
-  AgentServiceImpl agent_service(coordinator.get(), &access);
+  AgentServiceImpl agent_service(
+      coordinator.get(), &access,
+      /*check_agent_certificates=*/!tls.ca_pem.empty());
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(flags.grpc, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(flags.grpc, CoordinatorServerCredentials(tls),
                            &grpc_port);
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one per port
@@ -225,17 +236,22 @@ absl::Status RunServer(const Flags& flags) {
         absl::StrCat("--grpc ", flags.grpc, ": cannot listen there"));
   }
   LogInfo(absl::StrCat("grpc listening on ", WithPort(flags.grpc, grpc_port)));
+  LogInfo(DescribeServerTls(tls));
 
 #ifdef HPCAI500_HAVE_HTTP
   GuardedView guarded(coordinator.get(), &access, flags.http_public);
   HttpServer http(&guarded, flags.web_dir, /*threads=*/2,
                   flags.http_max_connections);
-  if (absl::Status started = http.Start(flags.http); !started.ok()) {
+  absl::Status started = tls.cert_pem.empty()
+                             ? absl::OkStatus()
+                             : http.UseTls(tls.cert_pem, tls.key_pem);
+  if (started.ok()) started = http.Start(flags.http);
+  if (!started.ok()) {
     server->Shutdown();
     return started;
   }
-  LogInfo(
-      absl::StrCat("http listening on ", WithPort(flags.http, http.port())));
+  LogInfo(absl::StrCat(tls.cert_pem.empty() ? "http" : "https",
+                       " listening on ", WithPort(flags.http, http.port())));
 #endif
   LogInfo(
       absl::StrCat("store ", flags.db, ", auth ",

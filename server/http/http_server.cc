@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -10,6 +11,8 @@
 #include "boost/asio/strand.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
+#include "boost/beast/ssl.hpp"
+#include "server/http/https_context.h"
 
 namespace hpcai500 {
 namespace {
@@ -27,6 +30,8 @@ constexpr std::chrono::milliseconds kAcceptRetryDelay(100);
 // request it already sent does not turn the close into a reset that would
 // discard the answer.
 constexpr std::chrono::seconds kRefusedDrainTimeout(2);
+// How long a TLS connection waits for the client's close_notify.
+constexpr std::chrono::seconds kTlsShutdownTimeout(2);
 
 struct HostPort {
   std::string host;
@@ -78,29 +83,64 @@ class CountedSlot {
   const std::shared_ptr<std::atomic<int>> count_;
 };
 
-// One connection: read a request, answer it, repeat while keep-alive holds.
-// Runs on its own strand, so its handlers never overlap. It counts itself in
-// `open` while it lives.
-class Session : public std::enable_shared_from_this<Session> {
+// The two kinds of connection: plain TCP, and TLS over TCP.
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+template <class Stream>
+constexpr bool kIsTls = std::is_same_v<Stream, TlsStream>;
+
+// A Stream over an accepted socket; `tls` is used for TlsStream only.
+template <class Stream>
+Stream MakeStream(tcp::socket socket, asio::ssl::context* tls) {
+  if constexpr (kIsTls<Stream>) {
+    return Stream(std::move(socket), *tls);
+  } else {
+    return Stream(std::move(socket));
+  }
+}
+
+// One connection: (over TLS, a handshake first, then) read a request, answer
+// it, repeat while keep-alive holds. Runs on its own strand, so its handlers
+// never overlap. It counts itself in `open` while it lives.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, const HttpRouter* router,
+  Session(tcp::socket socket, asio::ssl::context* tls, const HttpRouter* router,
           std::shared_ptr<std::atomic<int>> open)
-      : stream_(std::move(socket)), router_(router), open_(std::move(open)) {}
+      : stream_(MakeStream<Stream>(std::move(socket), tls)),
+        router_(router),
+        open_(std::move(open)) {}
 
   void Run() {
     asio::dispatch(stream_.get_executor(),
-                   [self = shared_from_this()] { self->Read(); });
+                   [self = this->shared_from_this()] { self->Start(); });
   }
 
  private:
+  void Start() {
+    if constexpr (kIsTls<Stream>) {
+      beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
+      stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          [self = this->shared_from_this()](beast::error_code error) {
+            // Not TLS (plain HTTP, say) or an unknown CA: nothing to answer.
+            if (error) return self->CloseSocket();
+            self->Read();
+          });
+    } else {
+      Read();
+    }
+  }
+
   void Read() {
     parser_.emplace();
     parser_->header_limit(HttpServer::kMaxHeaderBytes);
     parser_->body_limit(HttpServer::kMaxBodyBytes);
-    stream_.expires_after(kIdleTimeout);
+    beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code error, size_t) {
+        [self = this->shared_from_this()](beast::error_code error, size_t) {
           self->OnRead(error);
         });
   }
@@ -137,22 +177,34 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Write(HttpResponse response) {
     response_ = std::move(response);
-    stream_.expires_after(kIdleTimeout);
+    beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
     http::async_write(
         stream_, response_,
-        [self = shared_from_this()](beast::error_code error, size_t) {
+        [self = this->shared_from_this()](beast::error_code error, size_t) {
           if (error || !self->response_.keep_alive()) return self->Close();
           self->Read();
         });
   }
 
+  // Over TLS, says close_notify first (bounded by kTlsShutdownTimeout).
   void Close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
+    if constexpr (kIsTls<Stream>) {
+      beast::get_lowest_layer(stream_).expires_after(kTlsShutdownTimeout);
+      stream_.async_shutdown([self = this->shared_from_this()](
+                                 beast::error_code) { self->CloseSocket(); });
+    } else {
+      CloseSocket();
+    }
   }
 
-  beast::tcp_stream stream_;
+  void CloseSocket() {
+    beast::error_code ignored;
+    beast::get_lowest_layer(stream_).socket().shutdown(
+        tcp::socket::shutdown_send, ignored);
+    beast::get_lowest_layer(stream_).close();
+  }
+
+  Stream stream_;
   const HttpRouter* const router_;  // Borrowed from the server.
   const CountedSlot open_;
   beast::flat_buffer buffer_;
@@ -160,22 +212,39 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpResponse response_;  // Kept alive while it is written.
 };
 
-// A connection over the limit: answered 503 at once without reading the
-// request, then drained briefly and closed. It counts itself in `refusing`
-// while it lives.
+// A connection over the limit: (over TLS, after the handshake) answered 503
+// at once without reading the request, then drained briefly and closed. It
+// counts itself in `refusing` while it lives.
+template <class Stream>
 class RefusedConnection
-    : public std::enable_shared_from_this<RefusedConnection> {
+    : public std::enable_shared_from_this<RefusedConnection<Stream>> {
  public:
-  RefusedConnection(tcp::socket socket,
+  RefusedConnection(tcp::socket socket, asio::ssl::context* tls,
                     std::shared_ptr<std::atomic<int>> refusing)
-      : stream_(std::move(socket)), refusing_(std::move(refusing)) {}
+      : stream_(MakeStream<Stream>(std::move(socket), tls)),
+        refusing_(std::move(refusing)) {}
 
   void Run() {
     asio::dispatch(stream_.get_executor(),
-                   [self = shared_from_this()] { self->Write(); });
+                   [self = this->shared_from_this()] { self->Start(); });
   }
 
  private:
+  // The drain timeout, set here, covers handshake, write and drain.
+  void Start() {
+    beast::get_lowest_layer(stream_).expires_after(kRefusedDrainTimeout);
+    if constexpr (kIsTls<Stream>) {
+      stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          [self = this->shared_from_this()](beast::error_code error) {
+            if (error) return self->Close();
+            self->Write();
+          });
+    } else {
+      Write();
+    }
+  }
+
   void Write() {
     response_ = HttpResponse(http::status::service_unavailable, 11);
     response_.set(http::field::server, "hpcai500");
@@ -184,35 +253,52 @@ class RefusedConnection
     response_.body() = "too many connections\n";
     response_.keep_alive(false);
     response_.prepare_payload();
-    stream_.expires_after(kRefusedDrainTimeout);
     http::async_write(
         stream_, response_,
-        [self = shared_from_this()](beast::error_code error, size_t) {
+        [self = this->shared_from_this()](beast::error_code error, size_t) {
           if (error) return self->Close();
           beast::error_code ignored;
-          self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+          beast::get_lowest_layer(self->stream_)
+              .socket()
+              .shutdown(tcp::socket::shutdown_send, ignored);
           self->Drain();
         });
   }
 
-  // Reads and drops what the client sent until it closes or the drain
-  // timeout (set before the write, covering both) expires.
+  // Reads and drops what the client sent (raw bytes, TLS or not) until it
+  // closes or the drain timeout expires.
   void Drain() {
-    stream_.async_read_some(
+    beast::get_lowest_layer(stream_).async_read_some(
         asio::buffer(discard_),
-        [self = shared_from_this()](beast::error_code error, size_t) {
+        [self = this->shared_from_this()](beast::error_code error, size_t) {
           if (error) return self->Close();
           self->Drain();
         });
   }
 
-  void Close() { stream_.close(); }
+  void Close() { beast::get_lowest_layer(stream_).close(); }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   const CountedSlot refusing_;
   HttpResponse response_;  // Kept alive while it is written.
   char discard_[4096];
 };
+
+// Serves (or refuses, over the limit) one accepted connection as a Stream.
+template <class Stream>
+void Serve(tcp::socket socket, asio::ssl::context* tls, bool refuse,
+           const HttpRouter* router, std::shared_ptr<std::atomic<int>> open,
+           std::shared_ptr<std::atomic<int>> refusing) {
+  if (refuse) {
+    std::make_shared<RefusedConnection<Stream>>(std::move(socket), tls,
+                                                std::move(refusing))
+        ->Run();
+  } else {
+    std::make_shared<Session<Stream>>(std::move(socket), tls, router,
+                                      std::move(open))
+        ->Run();
+  }
+}
 
 }  // namespace
 
@@ -224,6 +310,20 @@ HttpServer::HttpServer(CoordinatorView* view, std::string web_dir, int threads,
       acceptor_(io_) {}
 
 HttpServer::~HttpServer() { Stop(); }
+
+absl::Status HttpServer::UseTls(const std::string& cert_chain_pem,
+                                const std::string& private_key_pem) {
+  absl::MutexLock lock(&mu_);
+  if (started_ || stopped_) {
+    return absl::FailedPreconditionError(
+        "HTTP server already started or stopped; too late to turn on TLS");
+  }
+  absl::StatusOr<std::unique_ptr<asio::ssl::context>> context =
+      NewHttpsContext(cert_chain_pem, private_key_pem);
+  if (!context.ok()) return context.status();
+  tls_ = *std::move(context);
+  return absl::OkStatus();
+}
 
 absl::Status HttpServer::Start(const std::string& host_port) {
   absl::MutexLock lock(&mu_);
@@ -283,14 +383,15 @@ void HttpServer::Accept() {
     // count cannot grow past the limit between this check and the Session.
     // Refusals are bounded too: past as many again, a connection is closed
     // without an answer.
-    if (open_connections_->load() >= max_connections_) {
-      if (refusing_->load() < max_connections_) {
-        std::make_shared<RefusedConnection>(std::move(socket), refusing_)
-            ->Run();
-      }  // else the socket closes as it goes out of scope
+    const bool refuse = open_connections_->load() >= max_connections_;
+    if (refuse && refusing_->load() >= max_connections_) {
+      // The socket closes as it goes out of scope.
+    } else if (tls_ != nullptr) {
+      Serve<TlsStream>(std::move(socket), tls_.get(), refuse, &router_,
+                       open_connections_, refusing_);
     } else {
-      std::make_shared<Session>(std::move(socket), &router_, open_connections_)
-          ->Run();
+      Serve<PlainStream>(std::move(socket), nullptr, refuse, &router_,
+                         open_connections_, refusing_);
     }
     Accept();
   });

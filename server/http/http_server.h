@@ -1,11 +1,11 @@
 // HttpServer serves HttpRouter over HTTP/1.1 (Boost.Beast) from a small
-// thread pool: the JSON API, /metrics and the leaderboard page. At most
-// max_connections connections are open at once; one more is answered 503
-// (Service Unavailable) and closed (beyond as many again being refused, it is
-// closed unanswered).
+// thread pool: the JSON API, /metrics and the leaderboard page; over TLS
+// (HTTPS, and only HTTPS) after UseTls. At most max_connections connections
+// are open at once; one more is answered 503 (Service Unavailable) and closed
+// (beyond as many again being refused, it is closed unanswered).
 //
-// Thread-safe: Start, port and Stop may be called from any thread, but Start
-// at most once.
+// Thread-safe: UseTls, Start, port and Stop may be called from any thread,
+// but Start at most once.
 #ifndef HPCAI500_SERVER_HTTP_HTTP_SERVER_H_
 #define HPCAI500_SERVER_HTTP_HTTP_SERVER_H_
 
@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/ssl/context.hpp"
 #include "server/http/coordinator_view.h"
 #include "server/http/router.h"
 
@@ -41,6 +42,12 @@ class HttpServer {
 
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
+
+  // Serves HTTPS with this certificate chain (leaf first) and private key,
+  // both PEM text, instead of HTTP. Call before Start. InvalidArgument when
+  // OpenSSL refuses them, FailedPrecondition once started.
+  absl::Status UseTls(const std::string& cert_chain_pem,
+                      const std::string& private_key_pem);
 
   // Listens on "HOST:PORT" ("[::1]:PORT" for IPv6; port 0 picks a free one)
   // and starts serving. InvalidArgument for a malformed address,
@@ -77,6 +84,8 @@ class HttpServer {
   boost::asio::ip::tcp::acceptor acceptor_;  // Used on io_'s threads only
                                              // once Start returned.
   std::atomic<int> port_{0};
+  // Set by UseTls before Start (null: plain HTTP); read-only once started.
+  std::unique_ptr<boost::asio::ssl::context> tls_;
 
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

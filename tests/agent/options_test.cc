@@ -118,6 +118,27 @@ TEST(ParseAgentArgs, RefusalsNameTheFlag) {
   }
 }
 
+TEST(ParseAgentArgs, TlsFilesAreCheckedAtStartUpNamingTheFlag) {
+  const std::vector<std::string> base = {"--coordinator", "h:1", "--name", "n"};
+  auto refusal = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), base.begin(), base.end());
+    absl::StatusOr<AgentOptions> options = ParseAgentArgs(extra);
+    return options.ok() ? std::string("<ok>")
+                        : std::string(options.status().message());
+  };
+  EXPECT_EQ(refusal({"--tls-ca", "/nonexistent/ca.pem"})
+                .rfind("--tls-ca /nonexistent/ca.pem: cannot read", 0),
+            0u);
+  EXPECT_EQ(refusal({"--tls-cert", "c.pem", "--tls-key", "k.pem"})
+                .rfind("--tls-cert needs --tls-ca", 0),
+            0u);
+  EXPECT_EQ(refusal({"--tls-ca", "ca.pem", "--tls-cert", "c.pem"}),
+            "--tls-cert needs --tls-key");
+  absl::StatusOr<AgentOptions> plain = ParseAgentArgs(base);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE(plain->tls.ca_pem.empty());  // no TLS without --tls-ca
+}
+
 TEST(ParseAgentArgs, TokenComesFromFlagThenFileThenEnvironment) {
   TempDir dir;
   AppendToFile(dir.path() + "/token", "from-file\n");

@@ -216,7 +216,8 @@ class CliTest : public ::testing::Test {
     env.out = &out_;
     env.err = &err_;
     env.time_zone = absl::UTCTimeZone();
-    env.connect = [this](const std::string& address)
+    env.connect = [this](const std::string& address,
+                         const std::shared_ptr<grpc::ChannelCredentials>&)
         -> std::unique_ptr<v1::ClientService::StubInterface> {
       connected_to_ = address;
       return v1::ClientService::NewStub(
@@ -371,6 +372,13 @@ TEST_F(CliTest, UnreadableTokenFileExits66NamingTheFlagAndPath) {
   EXPECT_EQ(Run({"--token-file", missing, "list"}), kExitNoInput);
   EXPECT_THAT(err_.str(),
               HasSubstr("--token-file " + missing + ": cannot read"));
+}
+
+TEST_F(CliTest, UnreadableTlsCaExits66BeforeConnecting) {
+  const std::string missing = (dir_ / "missing-ca.pem").string();
+  EXPECT_EQ(Run({"--tls-ca", missing, "list"}), kExitNoInput);
+  EXPECT_THAT(err_.str(), HasSubstr("--tls-ca " + missing + ": cannot read"));
+  EXPECT_EQ(connected_to_, "");
 }
 
 TEST_F(CliTest, WatchEndingWithoutAFinalUpdateIsAFailure) {
@@ -906,10 +914,11 @@ TEST(Cli, UnreachableCoordinatorExitsTwoNamingTheAddress) {
   env.in = &in;
   env.out = &out;
   env.err = &err;
-  env.connect = [](const std::string& address)
+  env.connect = [](const std::string& address,
+                   const std::shared_ptr<grpc::ChannelCredentials>& credentials)
       -> std::unique_ptr<v1::ClientService::StubInterface> {
     return v1::ClientService::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(address, credentials));
   };
   EXPECT_EQ(RunCli({"--coordinator", "127.0.0.1:1", "watch", "5"}, env),
             kExitFailed);

@@ -145,6 +145,18 @@ void TestCluster::StopCoordinator(int sig) {
 
 bool TestCluster::StartAgent(const std::string& name, int slots,
                              const std::vector<std::string>& extra_args) {
+  LaunchAgent(name, slots, extra_args);
+  return WaitFor(
+      [&] {
+        CommandResult nodes = Cli({"nodes"});
+        return nodes.exit_code == 0 &&
+               nodes.out.find(name) != std::string::npos;
+      },
+      std::chrono::seconds(20));
+}
+
+void TestCluster::LaunchAgent(const std::string& name, int slots,
+                              const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv = {BinaryPath("hpcai500-agent"),
                                    "--coordinator",
                                    grpc_address(),
@@ -155,14 +167,7 @@ bool TestCluster::StartAgent(const std::string& name, int slots,
                                    "--workdir",
                                    agent_workdir(name)};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  agents_[name] = StartLogged(argv, dir_ + "/agent-" + name + ".log");
-  return WaitFor(
-      [&] {
-        CommandResult nodes = Cli({"nodes"});
-        return nodes.exit_code == 0 &&
-               nodes.out.find(name) != std::string::npos;
-      },
-      std::chrono::seconds(20));
+  agents_[name] = StartLogged(argv, agent_log(name));
 }
 
 void TestCluster::StopAgent(const std::string& name, int sig) {
@@ -182,10 +187,7 @@ CommandResult TestCluster::Cli(const std::vector<std::string>& args,
                                std::chrono::seconds timeout) {
   std::vector<std::string> argv = {BinaryPath("hpcai500"), "--coordinator",
                                    grpc_address()};
-  if (!cli_token_.empty()) {
-    argv.push_back("--token");
-    argv.push_back(cli_token_);
-  }
+  argv.insert(argv.end(), cli_flags_.begin(), cli_flags_.end());
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, timeout);
 }

@@ -43,6 +43,9 @@ class TestCluster {
   std::string agent_workdir(const std::string& name) const {
     return dir_ + "/agent-" + name;
   }
+  std::string agent_log(const std::string& name) const {
+    return dir_ + "/agent-" + name + ".log";
+  }
 
   // Starts hpcai500d on fixed ports (the same across restarts), with
   // `extra_args` after the harness's own flags, and waits until it accepts
@@ -54,17 +57,22 @@ class TestCluster {
   // waits until `hpcai500 nodes` lists it connected.
   bool StartAgent(const std::string& name, int slots,
                   const std::vector<std::string>& extra_args = {});
+  // Starts an agent as StartAgent does, without waiting for anything.
+  void LaunchAgent(const std::string& name, int slots,
+                   const std::vector<std::string>& extra_args = {});
   void StopAgent(const std::string& name, int sig);
   // Sends `sig` to agent `name` without waiting (SIGSTOP, SIGCONT).
   void SignalAgent(const std::string& name, int sig);
 
-  // The token every later Cli() call (and the harness's own checks) sends
-  // with --token; "" for none.
-  void set_cli_token(std::string token) { cli_token_ = std::move(token); }
-
-  // Runs the CLI against this cluster.
+  // Runs the CLI against this cluster, with the flags of set_cli_flags
+  // before `args`.
   CommandResult Cli(const std::vector<std::string>& args,
                     std::chrono::seconds timeout = std::chrono::seconds(60));
+  // Flags every later Cli call (the harness's own included) passes, e.g.
+  // {"--tls-ca", FILE}.
+  void set_cli_flags(std::vector<std::string> flags) {
+    cli_flags_ = std::move(flags);
+  }
   // Writes a spec file and returns its path.
   std::string WriteSpec(const std::string& name, const std::string& yaml);
   // An HTTP GET on the coordinator's HTTP port; returns the body ("" on
@@ -79,7 +87,7 @@ class TestCluster {
   int grpc_port_ = 0;
   int http_port_ = 0;
   bool keep_ = false;
-  std::string cli_token_;
+  std::vector<std::string> cli_flags_;
   std::unique_ptr<Subprocess> coordinator_;
   std::map<std::string, std::unique_ptr<Subprocess>> agents_;
 };

@@ -37,7 +37,7 @@ class Security : public ::testing::Test {
     }
     tokens_["agent-a"] =
         CreateToken(cluster_, {"--role", "agent", "--node", "node-a"});
-    cluster_.set_cli_token(tokens_["root"]);
+    cluster_.set_cli_flags({"--token", tokens_["root"]});
   }
   void TearDown() override {
     if (HasFailure()) cluster_.KeepFiles();
@@ -46,9 +46,9 @@ class Security : public ::testing::Test {
                    const std::vector<std::string>& args) {
     std::vector<std::string> with = {"--token", tokens_[user]};
     with.insert(with.end(), args.begin(), args.end());
-    cluster_.set_cli_token("");
+    cluster_.set_cli_flags({});
     CommandResult result = cluster_.Cli(with);
-    cluster_.set_cli_token(tokens_["root"]);
+    cluster_.set_cli_flags({"--token", tokens_["root"]});
     return result;
   }
   std::string Spec() {
@@ -65,12 +65,11 @@ class Security : public ::testing::Test {
 };
 
 TEST_F(Security, EachRoleDoesOnlyWhatItMayAndEveryRefusalIsAudited) {
-  cluster_.set_cli_token("");
+  cluster_.set_cli_flags({});
   CommandResult anonymous = cluster_.Cli({"list"});
-  cluster_.set_cli_token(tokens_["root"]);
+  cluster_.set_cli_flags({"--token", tokens_["root"]});
   EXPECT_EQ(anonymous.exit_code, 2);
-  EXPECT_NE(anonymous.err.find("no token"), std::string::npos)
-      << anonymous.err;
+  EXPECT_NE(anonymous.err.find("no token"), std::string::npos) << anonymous.err;
 
   ASSERT_TRUE(
       cluster_.StartAgent("node-a", 1, {"--token", tokens_["agent-a"]}));
@@ -132,8 +131,7 @@ TEST_F(Security,
   EXPECT_NE(as_b.err.find("bound to node node-a"), std::string::npos)
       << as_b.err;
   const CommandResult impostor = agent("node-a", "");
-  EXPECT_NE(impostor.err.find("no token"), std::string::npos)
-      << impostor.err;
+  EXPECT_NE(impostor.err.find("no token"), std::string::npos) << impostor.err;
   CommandResult nodes = cluster_.Cli({"nodes"});
   ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
   EXPECT_EQ(nodes.out.find("node-b"), std::string::npos) << nodes.out;
