@@ -42,6 +42,7 @@ function overview(run) {
     ['State', stateBadge(run.state)],
     ['Workload / config', `${spec.workload} / ${spec.config}`],
     ['System', spec.system],
+    ['User', run.user || '-'],
     ['Epochs', `${(run.epochs || []).length} / ${spec.epochs}`],
     ['Created', formatTime(run.created_ms)],
     ['Started', formatTime(run.started_ms)],
@@ -82,12 +83,25 @@ function specList(spec) {
   ]));
 }
 
+// Where an attempt's training started: epoch 1, or after the checkpoint of
+// an earlier attempt it resumed from.
+function startedFrom(attempt) {
+  if (attempt.resumed_epoch > 0) {
+    return `epoch ${attempt.resumed_epoch + 1} (resumed from attempt ` +
+        `${attempt.resume_from_attempt})`;
+  }
+  if (attempt.resume_from_epoch > 0) {
+    return `asked to resume after epoch ${attempt.resume_from_epoch}`;
+  }
+  return 'epoch 1';
+}
+
 function attemptsTable(attempts) {
   const table = element('table', undefined, 'attempts');
   const head = table.createTHead().insertRow();
   for (const title
            of ['#', 'State', 'Nodes', 'Master', 'Started', 'Finished',
-               'Error']) {
+               'Started from', 'Ended by']) {
     head.appendChild(element('th', title));
   }
   const body = table.createTBody();
@@ -102,6 +116,7 @@ function attemptsTable(attempts) {
                               '-');
     cell(tr, formatTime(attempt.started_ms));
     cell(tr, formatTime(attempt.finished_ms));
+    cell(tr, startedFrom(attempt));
     cell(tr, attempt.error || '', attempt.error ? 'error' : '');
   }
   return table;

@@ -31,6 +31,7 @@ function renderRow(run) {
   config.appendChild(element('div', spec.workload, 'muted'));
   cell(tr, spec.level);
   cell(tr, stateBadge(run.state));
+  cell(tr, run.user || '-');
   cell(tr, `${spec.nodes} \u00d7 ${spec.ranks_per_node}`, 'num');
   cell(tr, `${(run.epochs || []).length} / ${spec.epochs}`, 'num');
   qualityCell(tr, run);
