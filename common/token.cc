@@ -1,39 +1,17 @@
 #include "common/token.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/flag_file.h"
+#include "common/status_macros.h"
 
 namespace hpcai500 {
 
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view flag,
                                           const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    return absl::NotFoundError(absl::StrCat(flag, " ", path, ": cannot read (",
-                                            std::strerror(errno), ")"));
-  }
-  std::string text;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0 &&
-         text.size() <= kMaxTokenFileBytes) {
-    text.append(buffer, n);
-  }
-  const int read_errno = std::ferror(file) ? errno : 0;
-  std::fclose(file);
-  if (read_errno != 0) {
-    return absl::NotFoundError(absl::StrCat(flag, " ", path, ": cannot read (",
-                                            std::strerror(read_errno), ")"));
-  }
-  if (text.size() > kMaxTokenFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " ", path, ": is larger than ", kMaxTokenFileBytes, " bytes"));
-  }
+  ASSIGN_OR_RETURN(const std::string text,
+                   ReadFlagFile(flag, path, kMaxTokenFileBytes));
   std::string token(absl::StripAsciiWhitespace(text));
   if (token.empty()) {
     return absl::InvalidArgumentError(
