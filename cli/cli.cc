@@ -33,10 +33,17 @@ constexpr int kMaxListLimit = 10'000;
 const std::map<std::string, std::vector<std::string>>& CommandArgs() {
   static const auto* const kCommands =
       new std::map<std::string, std::vector<std::string>>{
-          {"submit", {"SPEC"}}, {"watch", {"RUN"}},  {"list", {}},
-          {"show", {"RUN"}},    {"cancel", {"RUN"}}, {"nodes", {}},
-          {"leaderboard", {}},  {"help", {}},        {"regress", {"SPEC"}},
+          {"submit", {"SPEC"}},
+          {"watch", {"RUN"}},
+          {"list", {}},
+          {"show", {"RUN"}},
+          {"cancel", {"RUN"}},
+          {"nodes", {}},
+          {"leaderboard", {}},
+          {"help", {}},
+          {"regress", {"SPEC"}},
           {"audit", {}},
+          {"invalidate", {"RUN"}},
       };
   return *kCommands;
 }
@@ -75,6 +82,9 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   }
   if (command == "list" || command == "audit") {
     AddValueFlag(*sub, "limit", &raw.limit);
+  }
+  if (command == "invalidate") {
+    AddValueFlag(*sub, "reason", &args.reason)->required();
   }
   if (command == "regress") {
     AddValueFlag(*sub, "window", &raw.window);
@@ -292,6 +302,10 @@ std::string UsageText() {
       "  show RUN [--json]       one run: spec, epochs, score\n"
       "  cancel RUN              cancel a queued or running run\n"
       "  nodes                   the agents' nodes\n"
+      "  invalidate RUN --reason TEXT\n"
+      "                          take a succeeded run's result (and its\n"
+      "                          submission) off the leaderboard; the run\n"
+      "                          stays, showing who and why (admin only)\n"
       "  audit [--limit K] [--json]\n"
       "                          the newest K (default 100) audited calls:\n"
       "                          who did what, from where, allowed or not\n"
@@ -432,6 +446,9 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   if (command == "watch") return commands.Watch(run_id);
   if (command == "show") return commands.Show(run_id, parsed->json);
   if (command == "cancel") return commands.Cancel(run_id);
+  if (command == "invalidate") {
+    return commands.Invalidate(run_id, parsed->reason);
+  }
   err << "hpcai500: command '" << command << "' is not implemented\n";
   return kExitUsage;
 }

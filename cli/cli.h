@@ -40,7 +40,8 @@ struct CliArgs {
   std::string config;                              // leaderboard, list
   std::string name;                                // list
   v1::RunState state = v1::RUN_STATE_UNSPECIFIED;  // list; unset: any
-  int limit = 0;                                   // list; 0: 100
+  int limit = 0;                                   // list, audit; 0: 100
+  std::string reason;                              // invalidate
   RegressOptions regress;
 };
 

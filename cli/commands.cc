@@ -337,6 +337,11 @@ int Commands::Show(int64_t run_id, bool json) {
        << "  finished     " << FormatTimeMs(run.finished_ms(), zone) << "\n";
   if (!run.error().empty()) out_ << "  error        " << run.error() << "\n";
   if (!run.reason().empty()) out_ << "  waiting      " << run.reason() << "\n";
+  if (!run.invalidated_by().empty()) {
+    out_ << "  invalidated  by " << run.invalidated_by() << " at "
+         << FormatTimeMs(run.invalidated_ms(), zone) << ": "
+         << run.invalidation_reason() << " (not on the leaderboard)\n";
+  }
   if (run.attempts_size() > 1 ||
       (run.attempts_size() == 1 && !run.attempts(0).error().empty())) {
     out_ << "\n" << AttemptTable(run, zone);
@@ -414,6 +419,22 @@ int Commands::Nodes() {
   out_ << FormatTable({"name", "address", "slots", "cpus", "gpus", "state",
                        "last seen", "labels"},
                       rows, /*right_aligned=*/{2, 3, 4});
+  return kExitOk;
+}
+
+int Commands::Invalidate(int64_t run_id, const std::string& reason) {
+  v1::InvalidateRunRequest request;
+  request.set_run_id(run_id);
+  request.set_reason(reason);
+  v1::Run run;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::InvalidateRun, request, &run);
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat("invalidate run ", run_id).c_str(),
+                          status);
+  }
+  out_ << "run " << run.id() << ": result invalidated by "
+       << run.invalidated_by() << "; off the leaderboard\n";
   return kExitOk;
 }
 

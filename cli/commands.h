@@ -61,6 +61,8 @@ class Commands {
   int Show(int64_t run_id, bool json);
   int Cancel(int64_t run_id);
   int Nodes();
+  // Takes run_id's result off the leaderboard with `reason`.
+  int Invalidate(int64_t run_id, const std::string& reason);
   // The newest `limit` (<= 0: 100) audit rows, newest first, as a table or
   // JSON.
   int Audit(int limit, bool json);

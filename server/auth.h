@@ -43,6 +43,7 @@ enum class Action {
   kCancelOwn,     // cancel a run the caller submitted
   kCancelAny,     // cancel anybody's run
   kAudit,         // read the audit trail
+  kInvalidate,    // take a result off the leaderboard
   kRegisterNode,  // an agent's stream
 };
 

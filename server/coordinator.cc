@@ -170,6 +170,38 @@ absl::StatusOr<v1::RunState> Coordinator::CancelRun(int64_t run_id) {
   return record->run.state();
 }
 
+absl::StatusOr<v1::Run> Coordinator::InvalidateRun(int64_t run_id,
+                                                   const std::string& by,
+                                                   const std::string& reason) {
+  if (reason.empty() || reason.size() > 1024) {
+    return absl::InvalidArgumentError(
+        "reason: required (--reason), at most 1024 bytes");
+  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRecord * record, RecordLocked(run_id));
+  v1::Run& run = record->run;
+  if (run.state() != v1::RUN_STATE_SUCCEEDED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is ", RunStateName(run.state()),
+                     "; only a succeeded run has a result to invalidate"));
+  }
+  if (!run.invalidated_by().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " was invalidated already by ",
+                     run.invalidated_by(), ": ", run.invalidation_reason()));
+  }
+  const int64_t now = clock_->NowMs();
+  RETURN_IF_ERROR(store_->InvalidateRun(run_id, by, reason, now));
+  run.set_invalidated_by(by);
+  run.set_invalidation_reason(reason);
+  run.set_invalidated_ms(now);
+  const std::string line =
+      absl::StrCat("result invalidated by ", by, ": ", reason);
+  LogInfo(absl::StrCat("run ", run_id, " ", line));
+  record->Changed(line);
+  return run;
+}
+
 absl::StatusOr<std::optional<v1::RunUpdate>> Coordinator::NextRunUpdate(
     int64_t run_id, WatchCursor* cursor, absl::Duration timeout) {
   absl::MutexLock lock(&mu_);

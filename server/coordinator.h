@@ -80,6 +80,13 @@ class Coordinator final : public CoordinatorView {
   // run already succeeded or failed.
   absl::StatusOr<v1::RunState> CancelRun(int64_t run_id);
 
+  // Takes a succeeded run's result off the leaderboard, recording `by` and
+  // `reason` (1 to 1024 bytes); returns the run. InvalidArgument for the
+  // reason; NotFound; FailedPrecondition for a run that did not succeed or
+  // is already invalidated.
+  absl::StatusOr<v1::Run> InvalidateRun(int64_t run_id, const std::string& by,
+                                        const std::string& reason);
+
   // Where a watcher is in a run's update stream.
   using WatchCursor = RunWatchCursor;
   // Waits up to `timeout` for the run to change after `cursor` and returns

@@ -271,6 +271,23 @@ grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status ClientServiceImpl::InvalidateRun(
+    grpc::ServerContext* context, const v1::InvalidateRunRequest* request,
+    v1::Run* response) {
+  const std::string target = absl::StrCat("run ", request->run_id());
+  Principal who;
+  grpc::Status allowed =
+      Authorize(*access_, *context, Action::kInvalidate, target, &who);
+  if (!allowed.ok()) return allowed;
+  absl::StatusOr<v1::Run> run = coordinator_->InvalidateRun(
+      request->run_id(), who.user, request->reason());
+  access_->Audit(&who, "invalidate", target, context->peer(), run.ok(),
+                 run.ok() ? request->reason() : run.status().message());
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  *response = *std::move(run);
+  return grpc::Status::OK;
+}
+
 grpc::Status ClientServiceImpl::ListAudit(grpc::ServerContext* context,
                                           const v1::ListAuditRequest* request,
                                           v1::ListAuditResponse* response) {

@@ -62,6 +62,9 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   grpc::Status ListNodes(grpc::ServerContext* context,
                          const v1::ListNodesRequest* request,
                          v1::ListNodesResponse* response) override;
+  grpc::Status InvalidateRun(grpc::ServerContext* context,
+                             const v1::InvalidateRunRequest* request,
+                             v1::Run* response) override;
   grpc::Status ListAudit(grpc::ServerContext* context,
                          const v1::ListAuditRequest* request,
                          v1::ListAuditResponse* response) override;

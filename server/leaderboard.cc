@@ -29,11 +29,14 @@ bool MatchesFilters(const v1::RunSpec& spec,
          (request.config().empty() || spec.config() == request.config());
 }
 
-// Whether a submission's runs are all there and all succeeded with a score.
+// Whether a submission's runs are all there and all succeeded with a score
+// that no admin invalidated (one invalidated repetition takes the whole
+// submission off: its aggregate would no longer be what was run).
 bool Complete(const std::vector<const v1::Run*>& members) {
   const bool all_scored =
       std::all_of(members.begin(), members.end(), [](const v1::Run* run) {
-        return run->state() == v1::RUN_STATE_SUCCEEDED && run->has_score();
+        return run->state() == v1::RUN_STATE_SUCCEEDED && run->has_score() &&
+               run->invalidated_by().empty();
       });
   return all_scored && static_cast<int>(members.size()) >=
                            std::max(1, members.front()->spec().repetitions());

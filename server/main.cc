@@ -27,6 +27,7 @@
 #include "common/token.h"
 #include "server/access_control.h"
 #include "server/auth.h"
+#include "server/backup_command.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
 #include "server/store.h"
@@ -47,6 +48,7 @@ constexpr char kUsage[] =
     "[--insecure]\n"
     "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
+    "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
     "auth is on once a token exists (hpcai500d token create) or with\n"
     "--token-file (one shared token of full trust); without auth or TLS\n"
     "hpcai500d listens on loopback only unless --insecure. --http-public\n"
@@ -288,6 +290,10 @@ absl::Status RunServer(const Flags& flags) {
 }  // namespace hpcai500
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "backup") {
+    return hpcai500::RunBackupCommand(
+        std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
+  }
   if (argc > 1 && std::string(argv[1]) == "token") {
     hpcai500::RealClock clock;
     return hpcai500::RunTokenCommand(

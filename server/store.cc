@@ -303,7 +303,8 @@ absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
 namespace {
 constexpr char kRunColumns[] =
     "SELECT id, submission_id, repetition, spec, state, created_ms, "
-    "started_ms, finished_ms, error, epochs, user FROM runs ";
+    "started_ms, finished_ms, error, epochs, user, invalidated_by, "
+    "invalidation_reason, invalidated_ms FROM runs ";
 }  // namespace
 
 absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
@@ -335,6 +336,9 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
         *run.mutable_epochs() = epochs_only.epochs();
       }
       run.set_user(query.Text(10));
+      run.set_invalidated_by(query.Text(11));
+      run.set_invalidation_reason(query.Text(12));
+      run.set_invalidated_ms(query.Int(13));
       runs.push_back(std::move(run));
     }
     if (rc != SQLITE_DONE) return Error("reading runs");
@@ -653,6 +657,19 @@ absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {
   }
   if (rc != SQLITE_DONE) return Error("reading nodes");
   return nodes;
+}
+
+absl::Status Store::InvalidateRun(int64_t run_id, const std::string& by,
+                                  const std::string& reason, int64_t now_ms) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(
+      Write("UPDATE runs SET invalidated_by = ?, invalidation_reason = ?, "
+            "invalidated_ms = ? WHERE id = ?",
+            "invalidating a run", by, reason, now_ms, run_id));
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("no run ", run_id));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> Store::CountQueuedRuns(const std::string& user) {

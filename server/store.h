@@ -101,6 +101,10 @@ class Store {
   absl::StatusOr<v1::SubmitResponse> CreateSubmission(
       const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
       int64_t now_ms, const std::string& user = "");
+  // Records that `by` took the run's result off the leaderboard, with
+  // `reason`. NotFound when there is no such run.
+  absl::Status InvalidateRun(int64_t run_id, const std::string& by,
+                             const std::string& reason, int64_t now_ms);
   // How many runs of `user` are queued.
   absl::StatusOr<int64_t> CountQueuedRuns(const std::string& user);
 

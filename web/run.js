@@ -43,6 +43,14 @@ function overview(run) {
     ['Workload / config', `${spec.workload} / ${spec.config}`],
     ['System', spec.system],
     ['User', run.user || '-'],
+    ...(run.invalidated_by ?
+            [[
+              'Invalidated',
+              `by ${run.invalidated_by} at ${
+                  formatTime(run.invalidated_ms)}: ${
+                  run.invalidation_reason} (not on the leaderboard)`,
+            ]] :
+            []),
     ['Epochs', `${(run.epochs || []).length} / ${spec.epochs}`],
     ['Created', formatTime(run.created_ms)],
     ['Started', formatTime(run.started_ms)],

@@ -109,10 +109,14 @@ CREATE TABLE exits (
   PRIMARY KEY (run_id, attempt, rank)
 );
 )sql",
-    // 5: who may do what: the user who submitted each run, the tokens
-    // (keyed hashes only) and the audit trail.
+    // 5: who may do what: the user who submitted each run, who took its
+    // result off the leaderboard and why, the tokens (keyed hashes only) and
+    // the audit trail.
     R"sql(
 ALTER TABLE runs ADD COLUMN user TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN invalidated_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN invalidation_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN invalidated_ms INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE tokens (
   id TEXT PRIMARY KEY,
   user TEXT NOT NULL,

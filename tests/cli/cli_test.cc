@@ -118,6 +118,16 @@ class FakeClientService final : public v1::ClientService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status InvalidateRun(grpc::ServerContext*,
+                             const v1::InvalidateRunRequest* request,
+                             v1::Run* response) override {
+    absl::MutexLock lock(&mu_);
+    invalidate_request_ = *request;
+    response->set_id(request->run_id());
+    response->set_invalidated_by("root");
+    return grpc::Status::OK;
+  }
+
   grpc::Status ListAudit(grpc::ServerContext*,
                          const v1::ListAuditRequest* request,
                          v1::ListAuditResponse* response) override {
@@ -136,6 +146,7 @@ class FakeClientService final : public v1::ClientService::Service {
   v1::LeaderboardResponse leaderboard_ ABSL_GUARDED_BY(mu_);
   v1::ListNodesResponse nodes_ ABSL_GUARDED_BY(mu_);
   v1::ListAuditResponse audit_ ABSL_GUARDED_BY(mu_);
+  v1::InvalidateRunRequest invalidate_request_ ABSL_GUARDED_BY(mu_);
   int audit_limit_ ABSL_GUARDED_BY(mu_) = -1;
   // What the CLI sent.
   std::string submitted_yaml_ ABSL_GUARDED_BY(mu_);
@@ -577,6 +588,15 @@ TEST_F(CliTest, ListAndNodesPrintTables) {
   EXPECT_EQ(Run({"nodes"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("node-a  10.0.0.2    1/2"));
   EXPECT_THAT(out_.str(), HasSubstr("connected  -          rack=r1"));
+}
+
+TEST_F(CliTest, InvalidateSendsTheReasonAndNeedsOne) {
+  EXPECT_EQ(Run({"invalidate", "7"}), kExitUsage);  // --reason is required
+  EXPECT_EQ(Run({"invalidate", "7", "--reason", "bad clock"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("run 7: result invalidated by root"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.invalidate_request_.run_id(), 7);
+  EXPECT_EQ(service_.invalidate_request_.reason(), "bad clock");
 }
 
 TEST_F(CliTest, AuditPrintsWhoDidWhatAndTheVerdict) {

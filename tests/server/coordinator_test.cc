@@ -751,6 +751,41 @@ TEST_F(LeaderboardTest, SubmissionWithAFailedRunIsNotListed) {
             0);
 }
 
+TEST_F(LeaderboardTest, InvalidatedResultLeavesTheBoardAndKeepsTheRecord) {
+  v1::SubmitResponse kept = SucceedSubmission(SpecYaml(1, 1, "kept"));
+  v1::SubmitResponse bad = SucceedSubmission(SpecYaml(1, 2, "bad"));
+  EXPECT_EQ(coordinator_->Leaderboard(v1::LeaderboardRequest())->rows_size(),
+            2);
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      coordinator_->InvalidateRun(bad.run_ids(1), "root", "").status()));
+  absl::StatusOr<v1::Run> invalidated = coordinator_->InvalidateRun(
+      bad.run_ids(1), "root", "the node's clock jumped mid-run");
+  ASSERT_TRUE(invalidated.ok()) << invalidated.status();
+  EXPECT_EQ(invalidated->invalidated_by(), "root");
+  v1::LeaderboardResponse board =
+      *coordinator_->Leaderboard(v1::LeaderboardRequest());
+  ASSERT_EQ(board.rows_size(), 1);  // the whole submission left
+  EXPECT_EQ(board.rows(0).submission_id(), kept.submission_id());
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      coordinator_->InvalidateRun(bad.run_ids(1), "root", "again").status()));
+  // The record stays, with who and why, also after a restart.
+  OpenCoordinator();
+  v1::Run stored = *coordinator_->GetRun(bad.run_ids(1));
+  EXPECT_TRUE(stored.has_score());
+  EXPECT_EQ(stored.invalidation_reason(), "the node's clock jumped mid-run");
+  EXPECT_EQ(coordinator_->Leaderboard(v1::LeaderboardRequest())->rows_size(),
+            1);
+}
+
+TEST_F(CoordinatorTest, OnlyASucceededRunCanBeInvalidated) {
+  session_a_ = Register("a", &agent_a_);
+  v1::SubmitResponse queued = *coordinator_->Submit(SpecYaml(1));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      coordinator_->InvalidateRun(queued.run_ids(0), "root", "why").status()));
+  EXPECT_TRUE(absl::IsNotFound(
+      coordinator_->InvalidateRun(999, "root", "why").status()));
+}
+
 TEST_F(LeaderboardTest, UnknownWorkloadIsInvalidArgument) {
   v1::LeaderboardRequest request;
   request.set_workload("chess");

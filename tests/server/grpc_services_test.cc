@@ -293,6 +293,33 @@ TEST_F(GrpcServicesTest, OnlyAnAdminReadsTheAuditTrail) {
   }
 }
 
+TEST_F(GrpcServicesTest, OnlyAnAdminInvalidatesAResult) {
+  int64_t run = 0;
+  ASSERT_TRUE(SubmitAs("alice", &run).ok());
+  for (const std::string user : {"alice", "vera"}) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + tokens_[user]);
+    v1::InvalidateRunRequest request;
+    request.set_run_id(run);
+    request.set_reason("bad clock");
+    v1::Run response;
+    EXPECT_EQ(client_->InvalidateRun(&context, request, &response).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << user;
+  }
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + tokens_["root"]);
+  v1::InvalidateRunRequest request;
+  request.set_run_id(run);
+  request.set_reason("bad clock");
+  v1::Run response;
+  // Allowed, but the queued run has no result yet.
+  EXPECT_EQ(client_->InvalidateRun(&context, request, &response).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(AuditRows()[0].action(), "invalidate");
+  EXPECT_FALSE(AuditRows()[0].allowed());
+}
+
 TEST_F(GrpcServicesTest, RevokedTokenIsRefused) {
   ASSERT_TRUE(SubmitAs("alice").ok());
   const std::string id = tokens_["alice"].substr(5, 16);

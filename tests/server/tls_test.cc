@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "server/access_control.h"
 #include "common/registry.h"
 #include "common/tls_files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/access_control.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
 #include "server/store.h"
