@@ -5,6 +5,18 @@
 #include "common/event_keys.h"
 
 namespace hpcai500 {
+namespace {
+
+// Whether get<int64_t>() of a JSON number is defined: a float (which is
+// also what an integer literal too long for 64 bits parses to) must lie in
+// int64_t's range, or the conversion is undefined behaviour.
+bool FitsInt64(const nlohmann::json& number) {
+  if (!number.is_number_float()) return true;
+  const double value = number.get<double>();
+  return value >= -0x1p63 && value < 0x1p63;  // false for NaN
+}
+
+}  // namespace
 
 int EventLine::epoch() const {
   auto it = metadata.find(event_keys::kMetaEpochNum);
@@ -42,6 +54,10 @@ absl::StatusOr<EventLine> ParseEventLine(std::string_view line) {
   if (time == doc.end() || !time->is_number()) {
     return absl::InvalidArgumentError(
         absl::StrCat("event '", event.key, "': 'time_ms' is not a number"));
+  }
+  if (!FitsInt64(*time)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("event '", event.key, "': 'time_ms' is out of range"));
   }
   event.time_ms = time->get<int64_t>();
   auto type = doc.find("event_type");

@@ -1,5 +1,6 @@
 #include "common/registry.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
@@ -21,11 +22,14 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// A finite number: strtod also reads "nan" and "inf", which no rule
+// (target > 0) would then refuse.
 bool ParseDouble(std::string_view s, double* out) {
   std::string copy(s);
   char* end = nullptr;
   *out = std::strtod(copy.c_str(), &end);
-  return !copy.empty() && end == copy.c_str() + copy.size();
+  return !copy.empty() && end == copy.c_str() + copy.size() &&
+         std::isfinite(*out);
 }
 
 bool ParseInt(std::string_view s, int64_t* out) {

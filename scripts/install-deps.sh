@@ -18,6 +18,9 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
+  # The fuzz targets (scripts/fuzz.sh): clang with libFuzzer and the
+  # sanitizer runtimes.
+  clang-14 libclang-rt-14-dev
   dataset-fashion-mnist
   libturbojpeg0-dev python3-torch python3-torchvision libhdf5-dev
   chromium

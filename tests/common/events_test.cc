@@ -53,6 +53,29 @@ TEST(EventLine, RefusesEachMalformedFixtureLineNamingTheProblem) {
   }
 }
 
+// Found by tests/fuzz/event_line_fuzzer: converting such a time_ms to
+// int64_t was undefined behaviour (corpus/event_line/time-ms-overflow.txt).
+TEST(EventLine, RefusesTimeOutsideTheInt64Range) {
+  for (const std::string time : {"1e300", "-1e19", "98765432109876543210987"}) {
+    absl::StatusOr<EventLine> event = ParseEventLine(
+        std::string(kMllogPrefix) +
+        "{\"key\": \"run_start\", \"time_ms\": " + time +
+        ", \"event_type\": \"INTERVAL_START\", \"metadata\": {\"seq\": 1, "
+        "\"rank\": 0}}");
+    ASSERT_FALSE(event.ok()) << time;
+    EXPECT_NE(event.status().message().find("'time_ms' is out of range"),
+              std::string::npos)
+        << event.status();
+  }
+  absl::StatusOr<EventLine> fractional = ParseEventLine(
+      std::string(kMllogPrefix) +
+      "{\"key\": \"run_start\", \"time_ms\": 1764662400000.5, "
+      "\"event_type\": \"INTERVAL_START\", \"metadata\": {\"seq\": 1, "
+      "\"rank\": 0}}");
+  ASSERT_TRUE(fractional.ok()) << fractional.status();
+  EXPECT_EQ(fractional->time_ms, 1764662400000);
+}
+
 TEST(EventLine, RefusesOversizedLine) {
   std::string line(kMllogPrefix);
   line += "{\"key\": \"";

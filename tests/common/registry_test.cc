@@ -46,6 +46,21 @@ TEST(Registry, RefusesBadNumbers) {
   EXPECT_NE(error.find("target is not a number"), std::string::npos) << error;
 }
 
+// Found by tests/fuzz/registry_fuzzer: "target = nan" passed the rule that
+// targets are positive (corpus/registry/target-nan.ini).
+TEST(Registry, RefusesNanAndInfinity) {
+  for (const std::string number : {"nan", "-nan", "inf", "infinity", "1e999"}) {
+    std::string error;
+    EXPECT_FALSE(Registry::Parse("[workload w]\nexponent = 5\n[config w/c]\n"
+                                 "epochs = 1\nbatch_size = 1\ntarget = " +
+                                     number + "\n",
+                                 &error)
+                     .has_value())
+        << number;
+    EXPECT_NE(error.find("target is not a number"), std::string::npos) << error;
+  }
+}
+
 constexpr char kEwaConfig[] =
     "[workload w]\n[config w/c]\ntarget = 0.3\nepochs = 2\n"
     "batch_size = 2\ndataset = extreme_weather\n";
