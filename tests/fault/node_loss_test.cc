@@ -14,10 +14,11 @@ namespace {
 
 using std::chrono::seconds;
 
-constexpr char kNodeTimeoutSeconds[] = "3";
+constexpr char kNodeTimeoutSeconds[] = "5";
 
-// hpcai500d with a short node timeout and agents node-a and node-b sharing
-// one checkpoint root.
+// hpcai500d with a short node timeout (short enough for a test, long enough
+// that a loaded 2-core machine never misses it spuriously) and agents
+// node-a and node-b sharing one checkpoint root.
 void StartSharedCluster(FaultCluster& cluster) {
   ASSERT_TRUE(
       cluster.StartCoordinator({"--node-timeout-s", kNodeTimeoutSeconds}));
