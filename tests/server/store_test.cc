@@ -13,6 +13,26 @@
 namespace hpcai500 {
 namespace {
 
+// Turns a file of the current schema back into version 2: undoes
+// migrations 3 (spec columns), 4 (exits, resume points) and 5 (users,
+// invalidation, tokens, audit).
+constexpr char kUndoVersions3To5[] =
+    "DROP TABLE tokens; "
+    "DROP TABLE audit; "
+    "ALTER TABLE runs DROP COLUMN user; "
+    "ALTER TABLE runs DROP COLUMN invalidated_by; "
+    "ALTER TABLE runs DROP COLUMN invalidation_reason; "
+    "ALTER TABLE runs DROP COLUMN invalidated_ms; "
+    "DROP TABLE exits; "
+    "ALTER TABLE attempts DROP COLUMN resume_from_attempt; "
+    "ALTER TABLE attempts DROP COLUMN resume_from_epoch; "
+    "ALTER TABLE attempts DROP COLUMN resumed_epoch; "
+    "ALTER TABLE results DROP COLUMN lost_seconds; "
+    "DROP INDEX runs_by_name; "
+    "ALTER TABLE runs DROP COLUMN name; "
+    "ALTER TABLE runs DROP COLUMN workload; "
+    "ALTER TABLE runs DROP COLUMN config; ";
+
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -56,11 +76,11 @@ class StoreTest : public ::testing::Test {
 
   // Runs `sql` on the closed store file directly, as an older build of
   // hpcai500d would have left it.
-  void RewriteFile(const char* sql) {
+  void RewriteFile(const std::string& sql) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
     char* error = nullptr;
-    const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &error);
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
     EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
     sqlite3_free(error);
     sqlite3_close(db);
@@ -278,24 +298,10 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      "DROP TABLE tokens; "
-      "DROP TABLE audit; "
-      "ALTER TABLE runs DROP COLUMN user; "
-      "ALTER TABLE runs DROP COLUMN invalidated_by; "
-      "ALTER TABLE runs DROP COLUMN invalidation_reason; "
-      "ALTER TABLE runs DROP COLUMN invalidated_ms; "
-      "DROP TABLE exits; "
-      "ALTER TABLE attempts DROP COLUMN resume_from_attempt; "
-      "ALTER TABLE attempts DROP COLUMN resume_from_epoch; "
-      "ALTER TABLE attempts DROP COLUMN resumed_epoch; "
-      "ALTER TABLE results DROP COLUMN lost_seconds; "
-      "DROP INDEX runs_by_name; "
-      "ALTER TABLE runs DROP COLUMN name; "
-      "ALTER TABLE runs DROP COLUMN workload; "
-      "ALTER TABLE runs DROP COLUMN config; "
-      "ALTER TABLE results DROP COLUMN energy_joules; "
-      "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
-      "PRAGMA user_version = 1;");
+      kUndoVersions3To5 +
+      std::string("ALTER TABLE results DROP COLUMN energy_joules; "
+                  "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
+                  "PRAGMA user_version = 1;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -385,23 +391,7 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(
-      "DROP TABLE tokens; "
-      "DROP TABLE audit; "
-      "ALTER TABLE runs DROP COLUMN user; "
-      "ALTER TABLE runs DROP COLUMN invalidated_by; "
-      "ALTER TABLE runs DROP COLUMN invalidation_reason; "
-      "ALTER TABLE runs DROP COLUMN invalidated_ms; "
-      "DROP TABLE exits; "
-      "ALTER TABLE attempts DROP COLUMN resume_from_attempt; "
-      "ALTER TABLE attempts DROP COLUMN resume_from_epoch; "
-      "ALTER TABLE attempts DROP COLUMN resumed_epoch; "
-      "ALTER TABLE results DROP COLUMN lost_seconds; "
-      "DROP INDEX runs_by_name; "
-      "ALTER TABLE runs DROP COLUMN name; "
-      "ALTER TABLE runs DROP COLUMN workload; "
-      "ALTER TABLE runs DROP COLUMN config; "
-      "PRAGMA user_version = 2;");
+  RewriteFile(kUndoVersions3To5 + std::string("PRAGMA user_version = 2;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
