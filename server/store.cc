@@ -21,6 +21,14 @@ namespace {
 
 using server_internal::Blob;
 using server_internal::kSpecColumnsVersion;
+
+// An attempt with only its inventory: what the attempts table's inventory
+// column holds.
+v1::Attempt InventoryOnly(const v1::Attempt& attempt) {
+  v1::Attempt only;
+  *only.mutable_inventory() = attempt.inventory();
+  return only;
+}
 using server_internal::kStoreMigrations;
 using Statement = server_internal::SqliteStatement;
 
@@ -240,7 +248,8 @@ absl::StatusOr<int> Store::UserVersion() {
 
 absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
-    int64_t now_ms, const std::string& user) {
+    int64_t now_ms, const std::string& user, const std::string& queue,
+    int32_t priority) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<v1::SubmitResponse> {
     v1::SubmitResponse response;
@@ -252,12 +261,12 @@ absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     for (const v1::RunSpec& spec : run_specs) {
       RETURN_IF_ERROR(
           Write("INSERT INTO runs (submission_id, repetition, spec, state, "
-                "created_ms, name, workload, config, user) VALUES (?, ?, ?, "
-                "?, ?, ?, ?, ?, ?)",
+                "created_ms, name, workload, config, user, queue, priority) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 "storing a run", response.submission_id(), ++repetition,
                 Blob{spec.SerializeAsString()},
                 static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms, spec.name(),
-                spec.workload(), spec.config(), user));
+                spec.workload(), spec.config(), user, queue, priority));
       response.add_run_ids(sqlite3_last_insert_rowid(db_));
     }
     return response;
@@ -268,12 +277,13 @@ absl::Status Store::UpdateRun(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
   v1::Run epochs_only;
   *epochs_only.mutable_epochs() = run.epochs();
-  RETURN_IF_ERROR(
-      Write("UPDATE runs SET state = ?, started_ms = ?, "
-            "finished_ms = ?, error = ?, epochs = ? WHERE id = ?",
-            "updating a run", static_cast<int32_t>(run.state()),
-            run.started_ms(), run.finished_ms(), run.error(),
-            Blob{epochs_only.SerializeAsString()}, run.id()));
+  RETURN_IF_ERROR(Write(
+      "UPDATE runs SET state = ?, started_ms = ?, "
+      "finished_ms = ?, error = ?, epochs = ?, queue = ?, priority = ?, "
+      "held_by = ? WHERE id = ?",
+      "updating a run", static_cast<int32_t>(run.state()), run.started_ms(),
+      run.finished_ms(), run.error(), Blob{epochs_only.SerializeAsString()},
+      run.queue(), run.priority(), run.held_by(), run.id()));
   if (sqlite3_changes(db_) == 0) {
     return absl::NotFoundError(absl::StrCat("no run ", run.id()));
   }
@@ -286,13 +296,14 @@ absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
     RETURN_IF_ERROR(Write(
         "INSERT OR REPLACE INTO attempts (run_id, number, state, nodes, "
         "master_addr, master_port, started_ms, finished_ms, error, "
-        "resume_from_attempt, resume_from_epoch, resumed_epoch) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "resume_from_attempt, resume_from_epoch, resumed_epoch, inventory) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "storing an attempt", run_id, attempt.number(), attempt.state(),
         absl::StrJoin(attempt.nodes(), ","), attempt.master_addr(),
         attempt.master_port(), attempt.started_ms(), attempt.finished_ms(),
         attempt.error(), attempt.resume_from_attempt(),
-        attempt.resume_from_epoch(), attempt.resumed_epoch()));
+        attempt.resume_from_epoch(), attempt.resumed_epoch(),
+        Blob{InventoryOnly(attempt).SerializeAsString()}));
     return Write(
         "UPDATE runs SET current_attempt = MAX(current_attempt, ?) WHERE id "
         "= ?",
@@ -304,7 +315,7 @@ namespace {
 constexpr char kRunColumns[] =
     "SELECT id, submission_id, repetition, spec, state, created_ms, "
     "started_ms, finished_ms, error, epochs, user, invalidated_by, "
-    "invalidation_reason, invalidated_ms FROM runs ";
+    "invalidation_reason, invalidated_ms, queue, priority, held_by FROM runs ";
 }  // namespace
 
 absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
@@ -339,6 +350,9 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
       run.set_invalidated_by(query.Text(11));
       run.set_invalidation_reason(query.Text(12));
       run.set_invalidated_ms(query.Int(13));
+      run.set_queue(query.Text(14));
+      run.set_priority(static_cast<int32_t>(query.Int(15)));
+      run.set_held_by(query.Text(16));
       runs.push_back(std::move(run));
     }
     if (rc != SQLITE_DONE) return Error("reading runs");
@@ -351,7 +365,8 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
   Statement attempts(db_,
                      "SELECT number, state, nodes, master_addr, master_port, "
                      "started_ms, finished_ms, error, resume_from_attempt, "
-                     "resume_from_epoch, resumed_epoch FROM attempts WHERE "
+                     "resume_from_epoch, resumed_epoch, inventory FROM "
+                     "attempts WHERE "
                      "run_id = ? ORDER BY number");
   attempts.BindAll(run->id());
   int rc;
@@ -371,6 +386,10 @@ absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
     attempt->set_resume_from_attempt(static_cast<int32_t>(attempts.Int(8)));
     attempt->set_resume_from_epoch(static_cast<int32_t>(attempts.Int(9)));
     attempt->set_resumed_epoch(static_cast<int32_t>(attempts.Int(10)));
+    v1::Attempt inventory_only;
+    if (inventory_only.ParseFromString(attempts.Text(11))) {
+      *attempt->mutable_inventory() = inventory_only.inventory();
+    }
   }
   if (rc != SQLITE_DONE) return Error("reading attempts");
 
@@ -629,16 +648,20 @@ absl::Status Store::SaveNode(const v1::Node& node) {
   *labels_only.mutable_labels() = node.labels();
   return Write(
       "INSERT OR REPLACE INTO nodes (name, address, slots, cpus, gpus, "
-      "labels, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "labels, last_seen_ms, state, state_reason, inventory) VALUES (?, ?, "
+      "?, ?, ?, ?, ?, ?, ?, ?)",
       "storing a node", node.name(), node.address(), node.slots(), node.cpus(),
-      node.gpus(), Blob{labels_only.SerializeAsString()}, node.last_seen_ms());
+      node.gpus(), Blob{labels_only.SerializeAsString()}, node.last_seen_ms(),
+      node.state(), node.state_reason(),
+      Blob{node.inventory().SerializeAsString()});
 }
 
 absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {
   absl::MutexLock lock(&mu_);
   Statement list(db_,
                  "SELECT name, address, slots, cpus, gpus, labels, "
-                 "last_seen_ms FROM nodes ORDER BY name");
+                 "last_seen_ms, state, state_reason, inventory FROM nodes "
+                 "ORDER BY name");
   std::vector<v1::Node> nodes;
   int rc;
   while ((rc = list.Step()) == SQLITE_ROW) {
@@ -653,6 +676,11 @@ absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {
       *node.mutable_labels() = labels_only.labels();
     }
     node.set_last_seen_ms(list.Int(6));
+    node.set_state(list.Text(7));
+    node.set_state_reason(list.Text(8));
+    if (!node.mutable_inventory()->ParseFromString(list.Text(9))) {
+      node.clear_inventory();
+    }
     nodes.push_back(std::move(node));
   }
   if (rc != SQLITE_DONE) return Error("reading nodes");

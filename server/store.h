@@ -94,13 +94,15 @@ class Store {
   // PRAGMA user_version of the open file.
   absl::StatusOr<int> UserVersion();
 
-  // Stores a submission of `user` and its runs in one transaction.
+  // Stores a submission of `user` and its runs, waiting in `queue` at
+  // `priority`, in one transaction.
   // `run_specs` holds one spec per repetition (seeds already set); runs
   // start QUEUED with repetition 1..R. Returns the submission id and run ids
   // in order.
   absl::StatusOr<v1::SubmitResponse> CreateSubmission(
       const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
-      int64_t now_ms, const std::string& user = "");
+      int64_t now_ms, const std::string& user = "",
+      const std::string& queue = "", int32_t priority = 0);
   // Records that `by` took the run's result off the leaderboard, with
   // `reason`. NotFound when there is no such run.
   absl::Status InvalidateRun(int64_t run_id, const std::string& by,
@@ -108,8 +110,8 @@ class Store {
   // How many runs of `user` are queued.
   absl::StatusOr<int64_t> CountQueuedRuns(const std::string& user);
 
-  // Writes the run's state, times, error and epochs (not its spec, attempts
-  // or score). NotFound when there is no such run.
+  // Writes the run's state, times, error, epochs, queue, priority and hold
+  // (not its spec, attempts or score). NotFound when there is no such run.
   absl::Status UpdateRun(const v1::Run& run);
 
   // Inserts or replaces attempt `attempt.number()` of `run_id` and makes it

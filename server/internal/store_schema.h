@@ -138,6 +138,19 @@ CREATE TABLE audit (
   detail TEXT NOT NULL
 );
 )sql",
+    // 6: the shared-cluster queue: each run's queue, priority and hold; each
+    // node's drain state and inventory; the inventory of an attempt's nodes
+    // (provenance). A blob is the serialized proto message.
+    R"sql(
+ALTER TABLE runs ADD COLUMN queue TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN held_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN state TEXT NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE nodes ADD COLUMN inventory BLOB NOT NULL DEFAULT '';
+ALTER TABLE attempts ADD COLUMN inventory BLOB NOT NULL DEFAULT '';
+CREATE INDEX runs_by_user ON runs(user, created_ms);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

@@ -14,9 +14,18 @@ namespace hpcai500 {
 namespace {
 
 // Turns a file of the current schema back into version 2: undoes
-// migrations 3 (spec columns), 4 (exits, resume points) and 5 (users,
-// invalidation, tokens, audit).
-constexpr char kUndoVersions3To5[] =
+// migrations 3 (spec columns), 4 (exits, resume points), 5 (users,
+// invalidation, tokens, audit) and 6 (queues, holds, node states,
+// inventory).
+constexpr char kUndoVersions3To6[] =
+    "DROP INDEX runs_by_user; "
+    "ALTER TABLE runs DROP COLUMN queue; "
+    "ALTER TABLE runs DROP COLUMN priority; "
+    "ALTER TABLE runs DROP COLUMN held_by; "
+    "ALTER TABLE nodes DROP COLUMN state; "
+    "ALTER TABLE nodes DROP COLUMN state_reason; "
+    "ALTER TABLE nodes DROP COLUMN inventory; "
+    "ALTER TABLE attempts DROP COLUMN inventory; "
     "DROP TABLE tokens; "
     "DROP TABLE audit; "
     "ALTER TABLE runs DROP COLUMN user; "
@@ -298,7 +307,7 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      kUndoVersions3To5 +
+      kUndoVersions3To6 +
       std::string("ALTER TABLE results DROP COLUMN energy_joules; "
                   "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                   "PRAGMA user_version = 1;"));
@@ -333,6 +342,46 @@ std::vector<int64_t> Ids(const absl::StatusOr<std::vector<v1::Run>>& runs) {
     for (const v1::Run& run : *runs) ids.push_back(run.id());
   }
   return ids;
+}
+
+TEST_F(StoreTest, KeepsQueuesHoldsNodeStatesAndInventoriesAcrossReopening) {
+  int64_t run = 0;
+  {
+    auto store = *Store::Open(path_);
+    absl::StatusOr<v1::SubmitResponse> submitted = store->CreateSubmission(
+        "name: smoke\n", {Spec(1)}, 1000, "alice", "gpu", 250);
+    ASSERT_TRUE(submitted.ok()) << submitted.status();
+    run = submitted->run_ids(0);
+    v1::Run stored = *store->GetRun(run);
+    stored.set_held_by("bob");
+    ASSERT_TRUE(store->UpdateRun(stored).ok());
+    v1::Attempt attempt;
+    attempt.set_number(1);
+    v1::Inventory& inventory = (*attempt.mutable_inventory())["a"];
+    inventory.set_cpu_model("Xeon");
+    inventory.add_devices()->set_model("H200");
+    ASSERT_TRUE(store->SaveAttempt(run, attempt).ok());
+    v1::Node node;
+    node.set_name("a");
+    node.set_state("drained");
+    node.set_state_reason("fan");
+    node.mutable_inventory()->set_cpu_cores(64);
+    ASSERT_TRUE(store->SaveNode(node).ok());
+  }
+  auto store = *Store::Open(path_);
+  v1::Run stored = *store->GetRun(run);
+  EXPECT_EQ(stored.queue(), "gpu");
+  EXPECT_EQ(stored.priority(), 250);
+  EXPECT_EQ(stored.held_by(), "bob");
+  ASSERT_EQ(stored.attempts_size(), 1);
+  ASSERT_EQ(stored.attempts(0).inventory().count("a"), 1u);
+  EXPECT_EQ(stored.attempts(0).inventory().at("a").cpu_model(), "Xeon");
+  EXPECT_EQ(stored.attempts(0).inventory().at("a").devices(0).model(), "H200");
+  std::vector<v1::Node> nodes = *store->ListNodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].state(), "drained");
+  EXPECT_EQ(nodes[0].state_reason(), "fan");
+  EXPECT_EQ(nodes[0].inventory().cpu_cores(), 64);
 }
 
 TEST_F(StoreTest, ListRunsMatchesEveryFilterGivenNewestFirst) {
@@ -391,7 +440,7 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(kUndoVersions3To5 + std::string("PRAGMA user_version = 2;"));
+  RewriteFile(kUndoVersions3To6 + std::string("PRAGMA user_version = 2;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
