@@ -44,6 +44,11 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
           {"regress", {"SPEC"}},
           {"audit", {}},
           {"invalidate", {"RUN"}},
+          {"hold", {"RUN"}},
+          {"release", {"RUN"}},
+          {"drain", {"NODE"}},
+          {"resume", {"NODE"}},
+          {"queues", {}},
       };
   return *kCommands;
 }
@@ -69,7 +74,7 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   CliArgs& args = raw.args;
   if (command == "submit") AddSwitch(*sub, "wait", &args.wait);
   if (command == "show" || command == "leaderboard" || command == "regress" ||
-      command == "audit") {
+      command == "audit" || command == "nodes" || command == "queues") {
     AddSwitch(*sub, "json", &args.json);
   }
   if (command == "leaderboard" || command == "list") {
@@ -83,7 +88,7 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   if (command == "list" || command == "audit") {
     AddValueFlag(*sub, "limit", &raw.limit);
   }
-  if (command == "invalidate") {
+  if (command == "invalidate" || command == "drain") {
     AddValueFlag(*sub, "reason", &args.reason)->required();
   }
   if (command == "regress") {
@@ -301,7 +306,14 @@ std::string UsageText() {
       "                          running, succeeded, failed, cancelled\n"
       "  show RUN [--json]       one run: spec, epochs, score\n"
       "  cancel RUN              cancel a queued or running run\n"
-      "  nodes                   the agents' nodes\n"
+      "  hold RUN, release RUN   keep a queued run from starting, and let it\n"
+      "                          (your own runs; an admin's any)\n"
+      "  nodes [--json]          the agents' nodes: state (idle, busy,\n"
+      "                          draining, drained, down), slots, queues\n"
+      "  drain NODE --reason TEXT, resume NODE\n"
+      "                          stop placing runs on a node (what it runs\n"
+      "                          finishes), and start again (admin only)\n"
+      "  queues [--json]         the queues: nodes, runs, priorities\n"
       "  invalidate RUN --reason TEXT\n"
       "                          take a succeeded run's result (and its\n"
       "                          submission) off the leaderboard; the run\n"
@@ -436,7 +448,12 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     filter.set_limit(parsed->limit);
     return commands.List(filter);
   }
-  if (command == "nodes") return commands.Nodes();
+  if (command == "nodes") return commands.Nodes(parsed->json);
+  if (command == "queues") return commands.Queues(parsed->json);
+  if (command == "drain") {
+    return commands.Drain(parsed->positional[0], parsed->reason);
+  }
+  if (command == "resume") return commands.Resume(parsed->positional[0]);
   if (command == "audit") return commands.Audit(parsed->limit, parsed->json);
   if (command == "leaderboard") {
     return commands.Leaderboard(parsed->workload, parsed->config, parsed->json);
@@ -446,6 +463,8 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   if (command == "watch") return commands.Watch(run_id);
   if (command == "show") return commands.Show(run_id, parsed->json);
   if (command == "cancel") return commands.Cancel(run_id);
+  if (command == "hold") return commands.Hold(run_id, /*hold=*/true);
+  if (command == "release") return commands.Hold(run_id, /*hold=*/false);
   if (command == "invalidate") {
     return commands.Invalidate(run_id, parsed->reason);
   }

@@ -330,6 +330,14 @@ int Commands::Show(int64_t run_id, bool json) {
        << "  system       " << spec.system() << "\n"
        << "  user         " << (run.user().empty() ? "-" : run.user()) << "\n"
        << "  layout       " << SpecLayout(spec) << "\n"
+       << "  queue        " << (run.queue().empty() ? "default" : run.queue())
+       << ", priority " << run.priority()
+       << (spec.time_limit_s() > 0
+               ? absl::StrCat(
+                     ", time limit ",
+                     absl::FormatDuration(absl::Seconds(spec.time_limit_s())))
+               : std::string())
+       << "\n"
        << "  seed         " << spec.seed() << "\n"
        << "  epochs       " << spec.epochs() << "\n"
        << "  created      " << FormatTimeMs(run.created_ms(), zone) << "\n"
@@ -396,11 +404,12 @@ int Commands::Cancel(int64_t run_id) {
   return kExitOk;
 }
 
-int Commands::Nodes() {
+int Commands::Nodes(bool json) {
   v1::ListNodesResponse response;
   grpc::Status status = Unary(&v1::ClientService::StubInterface::ListNodes,
                               v1::ListNodesRequest(), &response);
   if (!status.ok()) return ReportRpcError("nodes", status);
+  if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
   std::vector<std::vector<std::string>> rows;
   for (const v1::Node& node : response.nodes()) {
     // Labels sorted so the output is stable (the map is unordered).
@@ -419,6 +428,87 @@ int Commands::Nodes() {
   out_ << FormatTable({"name", "address", "slots", "cpus", "gpus", "state",
                        "last seen", "labels"},
                       rows, /*right_aligned=*/{2, 3, 4});
+  return kExitOk;
+}
+
+int Commands::Hold(int64_t run_id, bool hold) {
+  v1::Run run;
+  grpc::Status status;
+  if (hold) {
+    v1::HoldRunRequest request;
+    request.set_run_id(run_id);
+    status = Unary(&v1::ClientService::StubInterface::HoldRun, request, &run);
+  } else {
+    v1::ReleaseRunRequest request;
+    request.set_run_id(run_id);
+    status =
+        Unary(&v1::ClientService::StubInterface::ReleaseRun, request, &run);
+  }
+  const std::string verb = hold ? "hold" : "release";
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat(verb, " run ", run_id).c_str(), status);
+  }
+  out_ << "run " << run_id << ": "
+       << (hold ? absl::StrCat("held by ", run.held_by())
+                : std::string("released"))
+       << " (" << RunStateName(run.state()) << ")\n";
+  return kExitOk;
+}
+
+int Commands::Drain(const std::string& name, const std::string& reason) {
+  v1::DrainNodeRequest request;
+  request.set_name(name);
+  request.set_reason(reason);
+  v1::Node node;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::DrainNode, request, &node);
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat("drain node ", name).c_str(), status);
+  }
+  out_ << "node " << node.name() << ": " << node.state() << " ("
+       << node.state_reason() << ")\n";
+  return kExitOk;
+}
+
+int Commands::Resume(const std::string& name) {
+  v1::ResumeNodeRequest request;
+  request.set_name(name);
+  v1::Node node;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::ResumeNode, request, &node);
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat("resume node ", name).c_str(), status);
+  }
+  out_ << "node " << node.name() << ": " << node.state() << "\n";
+  return kExitOk;
+}
+
+int Commands::Queues(bool json) {
+  v1::ListQueuesResponse response;
+  grpc::Status status = Unary(&v1::ClientService::StubInterface::ListQueues,
+                              v1::ListQueuesRequest(), &response);
+  if (!status.ok()) return ReportRpcError("queues", status);
+  if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Queue& queue : response.queues()) {
+    std::vector<std::string> labels;
+    for (const auto& [key, value] : queue.node_labels()) {
+      labels.push_back(absl::StrCat(key, "=", value));
+    }
+    std::sort(labels.begin(), labels.end());
+    rows.push_back(
+        {absl::StrCat(queue.name(), queue.is_default() ? "*" : ""),
+         absl::StrCat(queue.idle_nodes(), "/", queue.nodes()),
+         absl::StrCat(queue.queued_runs()), absl::StrCat(queue.running_runs()),
+         absl::StrCat(queue.priority(), "/", queue.max_priority()),
+         queue.max_time_limit_s() > 0
+             ? absl::FormatDuration(absl::Seconds(queue.max_time_limit_s()))
+             : "-",
+         labels.empty() ? "(every node)" : absl::StrJoin(labels, ",")});
+  }
+  out_ << FormatTable({"queue", "idle/nodes", "queued", "running",
+                       "priority/max", "max time", "nodes labelled"},
+                      rows, /*right_aligned=*/{1, 2, 3, 4});
   return kExitOk;
 }
 

@@ -60,7 +60,15 @@ class Commands {
   // A human summary, or the Run as JSON with `json`.
   int Show(int64_t run_id, bool json);
   int Cancel(int64_t run_id);
-  int Nodes();
+  // Holds (`hold`) or releases a queued run.
+  int Hold(int64_t run_id, bool hold);
+  // The nodes as a table, or the ListNodesResponse as JSON with `json`.
+  int Nodes(bool json = false);
+  // Drains node `name` with `reason`, or resumes it.
+  int Drain(const std::string& name, const std::string& reason);
+  int Resume(const std::string& name);
+  // The queues with their nodes, runs and priorities.
+  int Queues(bool json = false);
   // Takes run_id's result off the leaderboard with `reason`.
   int Invalidate(int64_t run_id, const std::string& reason);
   // The newest `limit` (<= 0: 100) audit rows, newest first, as a table or

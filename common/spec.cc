@@ -9,6 +9,7 @@
 #include <set>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -25,6 +26,8 @@ constexpr int kMaxRetries = 10;
 constexpr int64_t kMaxTimeLimitSeconds = 30 * 24 * 3600;  // 30 days
 constexpr int64_t kMaxSeed = (int64_t{1} << 31) - 1;
 constexpr size_t kMaxSpecBytes = 64 * 1024;
+constexpr int32_t kMaxPriority = 1'000'000;
+constexpr int kMaxConstraints = 16;
 
 // How this file's errors name a field: "field '<name>'".
 std::string Field(absl::string_view name) {
@@ -127,16 +130,46 @@ Setter Int32Setter(absl::string_view field, void (v1::RunSpec::*set)(int32_t),
 // "1h30m", "45s").
 absl::StatusOr<int64_t> TimeLimitSeconds(const YAML::Node& n) {
   if (!n.IsScalar()) return FieldError("time_limit", "must be a duration");
-  absl::StatusOr<int64_t> plain = ScalarInt(n, "time_limit");
-  if (plain.ok()) return *plain;
-  absl::Duration d;
-  if (!absl::ParseDuration(n.Scalar(), &d) || d < absl::Seconds(1)) {
-    return FieldError("time_limit",
-                      absl::StrCat("must be seconds or a duration like 90m or "
-                                   "1h30m, got '",
-                                   n.Scalar().substr(0, 80), "'"));
+  return DurationSeconds(n.Scalar(), Field("time_limit"));
+}
+
+// constraints: a mapping of label to value ({gpu_model: h200, rack: 3}) or
+// a list of "label=value" strings (["gpu_model=h200"]).
+absl::Status ReadConstraints(const YAML::Node& n, v1::RunSpec* spec) {
+  auto add = [spec](const std::string& key,
+                    const std::string& value) -> absl::Status {
+    if (!spec->mutable_constraints()->insert({key, value}).second) {
+      return FieldError(
+          "constraints",
+          absl::StrCat("label '", key.substr(0, 64), "' given twice"));
+    }
+    return absl::OkStatus();
+  };
+  if (n.IsMap()) {
+    for (const auto& entry : n) {
+      if (!entry.first.IsScalar() || !entry.second.IsScalar()) {
+        return FieldError("constraints", "must map label names to values");
+      }
+      RETURN_IF_ERROR(add(entry.first.Scalar(), entry.second.Scalar()));
+    }
+    return absl::OkStatus();
   }
-  return absl::ToInt64Seconds(d);
+  if (!n.IsSequence()) {
+    return FieldError("constraints",
+                      "must be a mapping {label: value} or a list of "
+                      "\"label=value\"");
+  }
+  for (const auto& item : n) {
+    const std::string text = item.IsScalar() ? item.Scalar() : "";
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return FieldError("constraints",
+                        absl::StrCat("each item must be \"label=value\", got '",
+                                     text.substr(0, 80), "'"));
+    }
+    RETURN_IF_ERROR(add(text.substr(0, eq), text.substr(eq + 1)));
+  }
+  return absl::OkStatus();
 }
 
 // Every key a spec may hold, writing into *spec (borrowed for the setters'
@@ -169,6 +202,16 @@ std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
          spec->set_time_limit_s(seconds);
          return absl::OkStatus();
        }},
+      {"queue", StringSetter("queue", &v1::RunSpec::set_queue, spec)},
+      {"priority",
+       [spec](const YAML::Node& n) -> absl::Status {
+         ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "priority"));
+         RETURN_IF_ERROR(CheckInRange(Field("priority"), v, 0, kMaxPriority));
+         spec->set_priority(static_cast<int32_t>(v));
+         return absl::OkStatus();
+       }},
+      {"constraints",
+       [spec](const YAML::Node& n) { return ReadConstraints(n, spec); }},
       {"seed",
        [spec](const YAML::Node& n) -> absl::Status {
          ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "seed"));
@@ -237,6 +280,29 @@ absl::StatusOr<const ConfigInfo*> FindSpecConfig(const v1::RunSpec& spec,
   return config;
 }
 
+// Where the run may go: its queue's name, its priority, its constraints.
+absl::Status CheckPlacementFields(const v1::RunSpec& spec) {
+  if (!spec.queue().empty()) {
+    RETURN_IF_ERROR(
+        CheckName("queue", spec.queue(), 64, /*allow_spaces=*/false));
+  }
+  if (spec.has_priority()) {
+    RETURN_IF_ERROR(
+        CheckInRange(Field("priority"), spec.priority(), 0, kMaxPriority));
+  }
+  if (spec.constraints_size() > kMaxConstraints) {
+    return FieldError("constraints",
+                      absl::StrCat("at most ", kMaxConstraints, " labels, got ",
+                                   spec.constraints_size()));
+  }
+  for (const auto& [key, value] : spec.constraints()) {
+    RETURN_IF_ERROR(CheckName("constraints", key, 64, /*allow_spaces=*/false));
+    RETURN_IF_ERROR(
+        CheckName("constraints", value, 128, /*allow_spaces=*/false));
+  }
+  return absl::OkStatus();
+}
+
 // The fields that need no registry: sizes, the vocabulary's names and what
 // each needs of the device, seed and system.
 absl::Status CheckRunFields(const v1::RunSpec& spec) {
@@ -260,6 +326,7 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
                       "from LibTorch 2.2");
   }
   RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSeed));
+  RETURN_IF_ERROR(CheckPlacementFields(spec));
   return CheckName("system", spec.system(), 128, /*allow_spaces=*/true);
 }
 
@@ -346,6 +413,19 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
   return CheckHardwareLevel(spec, *config);
 }
 
+absl::StatusOr<int64_t> DurationSeconds(absl::string_view text,
+                                        absl::string_view what) {
+  int64_t seconds = 0;
+  if (absl::SimpleAtoi(text, &seconds)) return seconds;  // range: caller's
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": must be seconds or a duration like 90m or 1h30m, got '",
+        text.substr(0, 80), "'"));
+  }
+  return absl::ToInt64Seconds(d);
+}
+
 absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
                                          const Registry& registry) {
   ASSIGN_OR_RETURN(YAML::Node root, LoadSpecMapping(yaml));
@@ -386,6 +466,22 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
   out << YAML::Key << "max_retries" << YAML::Value << spec.max_retries();
   if (spec.time_limit_s() > 0) {
     out << YAML::Key << "time_limit" << YAML::Value << spec.time_limit_s();
+  }
+  if (!spec.queue().empty()) {
+    out << YAML::Key << "queue" << YAML::Value << spec.queue();
+  }
+  if (spec.has_priority()) {
+    out << YAML::Key << "priority" << YAML::Value << spec.priority();
+  }
+  if (spec.constraints_size() > 0) {
+    // In key order, so that the text is the same for the same spec.
+    const std::map<std::string, std::string> sorted(spec.constraints().begin(),
+                                                    spec.constraints().end());
+    out << YAML::Key << "constraints" << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, value] : sorted) {
+      out << YAML::Key << key << YAML::Value << value;
+    }
+    out << YAML::EndMap;
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

@@ -58,6 +58,12 @@ absl::Status CheckOneOf(absl::string_view what, absl::string_view value) {
   return NotOneOfError(what, value, JoinNames<Enum>(", "));
 }
 
+// Whole seconds ("3600", any sign: the caller checks the range) or a
+// duration with units ("90m", "1h30m", "45s"), as time_limit takes it; InvalidArgument "<what>: must be seconds or a
+// duration like 90m or 1h30m, got '...'".
+absl::StatusOr<int64_t> DurationSeconds(absl::string_view text,
+                                        absl::string_view what);
+
 // The spec as YAML, in the key order users write (for `show` and storage).
 std::string RunSpecToYaml(const v1::RunSpec& spec);
 

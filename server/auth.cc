@@ -115,7 +115,7 @@ bool Allows(Role role, Action action) {
       return true;
     case Role::kOperator:
       return action == Action::kRead || action == Action::kSubmit ||
-             action == Action::kCancelOwn;
+             action == Action::kChangeOwnRun;
     case Role::kViewer:
       return action == Action::kRead;
     case Role::kAgent:

@@ -40,8 +40,9 @@ absl::StatusOr<Role> ParseRole(absl::string_view name);
 enum class Action {
   kRead,          // get, list, watch, leaderboard, nodes
   kSubmit,        // submit a run
-  kCancelOwn,     // cancel a run the caller submitted
-  kCancelAny,     // cancel anybody's run
+  kChangeOwnRun,  // cancel, hold or release a run the caller submitted
+  kChangeAnyRun,  // cancel, hold or release anybody's run
+  kManageNodes,   // drain and resume nodes
   kAudit,         // read the audit trail
   kInvalidate,    // take a result off the leaderboard
   kRegisterNode,  // an agent's stream

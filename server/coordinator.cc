@@ -9,8 +9,10 @@
 #include "common/run_state.h"
 #include "common/scoring.h"
 #include "common/status_macros.h"
+#include "common/vocabulary.h"
 #include "server/leaderboard.h"
 #include "server/metrics.h"
+#include "server/queues.h"
 #include "server/requests.h"
 #include "server/run_log.h"
 
@@ -26,7 +28,12 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
 
 Coordinator::Coordinator(Store* store, Clock* clock, const Registry* registry,
                          CoordinatorOptions options)
-    : store_(store), clock_(clock), registry_(registry), options_(options) {}
+    : store_(store),
+      clock_(clock),
+      registry_(registry),
+      options_(options),
+      scheduler_(options.queues.empty() ? Scheduler()
+                                        : Scheduler(options.queues)) {}
 
 Coordinator::~Coordinator() { Shutdown(); }
 
@@ -36,8 +43,10 @@ absl::Status Coordinator::Restore() {
   ASSIGN_OR_RETURN(events_ingested_, store_->CountEvents());
   ASSIGN_OR_RETURN(std::vector<v1::Node> nodes, store_->ListNodes());
   for (v1::Node& info : nodes) {
-    scheduler_.SetNode(info.name(), info.slots(), /*schedulable=*/false);
+    OfferNodeLocked(info);
+    const std::string name = info.name();
     nodes_.Restore(std::move(info), now);
+    scheduler_.SetDraining(name, nodes_.nodes()[name].draining);
   }
   ASSIGN_OR_RETURN(
       std::vector<v1::Run> runs,
@@ -46,15 +55,14 @@ absl::Status Coordinator::Restore() {
   for (v1::Run& run : runs) {
     RunRecord& record = runs_[run.id()];
     record.run = std::move(run);
-    const v1::RunSpec& spec = record.run.spec();
     if (record.run.state() == v1::RUN_STATE_QUEUED) {
-      scheduler_.Enqueue(record.run.id(), spec.nodes(), spec.ranks_per_node());
+      scheduler_.Enqueue(RequestFor(record.run));
       continue;
     }
     if (record.run.attempts_size() == 0) {
       // Placed but no attempt stored: cannot happen, but never strand a run.
       record.run.set_state(v1::RUN_STATE_QUEUED);
-      scheduler_.Enqueue(record.run.id(), spec.nodes(), spec.ranks_per_node());
+      scheduler_.Enqueue(RequestFor(record.run));
       PersistLocked(record);
       continue;
     }
@@ -68,12 +76,14 @@ absl::Status Coordinator::RestorePlacedLocked(RunRecord& record, int64_t now) {
   record.nodes.assign(attempt.nodes().begin(), attempt.nodes().end());
   record.start_sent = attempt.master_port() > 0;
   for (const std::string& name : record.nodes) {
-    if (nodes_.AddIfUnknown(name, now)) {
-      scheduler_.SetNode(name, 0, /*schedulable=*/false);
-    }
+    nodes_.AddIfUnknown(name, now);
   }
-  scheduler_.Hold(record.run.id(), record.nodes,
-                  record.run.spec().ranks_per_node());
+  const Scheduler::Request request = RequestFor(record.run);
+  scheduler_.Allocate(
+      record.run.id(), record.run.queue(), record.nodes, request.ranks_per_node,
+      request.gpus_per_node, attempt.started_ms(),
+      request.time_limit_ms > 0 ? attempt.started_ms() + request.time_limit_ms
+                                : 0);
   ASSIGN_OR_RETURN(std::vector<StoredEvent> stored,
                    store_->LoadEvents(record.run.id(), attempt.number()));
   for (const StoredEvent& event : stored) {
@@ -116,16 +126,34 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
     std::string_view spec_yaml, const std::string& user, int max_queued) {
   ASSIGN_OR_RETURN(std::vector<v1::RunSpec> run_specs,
                    ParseSubmission(spec_yaml, *registry_));
+  ASSIGN_OR_RETURN(const QueueChoice choice,
+                   ChooseQueue(run_specs.front(), scheduler_.queues()));
+  for (v1::RunSpec& run_spec : run_specs) {
+    run_spec.set_time_limit_s(choice.time_limit_s);
+  }
   const v1::RunSpec& spec = run_specs.front();
+  v1::Run proposed;
+  *proposed.mutable_spec() = spec;
+  proposed.set_queue(choice.queue);
+  proposed.set_priority(choice.priority);
+  const Scheduler::Request request = RequestFor(proposed);
   absl::MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
-  const int fitting = scheduler_.NodesWithSlots(spec.ranks_per_node(),
-                                                /*schedulable_only=*/false);
+  const int fitting = scheduler_.EligibleNodes(request, /*up_only=*/false);
   if (scheduler_.node_count() > 0 && fitting < spec.nodes()) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "the run needs %d nodes with %d slots each; of the %d registered "
-        "node(s), %d have that many (see `hpcai500 nodes`)",
-        spec.nodes(), spec.ranks_per_node(), scheduler_.node_count(), fitting));
+        "the run needs %d node(s) of queue %s with %d slot(s)%s%s each; of "
+        "the %d registered node(s), %d can host it (see `hpcai500 nodes`)",
+        spec.nodes(), choice.queue, spec.ranks_per_node(),
+        request.gpus_per_node > 0
+            ? absl::StrCat(" and ", request.gpus_per_node, " GPU(s)")
+            : "",
+        request.constraints.empty()
+            ? ""
+            : absl::StrCat(" labelled ",
+                           absl::StrJoin(request.constraints, ",",
+                                         absl::PairFormatter("="))),
+        scheduler_.node_count(), fitting));
   }
   if (max_queued > 0) {
     ASSIGN_OR_RETURN(const int64_t queued, store_->CountQueuedRuns(user));
@@ -137,14 +165,16 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
   }
   ASSIGN_OR_RETURN(
       v1::SubmitResponse response,
-      store_->CreateSubmission(std::string(spec_yaml), run_specs, now, user));
+      store_->CreateSubmission(std::string(spec_yaml), run_specs, now, user,
+                               choice.queue, choice.priority));
   for (int i = 0; i < response.run_ids_size(); ++i) {
     RunRecord& record = runs_[response.run_ids(i)] =
         RunRecord::Queued(response.run_ids(i), response.submission_id(),
                           /*repetition=*/i + 1, run_specs[i], now);
     record.run.set_user(user);
-    scheduler_.Enqueue(response.run_ids(i), spec.nodes(),
-                       spec.ranks_per_node());
+    record.run.set_queue(choice.queue);
+    record.run.set_priority(choice.priority);
+    scheduler_.Enqueue(RequestFor(record.run));
   }
   LogInfo(absl::StrFormat("submission %d: %s (%s/%s) queued as runs %s",
                           response.submission_id(), spec.name(),
@@ -168,6 +198,96 @@ absl::StatusOr<v1::RunState> Coordinator::CancelRun(int64_t run_id) {
                /*cancel_workers=*/IsPlaced(state));
   ScheduleLocked();
   return record->run.state();
+}
+
+absl::StatusOr<v1::Run> Coordinator::HoldRun(int64_t run_id,
+                                             const std::string& by) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRecord * record, RecordLocked(run_id));
+  v1::Run& run = record->run;
+  if (run.state() != v1::RUN_STATE_QUEUED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is ", RunStateName(run.state()),
+                     "; only a queued run can be held"));
+  }
+  if (!run.held_by().empty()) return run;  // held already
+  run.set_held_by(by.empty() ? "(anonymous)" : by);
+  scheduler_.SetHeld(run_id, true);
+  PersistLocked(*record);
+  const std::string line = absl::StrCat("held by ", run.held_by());
+  LogInfo(absl::StrCat("run ", run_id, " ", line));
+  record->Changed(line);
+  ScheduleLocked();
+  return run;
+}
+
+absl::StatusOr<v1::Run> Coordinator::ReleaseRun(int64_t run_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRecord * record, RecordLocked(run_id));
+  v1::Run& run = record->run;
+  if (run.state() != v1::RUN_STATE_QUEUED || run.held_by().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", run_id, " is not held (", RunStateName(run.state()), ")"));
+  }
+  run.clear_held_by();
+  scheduler_.SetHeld(run_id, false);
+  PersistLocked(*record);
+  LogInfo(absl::StrCat("run ", run_id, " released"));
+  record->Changed("released");
+  ScheduleLocked();
+  return run;
+}
+
+absl::StatusOr<v1::Node> Coordinator::DrainNode(const std::string& name,
+                                                const std::string& reason) {
+  if (reason.empty() || reason.size() > 1024) {
+    return absl::InvalidArgumentError(
+        "reason: required (--reason), at most 1024 bytes");
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.nodes().find(name);
+  if (it == nodes_.nodes().end()) {
+    return absl::NotFoundError(absl::StrCat("no node ", name));
+  }
+  NodeState& node = it->second;
+  node.draining = true;
+  node.drain_reason = reason;
+  scheduler_.SetDraining(name, true);
+  SaveNodeLocked(node);
+  LogInfo(absl::StrCat("node ", name, ": draining (", reason, ")"));
+  ScheduleLocked();
+  return NodeViewLocked(node);
+}
+
+absl::StatusOr<v1::Node> Coordinator::ResumeNode(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  auto it = nodes_.nodes().find(name);
+  if (it == nodes_.nodes().end()) {
+    return absl::NotFoundError(absl::StrCat("no node ", name));
+  }
+  NodeState& node = it->second;
+  node.draining = false;
+  node.drain_reason.clear();
+  scheduler_.SetDraining(name, false);
+  SaveNodeLocked(node);
+  LogInfo(absl::StrCat("node ", name, ": resumed"));
+  ScheduleLocked();
+  return NodeViewLocked(node);
+}
+
+v1::ListQueuesResponse Coordinator::ListQueues() {
+  absl::MutexLock lock(&mu_);
+  v1::ListQueuesResponse response;
+  for (const Scheduler::Queue& queue : scheduler_.queues()) {
+    v1::Queue* shown = response.add_queues();
+    *shown = QueueToProto(queue);
+    const Scheduler::QueueLoad load = scheduler_.Load(queue.name);
+    shown->set_nodes(load.nodes);
+    shown->set_idle_nodes(load.idle_nodes);
+    shown->set_queued_runs(load.queued_runs);
+    shown->set_running_runs(load.running_runs);
+  }
+  return response;
 }
 
 absl::StatusOr<v1::Run> Coordinator::InvalidateRun(int64_t run_id,
@@ -251,10 +371,7 @@ absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {
   absl::MutexLock lock(&mu_);
   v1::ListNodesResponse response;
   for (const auto& [name, node] : nodes_.nodes()) {
-    v1::Node* info = response.add_nodes();
-    *info = node.info;
-    info->set_connected(node.session != 0);
-    info->set_used_slots(scheduler_.used_slots(name));
+    *response.add_nodes() = NodeViewLocked(node);
   }
   return response;
 }
@@ -275,21 +392,27 @@ std::string Coordinator::MetricsText() {
 // ------------------------------------------------------------------ helpers
 
 void Coordinator::ScheduleLocked() {
-  for (const Scheduler::Placement& placement : scheduler_.Schedule()) {
+  const int64_t passes = scheduler_.passes();
+  for (const Scheduler::Placement& placement :
+       scheduler_.Schedule(clock_->NowMs())) {
     auto it = runs_.find(placement.run_id);
     if (it == runs_.end()) {
-      scheduler_.Release(placement.run_id);
+      scheduler_.Deallocate(placement.run_id);
       continue;
     }
-    StartAttemptLocked(it->second, placement.nodes);
+    StartAttemptLocked(it->second, placement.nodes, placement.backfilled);
   }
-  NoteWaitingReasonsLocked();
+  if (scheduler_.passes() != passes) NoteWaitingReasonsLocked();
 }
 
 void Coordinator::NoteWaitingReasonsLocked() {
   for (auto& [run_id, record] : runs_) {
     if (record.run.state() != v1::RUN_STATE_QUEUED) continue;
     std::string reason = scheduler_.Reason(run_id);
+    if (reason == "Held") {
+      reason = absl::StrCat("Held: by ", record.run.held_by(),
+                            " (`hpcai500 release ", run_id, "`)");
+    }
     if (reason == record.run.reason()) continue;
     record.run.set_reason(std::move(reason));
     record.Changed("");
@@ -297,14 +420,22 @@ void Coordinator::NoteWaitingReasonsLocked() {
 }
 
 void Coordinator::StartAttemptLocked(RunRecord& record,
-                                     const std::vector<std::string>& nodes) {
+                                     const std::vector<std::string>& nodes,
+                                     bool backfilled) {
   const auto [resume_attempt, resume_epoch] = ResumePointLocked(record, nodes);
-  const v1::Attempt& attempt =
+  v1::Attempt& attempt =
       record.BeginAttempt(nodes, clock_->NowMs(), resume_attempt, resume_epoch);
+  for (const std::string& name : nodes) {
+    auto node = nodes_.nodes().find(name);
+    if (node != nodes_.nodes().end() && node->second.info.has_inventory()) {
+      (*attempt.mutable_inventory())[name] = node->second.info.inventory();
+    }
+  }
   PersistLocked(record);
   std::string line = absl::StrFormat(
-      "attempt %d: placed on %s; node %s reserves the rendezvous port",
-      attempt.number(), absl::StrJoin(nodes, ", "), nodes.front());
+      "attempt %d: placed on %s%s; node %s reserves the rendezvous port",
+      attempt.number(), absl::StrJoin(nodes, ", "),
+      backfilled ? " (backfilled ahead of a waiting run)" : "", nodes.front());
   if (resume_epoch > 0) {
     absl::StrAppendFormat(&line,
                           "; resumes from attempt %d's checkpoint of "
@@ -332,7 +463,7 @@ void Coordinator::SendLocked(const std::string& node,
 void Coordinator::EndRunLocked(RunRecord& record, v1::RunState state,
                                const std::string& error, bool cancel_workers) {
   const int64_t now = clock_->NowMs();
-  scheduler_.Release(record.run.id());
+  scheduler_.Deallocate(record.run.id());
   record.End(state, error, now);
   record.RefreshEpochs(MetricName(record.run.spec()), /*flush=*/true);
   PersistLocked(record);  // saved before any agent hears of it
@@ -418,6 +549,62 @@ absl::StatusOr<RunRecord*> Coordinator::RecordLocked(int64_t run_id) {
   RunRecord& record = runs_[run_id] =
       RunRecord::FromStored(std::move(run), metric);
   return &record;
+}
+
+Scheduler::Request Coordinator::RequestFor(const v1::Run& run) {
+  const v1::RunSpec& spec = run.spec();
+  Scheduler::Request request;
+  request.run_id = run.id();
+  request.queue = run.queue();
+  request.priority = run.priority();
+  request.nodes = spec.nodes();
+  request.ranks_per_node = spec.ranks_per_node();
+  request.gpus_per_node =
+      spec.device() == Name(Device::kCuda) ? spec.ranks_per_node() : 0;
+  request.constraints.insert(spec.constraints().begin(),
+                             spec.constraints().end());
+  request.time_limit_ms = spec.time_limit_s() * 1000;
+  request.held = !run.held_by().empty();
+  return request;
+}
+
+v1::Node Coordinator::NodeViewLocked(const NodeState& node) {
+  v1::Node view = node.info;
+  const std::string& name = node.info.name();
+  view.set_connected(node.session != 0);
+  const int used = scheduler_.used_slots(name);
+  view.set_used_slots(used);
+  view.clear_queues();
+  for (const std::string& queue : scheduler_.QueuesOf(name)) {
+    view.add_queues(queue);
+  }
+  view.clear_state_reason();
+  if (node.draining) {
+    view.set_state(used > 0 ? "draining" : "drained");
+    view.set_state_reason(node.drain_reason);
+  } else if (node.session == 0) {
+    view.set_state("down");
+    view.set_state_reason("not connected");
+  } else if (!scheduler_.IsSchedulable(name)) {
+    view.set_state("down");
+    view.set_state_reason("silent past the node timeout");
+  } else {
+    view.set_state(used > 0 ? "busy" : "idle");
+  }
+  return view;
+}
+
+void Coordinator::SaveNodeLocked(const NodeState& node) {
+  absl::Status saved = store_->SaveNode(NodeViewLocked(node));
+  if (!saved.ok()) LogError(saved.ToString());
+}
+
+void Coordinator::OfferNodeLocked(const v1::Node& info) {
+  Scheduler::NodeOffer offer;
+  offer.slots = info.slots();
+  offer.gpus = info.gpus();
+  offer.labels.insert(info.labels().begin(), info.labels().end());
+  scheduler_.SetNode(info.name(), offer);
 }
 
 std::string Coordinator::MetricName(const v1::RunSpec& spec) const {

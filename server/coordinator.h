@@ -49,6 +49,9 @@ struct CoordinatorOptions {
   // After every rank exited 0, how long to wait for the last events (each
   // rank's run_stop) before scoring with what arrived.
   int64_t exit_grace_ms = 10'000;
+  // The queues (server/queues.h); empty: one queue, "default", over every
+  // node.
+  std::vector<Scheduler::Queue> queues;
 };
 
 class Coordinator final : public CoordinatorView {
@@ -86,6 +89,24 @@ class Coordinator final : public CoordinatorView {
   // is already invalidated.
   absl::StatusOr<v1::Run> InvalidateRun(int64_t run_id, const std::string& by,
                                         const std::string& reason);
+
+  // Holds a queued run (`by` records who): it stays queued and is never
+  // placed until released; ReleaseRun lets it compete again. Both return
+  // the run. NotFound; FailedPrecondition for a run that is not queued, or
+  // (release) not held.
+  absl::StatusOr<v1::Run> HoldRun(int64_t run_id, const std::string& by);
+  absl::StatusOr<v1::Run> ReleaseRun(int64_t run_id);
+
+  // Drains a node (`reason`: 1 to 1024 bytes, required): it gets no new
+  // run and finishes what it runs (state draining, then drained).
+  // ResumeNode makes it schedulable again. Both return the node, and are
+  // kept across restarts. NotFound for an unknown node.
+  absl::StatusOr<v1::Node> DrainNode(const std::string& name,
+                                     const std::string& reason);
+  absl::StatusOr<v1::Node> ResumeNode(const std::string& name);
+
+  // The queues with their nodes and runs now.
+  v1::ListQueuesResponse ListQueues();
 
   // Where a watcher is in a run's update stream.
   using WatchCursor = RunWatchCursor;
@@ -144,8 +165,8 @@ class Coordinator final : public CoordinatorView {
   // Runs from the head of the queue onto free nodes.
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartAttemptLocked(RunRecord& record,
-                          const std::vector<std::string>& nodes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                          const std::vector<std::string>& nodes,
+                          bool backfilled) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendReserveLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the run in a final state, releasing its slots; cancels its workers
   // when `cancel_workers`.
@@ -190,6 +211,17 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<RunRecord*> RecordLocked(int64_t run_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string MetricName(const v1::RunSpec& spec) const;
+  // What the scheduler needs of a run (its queue, priority, gang, GPUs,
+  // constraints, time limit, hold).
+  static Scheduler::Request RequestFor(const v1::Run& run);
+  // The node as ListNodes shows it: state (idle, busy, draining, drained,
+  // down) with its reason, used slots, queues.
+  v1::Node NodeViewLocked(const NodeState& node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores the node with its state.
+  void SaveNodeLocked(const NodeState& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the scheduler what a registered node offers.
+  void OfferNodeLocked(const v1::Node& info) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Marks the node schedulable again and answers with a heartbeat, so its
   // agent knows the coordinator hears it.

@@ -35,9 +35,9 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
         absl::StrCat("node ", request.name(),
                      ": registered again; the previous stream is replaced"));
   }
-  scheduler_.SetNode(info.name(), info.slots(), /*schedulable=*/true);
-  absl::Status saved = store_->SaveNode(info);
-  if (!saved.ok()) LogError(saved.ToString());
+  OfferNodeLocked(info);
+  scheduler_.SetSchedulable(info.name(), true);
+  SaveNodeLocked(node);
   LogInfo(absl::StrFormat(
       "node %s: registered (%s, %d slots, %d cpus, %d gpus, %d attempts "
       "running)",
@@ -139,10 +139,8 @@ void Coordinator::Disconnect(int64_t session) {
   NodeState* ended = nodes_.Disconnect(session);
   if (ended == nullptr) return;
   NodeState& node = *ended;
-  scheduler_.SetNode(node.info.name(), node.info.slots(),
-                     /*schedulable=*/false);
-  absl::Status saved = store_->SaveNode(node.info);
-  if (!saved.ok()) LogError(saved.ToString());
+  scheduler_.SetSchedulable(node.info.name(), false);
+  SaveNodeLocked(node);
   LogInfo(absl::StrFormat(
       "node %s: disconnected; its %d held slots wait up to %d s for it",
       node.info.name(), scheduler_.used_slots(node.info.name()),
@@ -158,7 +156,7 @@ void Coordinator::Tick() {
     LoseRunsOnSilentNodeLocked(name, silent_ms);
     if (node.session != 0) {
       // Connected but mute: stop placing runs on it until it speaks again.
-      scheduler_.SetNode(name, node.info.slots(), /*schedulable=*/false);
+      scheduler_.SetSchedulable(name, false);
     }
   }
   for (auto& [run_id, record] : runs_) {
@@ -190,8 +188,7 @@ void Coordinator::Shutdown() {
 
 void Coordinator::HandleHeartbeatLocked(NodeState& node) {
   if (node.session == 0) return;
-  scheduler_.SetNode(node.info.name(), node.info.slots(),
-                     /*schedulable=*/true);
+  scheduler_.SetSchedulable(node.info.name(), true);
   v1::CoordinatorMessage answer;
   answer.mutable_heartbeat()->set_time_ms(clock_->NowMs());
   node.channel->Send(answer);

@@ -38,15 +38,14 @@ void Coordinator::RetryOrFailLocked(RunRecord& record, const std::string& why) {
   }
   const v1::AttemptKey lost = record.key();
   const std::vector<std::string> gang = record.nodes;
-  scheduler_.Release(record.run.id());
+  scheduler_.Deallocate(record.run.id());
   record.Requeue(why, clock_->NowMs());
   PersistLocked(record);  // saved before any agent hears of it
   v1::CoordinatorMessage cancel;
   *cancel.mutable_cancel()->mutable_key() = lost;
   cancel.mutable_cancel()->set_reason(why);
   for (const std::string& node : gang) SendLocked(node, cancel);
-  scheduler_.Enqueue(record.run.id(), record.run.spec().nodes(),
-                     record.run.spec().ranks_per_node());
+  scheduler_.Enqueue(RequestFor(record.run));
   const std::string line = absl::StrFormat(
       "attempt %d lost (%s); requeued for attempt %d (retry %d of %d)",
       lost.attempt(), why, lost.attempt() + 1, retries_used + 1, max_retries);

@@ -216,31 +216,118 @@ grpc::Status ClientServiceImpl::WatchRun(
   return status;
 }
 
-grpc::Status ClientServiceImpl::CancelRun(grpc::ServerContext* context,
-                                          const v1::CancelRunRequest* request,
-                                          v1::CancelRunResponse* response) {
-  const std::string target = absl::StrCat("run ", request->run_id());
-  Principal who;
+grpc::Status ClientServiceImpl::AuthorizeRunChange(grpc::ServerContext& context,
+                                                   const std::string& verb,
+                                                   int64_t run_id,
+                                                   Principal* who) {
+  const std::string target = absl::StrCat("run ", run_id);
   grpc::Status allowed =
-      Authorize(*access_, *context, Action::kCancelOwn, target, &who);
+      Authorize(*access_, context, Action::kChangeOwnRun, target, who);
   if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Run> run = coordinator_->GetRun(request->run_id());
+  absl::StatusOr<v1::Run> run = coordinator_->GetRun(run_id);
   if (!run.ok()) return ToGrpcStatus(run.status());
-  if (!Allows(who.role, Action::kCancelAny) && run->user() != who.user) {
+  if (!Allows(who->role, Action::kChangeAnyRun) && run->user() != who->user) {
     const std::string why = absl::StrCat(
         "it belongs to ", run->user().empty() ? "nobody" : run->user(),
-        "; an operator cancels only its own runs");
-    access_->Audit(&who, "cancel", target, context->peer(),
-                   /*allowed=*/false, why);
+        "; an operator may ", verb, " only its own runs");
+    access_->Audit(who, verb, target, context.peer(), /*allowed=*/false, why);
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         absl::StrCat(target, ": ", why));
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::CancelRun(grpc::ServerContext* context,
+                                          const v1::CancelRunRequest* request,
+                                          v1::CancelRunResponse* response) {
+  Principal who;
+  grpc::Status allowed =
+      AuthorizeRunChange(*context, "cancel", request->run_id(), &who);
+  if (!allowed.ok()) return allowed;
   absl::StatusOr<v1::RunState> state =
       coordinator_->CancelRun(request->run_id());
-  access_->Audit(&who, "cancel", target, context->peer(), state.ok(),
+  access_->Audit(&who, "cancel", absl::StrCat("run ", request->run_id()),
+                 context->peer(), state.ok(),
                  state.ok() ? "" : state.status().message());
   if (!state.ok()) return ToGrpcStatus(state.status());
   response->set_state(*state);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::HoldRun(grpc::ServerContext* context,
+                                        const v1::HoldRunRequest* request,
+                                        v1::Run* response) {
+  Principal who;
+  grpc::Status allowed =
+      AuthorizeRunChange(*context, "hold", request->run_id(), &who);
+  if (!allowed.ok()) return allowed;
+  absl::StatusOr<v1::Run> run =
+      coordinator_->HoldRun(request->run_id(), who.user);
+  access_->Audit(&who, "hold", absl::StrCat("run ", request->run_id()),
+                 context->peer(), run.ok(),
+                 run.ok() ? "" : run.status().message());
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  *response = *std::move(run);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::ReleaseRun(grpc::ServerContext* context,
+                                           const v1::ReleaseRunRequest* request,
+                                           v1::Run* response) {
+  Principal who;
+  grpc::Status allowed =
+      AuthorizeRunChange(*context, "release", request->run_id(), &who);
+  if (!allowed.ok()) return allowed;
+  absl::StatusOr<v1::Run> run = coordinator_->ReleaseRun(request->run_id());
+  access_->Audit(&who, "release", absl::StrCat("run ", request->run_id()),
+                 context->peer(), run.ok(),
+                 run.ok() ? "" : run.status().message());
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  *response = *std::move(run);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::DrainNode(grpc::ServerContext* context,
+                                          const v1::DrainNodeRequest* request,
+                                          v1::Node* response) {
+  const std::string target = absl::StrCat("node ", request->name());
+  Principal who;
+  grpc::Status allowed =
+      Authorize(*access_, *context, Action::kManageNodes, target, &who);
+  if (!allowed.ok()) return allowed;
+  absl::StatusOr<v1::Node> node =
+      coordinator_->DrainNode(request->name(), request->reason());
+  access_->Audit(&who, "drain", target, context->peer(), node.ok(),
+                 node.ok() ? request->reason() : node.status().message());
+  if (!node.ok()) return ToGrpcStatus(node.status());
+  *response = *std::move(node);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::ResumeNode(grpc::ServerContext* context,
+                                           const v1::ResumeNodeRequest* request,
+                                           v1::Node* response) {
+  const std::string target = absl::StrCat("node ", request->name());
+  Principal who;
+  grpc::Status allowed =
+      Authorize(*access_, *context, Action::kManageNodes, target, &who);
+  if (!allowed.ok()) return allowed;
+  absl::StatusOr<v1::Node> node = coordinator_->ResumeNode(request->name());
+  access_->Audit(&who, "resume", target, context->peer(), node.ok(),
+                 node.ok() ? "" : node.status().message());
+  if (!node.ok()) return ToGrpcStatus(node.status());
+  *response = *std::move(node);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* context,
+                                           const v1::ListQueuesRequest*,
+                                           v1::ListQueuesResponse* response) {
+  Principal who;
+  grpc::Status allowed =
+      Authorize(*access_, *context, Action::kRead, "list queues", &who);
+  if (!allowed.ok()) return allowed;
+  *response = coordinator_->ListQueues();
   return grpc::Status::OK;
 }
 

@@ -68,8 +68,30 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   grpc::Status ListAudit(grpc::ServerContext* context,
                          const v1::ListAuditRequest* request,
                          v1::ListAuditResponse* response) override;
+  grpc::Status HoldRun(grpc::ServerContext* context,
+                       const v1::HoldRunRequest* request,
+                       v1::Run* response) override;
+  grpc::Status ReleaseRun(grpc::ServerContext* context,
+                          const v1::ReleaseRunRequest* request,
+                          v1::Run* response) override;
+  grpc::Status DrainNode(grpc::ServerContext* context,
+                         const v1::DrainNodeRequest* request,
+                         v1::Node* response) override;
+  grpc::Status ResumeNode(grpc::ServerContext* context,
+                          const v1::ResumeNodeRequest* request,
+                          v1::Node* response) override;
+  grpc::Status ListQueues(grpc::ServerContext* context,
+                          const v1::ListQueuesRequest* request,
+                          v1::ListQueuesResponse* response) override;
 
  private:
+  // Checks that the caller may change run `run_id` (`verb`: cancel, hold,
+  // release): an operator its own runs, an admin any. A refusal is audited
+  // and returned; `who` is the caller.
+  grpc::Status AuthorizeRunChange(grpc::ServerContext& context,
+                                  const std::string& verb, int64_t run_id,
+                                  Principal* who);
+
   Coordinator* const coordinator_;
   AccessControl* const access_;
 };

@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/flag_file.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/registry.h"
@@ -30,6 +31,7 @@
 #include "server/backup_command.h"
 #include "server/coordinator.h"
 #include "server/grpc_services.h"
+#include "server/queues.h"
 #include "server/store.h"
 #include "server/tls.h"
 #include "server/token_command.h"
@@ -47,6 +49,7 @@ constexpr char kUsage[] =
     "                 [--http-max-connections N] [--http-public] "
     "[--insecure]\n"
     "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+    "                 [--queues FILE]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
     "auth is on once a token exists (hpcai500d token create) or with\n"
@@ -58,7 +61,9 @@ constexpr char kUsage[] =
     "          --http-max-connections 256 (more are answered 503)\n"
     "--tls-cert/--tls-key (PEM): gRPC and HTTP over TLS only; with\n"
     "--tls-client-ca, agents must present a certificate it signed that names\n"
-    "their --name (the CLI needs none)\n";
+    "their --name (the CLI needs none)\n"
+    "--queues: the queues (partitions) in YAML (docs/design.md, \"Queues\");\n"
+    "without it one queue, default, over every node\n";
 
 struct Flags {
   std::string grpc = "127.0.0.1:7500";
@@ -66,6 +71,7 @@ struct Flags {
   std::string db = "./hpcai500.db";
   std::string web_dir = HPCAI500_DEFAULT_WEB_DIR;
   std::string token_file;
+  std::string queues;
   int node_timeout_s = 60;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   bool http_public = false;
@@ -97,6 +103,7 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   AddValueFlag(*app, "db", &flags.db);
   AddValueFlag(*app, "web-dir", &flags.web_dir);
   AddValueFlag(*app, "token-file", &flags.token_file);
+  AddValueFlag(*app, "queues", &flags.queues);
   AddValueFlag(*app, "node-timeout-s", &node_timeout);
   AddValueFlag(*app, "http-max-connections", &max_connections);
   AddSwitch(*app, "http-public", &flags.http_public);
@@ -184,6 +191,16 @@ absl::Status RunServer(const Flags& flags) {
   // At least three heartbeats per timeout, so one late beat loses nothing.
   options.heartbeat_interval_ms = static_cast<int32_t>(std::min<int64_t>(
       options.heartbeat_interval_ms, options.node_timeout_ms / 3));
+  if (!flags.queues.empty()) {
+    ASSIGN_OR_RETURN(const std::string text,
+                     ReadFlagFile("--queues", flags.queues, 1 << 20));
+    absl::StatusOr<std::vector<Scheduler::Queue>> queues = ParseQueues(text);
+    if (!queues.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--queues ", flags.queues, ": ", queues.status().message()));
+    }
+    options.queues = *std::move(queues);
+  }
   ASSIGN_OR_RETURN(
       std::unique_ptr<Coordinator> coordinator,
       Coordinator::Create(store.get(), &clock, &Registry::Builtin(), options));

@@ -16,7 +16,10 @@ void NodeTable::Restore(v1::Node info, int64_t now_ms) {
   info.set_last_seen_ms(now_ms);
   info.set_connected(false);
   const std::string name = info.name();
-  nodes_[name].info = std::move(info);
+  Node& node = nodes_[name];
+  node.draining = info.state() == "draining" || info.state() == "drained";
+  if (node.draining) node.drain_reason = info.state_reason();
+  node.info = std::move(info);
 }
 
 NodeTable::Node& NodeTable::Connect(const v1::Register& request,
@@ -37,6 +40,7 @@ NodeTable::Node& NodeTable::Connect(const v1::Register& request,
   info.set_cpus(request.cpus());
   info.set_gpus(request.gpus());
   *info.mutable_labels() = request.labels();
+  *info.mutable_inventory() = request.inventory();
   info.set_last_seen_ms(now_ms);
   node.shared_checkpoints = request.shared_checkpoints();
   return node;

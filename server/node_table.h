@@ -32,6 +32,10 @@ class NodeTable {
     // Its checkpoint root is shared with the other nodes that say so (as of
     // its last registration).
     bool shared_checkpoints = false;
+    // Drained by an admin (`hpcai500 drain`), with the reason; kept in the
+    // store.
+    bool draining = false;
+    std::string drain_reason;
   };
 
   // Adds node `name`, disconnected, with no slots and last seen at
@@ -39,7 +43,7 @@ class NodeTable {
   bool AddIfUnknown(const std::string& name, int64_t now_ms);
 
   // Adds a node read back from the store, disconnected, its silence counted
-  // from `now_ms` (not from before a restart).
+  // from `now_ms` (not from before a restart), draining when it was.
   void Restore(v1::Node info, int64_t now_ms);
 
   // Opens a session for an accepted Register: records the node's address

@@ -1,81 +1,305 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace hpcai500 {
+namespace {
 
-void Scheduler::SetNode(const std::string& name, int slots, bool schedulable) {
-  NodeSlots& node = nodes_[name];
-  node.slots = slots;
-  node.schedulable = schedulable;
+// Whether `labels` carries every key=value of `wanted`.
+bool Carries(const Labels& labels, const Labels& wanted) {
+  for (const auto& [key, value] : wanted) {
+    auto it = labels.find(key);
+    if (it == labels.end() || it->second != value) return false;
+  }
+  return true;
 }
 
-void Scheduler::Enqueue(int64_t run_id, int nodes, int ranks_per_node) {
-  if (IsQueued(run_id) || held_.count(run_id) > 0) return;
-  auto later =
-      std::find_if(queue_.begin(), queue_.end(),
-                   [&](const Request& r) { return r.run_id > run_id; });
-  queue_.insert(later, Request{run_id, nodes, ranks_per_node});
+std::string Seconds(int64_t ms) {
+  return absl::StrCat((ms + 999) / 1000, " s");
+}
+
+}  // namespace
+
+Scheduler::Scheduler()
+    : Scheduler({Queue{"default", {}, 100, 1000, 0, /*is_default=*/true}}) {}
+
+Scheduler::Scheduler(std::vector<Queue> queues) : queues_(std::move(queues)) {}
+
+const Scheduler::Queue* Scheduler::FindQueue(const std::string& name) const {
+  for (const Queue& queue : queues_) {
+    if (name.empty() ? queue.is_default : queue.name == name) return &queue;
+  }
+  return nullptr;
+}
+
+const Scheduler::Queue& Scheduler::QueueOf(const Request& request) const {
+  // A queue that went away since the run was queued: the default one.
+  const Queue* queue = FindQueue(request.queue);
+  if (queue == nullptr) queue = FindQueue("");
+  return queue != nullptr ? *queue : queues_.front();
+}
+
+void Scheduler::SetNode(const std::string& name, const NodeOffer& offer) {
+  NodeState& node = nodes_[name];
+  node.offer = offer;
+  dirty_ = true;
+}
+
+void Scheduler::SetSchedulable(const std::string& name, bool schedulable) {
+  NodeState& node = nodes_[name];
+  if (node.schedulable == schedulable) return;
+  node.schedulable = schedulable;
+  dirty_ = true;
+}
+
+void Scheduler::SetDraining(const std::string& name, bool draining) {
+  NodeState& node = nodes_[name];
+  if (node.draining == draining) return;
+  node.draining = draining;
+  dirty_ = true;
+}
+
+bool Scheduler::IsDraining(const std::string& name) const {
+  auto it = nodes_.find(name);
+  return it != nodes_.end() && it->second.draining;
+}
+
+bool Scheduler::IsSchedulable(const std::string& name) const {
+  auto it = nodes_.find(name);
+  return it != nodes_.end() && it->second.schedulable;
+}
+
+int Scheduler::ShapeOf(const Request& request) {
+  const std::string key = absl::StrCat(
+      QueueOf(request).name, "|",
+      absl::StrJoin(request.constraints, ",", absl::PairFormatter("=")), "|",
+      request.ranks_per_node, "|", request.gpus_per_node, "|",
+      request.time_limit_ms);
+  return shapes_.emplace(key, static_cast<int>(shapes_.size())).first->second;
+}
+
+void Scheduler::Enqueue(const Request& request) {
+  if (requests_.count(request.run_id) > 0 ||
+      allocations_.count(request.run_id) > 0) {
+    return;
+  }
+  requests_[request.run_id] = {request, ShapeOf(request)};
+  order_.insert({-request.priority, request.run_id});
+  dirty_ = true;
 }
 
 bool Scheduler::Dequeue(int64_t run_id) {
-  auto it = std::find_if(queue_.begin(), queue_.end(),
-                         [&](const Request& r) { return r.run_id == run_id; });
-  if (it == queue_.end()) return false;
-  queue_.erase(it);
+  auto it = requests_.find(run_id);
+  if (it == requests_.end()) return false;
+  order_.erase({-it->second.first.priority, run_id});
+  requests_.erase(it);
   reasons_.erase(run_id);
+  dirty_ = true;
+  return true;
+}
+
+bool Scheduler::SetHeld(int64_t run_id, bool held) {
+  auto it = requests_.find(run_id);
+  if (it == requests_.end()) return false;
+  if (it->second.first.held != held) {
+    it->second.first.held = held;
+    dirty_ = true;
+  }
   return true;
 }
 
 bool Scheduler::IsQueued(int64_t run_id) const {
-  return std::any_of(queue_.begin(), queue_.end(),
-                     [&](const Request& r) { return r.run_id == run_id; });
+  return requests_.count(run_id) > 0;
 }
 
-std::vector<Scheduler::Placement> Scheduler::Schedule() {
+bool Scheduler::Eligible(const NodeState& node, const Request& request) const {
+  return node.offer.slots >= request.ranks_per_node &&
+         node.offer.gpus >= request.gpus_per_node &&
+         Carries(node.offer.labels, QueueOf(request).node_labels) &&
+         Carries(node.offer.labels, request.constraints);
+}
+
+bool Scheduler::FreeFor(const NodeState& node, const Request& request) const {
+  return node.offer.slots - node.used_slots >= request.ranks_per_node &&
+         node.offer.gpus - node.used_gpus >= request.gpus_per_node;
+}
+
+int Scheduler::EligibleNodes(const Request& request, bool up_only) const {
+  int count = 0;
+  for (const auto& [name, node] : nodes_) {
+    count += Eligible(node, request) && (!up_only || Up(node));
+  }
+  return count;
+}
+
+std::string Scheduler::Needs(const Request& request) const {
+  std::string needs = absl::StrFormat(
+      "%d node(s) of queue %s with %d free slot(s)", request.nodes,
+      QueueOf(request).name, request.ranks_per_node);
+  if (request.gpus_per_node > 0) {
+    absl::StrAppend(&needs, " and ", request.gpus_per_node, " free GPU(s)");
+  }
+  if (!request.constraints.empty()) {
+    absl::StrAppend(
+        &needs, " labelled ",
+        absl::StrJoin(request.constraints, ",", absl::PairFormatter("=")));
+  }
+  return needs;
+}
+
+int64_t Scheduler::ReadyMs(const std::string& name, const NodeState& node,
+                           const Request& request, int64_t now_ms) const {
+  if (FreeFor(node, request)) return now_ms;
+  // What ends on this node, soonest first (kNever: no time limit).
+  std::vector<std::tuple<int64_t, int, int>> ends;
+  for (const auto& [run_id, allocation] : allocations_) {
+    if (std::find(allocation.nodes.begin(), allocation.nodes.end(), name) ==
+        allocation.nodes.end()) {
+      continue;
+    }
+    const int64_t end =
+        allocation.end_ms == 0 ? kNever : std::max(allocation.end_ms, now_ms);
+    ends.emplace_back(end, allocation.ranks_per_node, allocation.gpus_per_node);
+  }
+  std::sort(ends.begin(), ends.end());
+  int free_slots = node.offer.slots - node.used_slots;
+  int free_gpus = node.offer.gpus - node.used_gpus;
+  for (const auto& [end, slots, gpus] : ends) {
+    if (end == kNever) break;
+    free_slots += slots;
+    free_gpus += gpus;
+    if (free_slots >= request.ranks_per_node &&
+        free_gpus >= request.gpus_per_node) {
+      return end;
+    }
+  }
+  return kNever;
+}
+
+Scheduler::Reservation Scheduler::Reserve(const Request& request,
+                                          int64_t now_ms) const {
+  std::vector<std::pair<int64_t, std::string>> ready;  // (when, node)
+  for (const auto& [name, node] : nodes_) {
+    if (Up(node) && Eligible(node, request)) {
+      ready.emplace_back(ReadyMs(name, node, request, now_ms), name);
+    }
+  }
+  std::sort(ready.begin(), ready.end());
+  Reservation reservation;
+  reservation.run_id = request.run_id;
+  reservation.start_ms = now_ms;
+  const size_t count =
+      std::min(ready.size(), static_cast<size_t>(request.nodes));
+  for (size_t i = 0; i < count; ++i) {
+    reservation.start_ms = std::max(reservation.start_ms, ready[i].first);
+    reservation.nodes.insert(ready[i].second);
+  }
+  return reservation;
+}
+
+std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
   std::vector<Placement> placed;
+  if (!dirty_) return placed;
+  dirty_ = false;
+  ++passes_;
   reasons_.clear();
-  int64_t blocker = 0;  // the oldest run that could fit but does not yet
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    const Request& request = *it;
-    const int capacity =
-        NodesWithSlots(request.ranks_per_node, /*schedulable_only=*/true);
-    if (capacity < request.nodes) {
-      reasons_[request.run_id] = absl::StrFormat(
-          "Resources: needs %d nodes with %d slots; %d connected node(s) "
-          "have that many",
-          request.nodes, request.ranks_per_node, capacity);
+  std::vector<Reservation> reservations;
+  std::map<std::string, int64_t> heads;  // queue -> its head run
+  // Shape -> the fewest nodes a run of it failed to get in this pass. A
+  // pass only ever takes nodes and adds reservations, so a run of that
+  // shape asking as many or more fails too.
+  std::map<int, int> no_room;
+  // Shape -> (eligible known nodes, eligible nodes up).
+  std::map<int, std::pair<int, int>> eligible;
+  for (auto it = order_.begin(); it != order_.end();) {
+    const auto& [request, shape] = requests_.at(it->second);
+    const int64_t run_id = request.run_id;
+    if (request.held) {
+      reasons_[run_id] = "Held";
       ++it;
       continue;
     }
-    if (blocker != 0) {
-      reasons_[request.run_id] =
-          absl::StrCat("Priority: waits behind run ", blocker);
+    auto counts = eligible.find(shape);
+    if (counts == eligible.end()) {
+      counts = eligible
+                   .emplace(shape, std::make_pair(EligibleNodes(request, false),
+                                                  EligibleNodes(request, true)))
+                   .first;
+    }
+    const auto [known, up] = counts->second;
+    if (up < request.nodes) {
+      // Nothing up could hold it: it waits and blocks nobody.
+      reasons_[run_id] =
+          known < request.nodes
+              ? absl::StrFormat(
+                    "Constraints: needs %s; %d registered node(s) "
+                    "match",
+                    Needs(request), known)
+              : absl::StrFormat(
+                    "Resources: needs %s; %d of the %d "
+                    "matching node(s) are up (not down or "
+                    "draining)",
+                    Needs(request), up, known);
       ++it;
       continue;
     }
     std::vector<std::string> chosen;
-    for (const auto& [name, node] : nodes_) {
-      if (static_cast<int>(chosen.size()) == request.nodes) break;
-      if (node.schedulable &&
-          node.slots - node.used >= request.ranks_per_node) {
-        chosen.push_back(name);
+    auto failed = no_room.find(shape);
+    if (failed == no_room.end() || request.nodes < failed->second) {
+      // The reserved nodes this run could delay.
+      std::set<std::string> reserved;
+      for (const Reservation& reservation : reservations) {
+        const bool ends_before =
+            request.time_limit_ms > 0 && reservation.start_ms != kNever &&
+            now_ms + request.time_limit_ms <= reservation.start_ms;
+        if (!ends_before) {
+          reserved.insert(reservation.nodes.begin(), reservation.nodes.end());
+        }
+      }
+      for (const auto& [name, node] : nodes_) {
+        if (static_cast<int>(chosen.size()) == request.nodes) break;
+        if (Up(node) && Eligible(node, request) && FreeFor(node, request) &&
+            reserved.count(name) == 0) {
+          chosen.push_back(name);
+        }
       }
     }
-    if (static_cast<int>(chosen.size()) < request.nodes) {
-      blocker = request.run_id;
-      reasons_[request.run_id] =
-          absl::StrFormat("Resources: waiting for %d nodes with %d free slots",
-                          request.nodes, request.ranks_per_node);
+    if (static_cast<int>(chosen.size()) == request.nodes) {
+      Allocate(run_id, QueueOf(request).name, chosen, request.ranks_per_node,
+               request.gpus_per_node, now_ms,
+               request.time_limit_ms > 0 ? now_ms + request.time_limit_ms : 0);
+      placed.push_back(Placement{run_id, std::move(chosen),
+                                 /*backfilled=*/!reservations.empty()});
       ++it;
+      order_.erase(std::prev(it));
+      requests_.erase(run_id);
       continue;
     }
-    Hold(request.run_id, chosen, request.ranks_per_node);
-    placed.push_back(Placement{request.run_id, std::move(chosen)});
-    it = queue_.erase(it);
+    int& fewest = no_room.emplace(shape, request.nodes).first->second;
+    fewest = std::min(fewest, request.nodes);
+    const std::string& queue = QueueOf(request).name;
+    auto head = heads.find(queue);
+    if (head != heads.end()) {
+      reasons_[run_id] = absl::StrCat("Priority: waits behind run ",
+                                      head->second, " (queue ", queue, ")");
+    } else {
+      heads[queue] = run_id;
+      Reservation reservation = Reserve(request, now_ms);
+      reasons_[run_id] = absl::StrCat(
+          "Resources: waiting for ", Needs(request),
+          reservation.start_ms == kNever
+              ? "; start unknown (a run in the way has no time limit)"
+              : absl::StrCat("; expected to start within ",
+                             Seconds(reservation.start_ms - now_ms), " on ",
+                             absl::StrJoin(reservation.nodes, ", ")));
+      reservations.push_back(std::move(reservation));
+    }
+    ++it;
   }
   return placed;
 }
@@ -85,35 +309,65 @@ std::string Scheduler::Reason(int64_t run_id) const {
   return it == reasons_.end() ? "" : it->second;
 }
 
-int Scheduler::NodesWithSlots(int slots, bool schedulable_only) const {
-  int count = 0;
-  for (const auto& [name, node] : nodes_) {
-    if ((node.schedulable || !schedulable_only) && node.slots >= slots) {
-      ++count;
-    }
+void Scheduler::Allocate(int64_t run_id, const std::string& queue,
+                         const std::vector<std::string>& nodes,
+                         int ranks_per_node, int gpus_per_node,
+                         int64_t start_ms, int64_t end_ms) {
+  Deallocate(run_id);
+  for (const std::string& name : nodes) {
+    NodeState& node = nodes_[name];
+    node.used_slots += ranks_per_node;
+    node.used_gpus += gpus_per_node;
   }
-  return count;
+  allocations_[run_id] =
+      Allocation{queue, nodes, ranks_per_node, gpus_per_node, start_ms, end_ms};
 }
 
-void Scheduler::Hold(int64_t run_id, const std::vector<std::string>& nodes,
-                     int ranks_per_node) {
-  Release(run_id);
-  for (const std::string& name : nodes) nodes_[name].used += ranks_per_node;
-  held_[run_id] = Holding{nodes, ranks_per_node};
-}
-
-void Scheduler::Release(int64_t run_id) {
-  auto it = held_.find(run_id);
-  if (it == held_.end()) return;
+void Scheduler::Deallocate(int64_t run_id) {
+  auto it = allocations_.find(run_id);
+  if (it == allocations_.end()) return;
   for (const std::string& name : it->second.nodes) {
-    nodes_[name].used -= it->second.ranks_per_node;
+    NodeState& node = nodes_[name];
+    node.used_slots -= it->second.ranks_per_node;
+    node.used_gpus -= it->second.gpus_per_node;
   }
-  held_.erase(it);
+  allocations_.erase(it);
+  dirty_ = true;
 }
 
 int Scheduler::used_slots(const std::string& node) const {
   auto it = nodes_.find(node);
-  return it == nodes_.end() ? 0 : it->second.used;
+  return it == nodes_.end() ? 0 : it->second.used_slots;
+}
+
+std::vector<std::string> Scheduler::QueuesOf(const std::string& node) const {
+  std::vector<std::string> names;
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return names;
+  for (const Queue& queue : queues_) {
+    if (Carries(it->second.offer.labels, queue.node_labels)) {
+      names.push_back(queue.name);
+    }
+  }
+  return names;
+}
+
+Scheduler::QueueLoad Scheduler::Load(const std::string& queue_name) const {
+  QueueLoad load;
+  const Queue* queue = FindQueue(queue_name);
+  if (queue == nullptr) return load;
+  for (const auto& [name, node] : nodes_) {
+    if (!Carries(node.offer.labels, queue->node_labels)) continue;
+    ++load.nodes;
+    load.idle_nodes += Up(node) && node.used_slots == 0;
+  }
+  for (const auto& [run_id, entry] : requests_) {
+    load.queued_runs += QueueOf(entry.first).name == queue->name;
+  }
+  for (const auto& [run_id, allocation] : allocations_) {
+    load.running_runs += allocation.queue == queue->name;
+  }
+  return load;
 }
 
 }  // namespace hpcai500

@@ -1,5 +1,6 @@
 #include "common/spec.h"
 
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_replace.h"
@@ -71,7 +72,7 @@ TEST(RunSpec, RoundTripsThroughYaml) {
   ASSERT_TRUE(spec.ok());
   absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_EQ(again->SerializeAsString(), spec->SerializeAsString());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
 }
 
 struct Refusal {
@@ -134,8 +135,37 @@ INSTANTIATE_TEST_SUITE_P(
                 "field 'time_limit': must be seconds or a duration"},
         Refusal{"seed: 1\n", "seed: 1\ntime_limit: -5\n",
                 "field 'time_limit': must be between 0"},
+        Refusal{"seed: 1\n", "seed: 1\npriority: -1\n",
+                "field 'priority': must be between 0 and 1000000"},
+        Refusal{"seed: 1\n", "seed: 1\nqueue: a/b\n",
+                "field 'queue': character '/' is not allowed"},
+        Refusal{"seed: 1\n", "seed: 1\nconstraints: [rack]\n",
+                "field 'constraints': each item must be \"label=value\""},
+        Refusal{"seed: 1\n", "seed: 1\nconstraints: rack=1\n",
+                "field 'constraints': must be a mapping"},
+        Refusal{"seed: 1\n", "seed: 1\nconstraints: [a=1, a=2]\n",
+                "field 'constraints': label 'a' given twice"},
         Refusal{"name: fmnist-smoke\n", "name: [unclosed\n",
                 "spec is not valid YAML: line"}));
+
+TEST(RunSpec, QueuePriorityAndConstraintsRoundTrip) {
+  absl::StatusOr<v1::RunSpec> spec =
+      Parse(std::string(kGood) +
+            "queue: gpu\npriority: 0\nconstraints: [rack=3, gpu_model=h200]\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->queue(), "gpu");
+  EXPECT_TRUE(spec->has_priority());
+  EXPECT_EQ(spec->priority(), 0);
+  EXPECT_EQ(spec->constraints().at("rack"), "3");
+  EXPECT_EQ(spec->constraints().at("gpu_model"), "h200");
+  absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
+  spec = Parse(std::string(kGood) + "constraints: {rack: 3}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->has_priority());  // the queue's default
+  EXPECT_EQ(spec->constraints().at("rack"), "3");
+}
 
 TEST(RunSpec, RetriesDefaultToOneAndTimeLimitsTakeUnits) {
   absl::StatusOr<v1::RunSpec> spec = Parse(kGood);

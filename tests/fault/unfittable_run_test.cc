@@ -30,8 +30,9 @@ TEST(UnfittableRun, IsRefusedOrWaitsWhileARunThatFitsStarts) {
                         "system: loopback-cpu\n");
   CommandResult refused = cluster.Cli({"submit", too_big});
   EXPECT_EQ(refused.exit_code, 3) << refused.err;
-  EXPECT_NE(refused.err.find("needs 5 nodes with 1 slots each; of the 2 "
-                             "registered node(s), 2 have that many"),
+  EXPECT_NE(refused.err.find("needs 5 node(s) of queue default with 1 "
+                             "slot(s) each; of the 2 registered node(s), 2 "
+                             "can host it"),
             std::string::npos)
       << refused.err;
 
@@ -45,7 +46,7 @@ TEST(UnfittableRun, IsRefusedOrWaitsWhileARunThatFitsStarts) {
   EXPECT_NE(state, "");
   const nlohmann::json big = cluster.ShowRun(waiting);
   EXPECT_EQ(big.value("state", ""), "RUN_STATE_QUEUED");
-  EXPECT_NE(big.value("reason", "").find("Resources: needs 2 nodes"),
+  EXPECT_NE(big.value("reason", "").find("Resources: needs 2 node(s)"),
             std::string::npos)
       << big.dump();
 

@@ -100,8 +100,8 @@ TEST_F(AuthTest, AgentTokensAreBoundToOneNode) {
   EXPECT_TRUE(Allows(Role::kAgent, Action::kRegisterNode));
   EXPECT_FALSE(Allows(Role::kAgent, Action::kRead));
   EXPECT_FALSE(Allows(Role::kViewer, Action::kSubmit));
-  EXPECT_TRUE(Allows(Role::kOperator, Action::kCancelOwn));
-  EXPECT_FALSE(Allows(Role::kOperator, Action::kCancelAny));
+  EXPECT_TRUE(Allows(Role::kOperator, Action::kChangeOwnRun));
+  EXPECT_FALSE(Allows(Role::kOperator, Action::kChangeAnyRun));
   EXPECT_TRUE(Allows(Role::kAdmin, Action::kAudit));
 }
 

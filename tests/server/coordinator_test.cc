@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -110,6 +112,7 @@ class CoordinatorTest : public ::testing::Test {
     CoordinatorOptions options;
     options.node_timeout_ms = 60'000;
     options.exit_grace_ms = 5'000;
+    options.queues = queues_;
     auto created = Coordinator::Create(store_.get(), &clock_,
                                        &Registry::Builtin(), options);
     ASSERT_TRUE(created.ok()) << created.status();
@@ -188,6 +191,37 @@ class CoordinatorTest : public ::testing::Test {
     return key;
   }
 
+  // A node with GPUs, labels and an inventory.
+  int64_t RegisterNode(const std::string& name, FakeAgent* agent, int gpus,
+                       std::map<std::string, std::string> labels) {
+    v1::Register request;
+    request.set_name(name);
+    request.set_address(name + ".local");
+    request.set_slots(std::max(1, gpus));
+    request.set_gpus(gpus);
+    request.mutable_labels()->insert(labels.begin(), labels.end());
+    request.mutable_inventory()->set_cpu_model("Test CPU");
+    for (int i = 0; i < gpus; ++i) {
+      v1::Device* device = request.mutable_inventory()->add_devices();
+      device->set_index(i);
+      device->set_model("NVIDIA H200");
+    }
+    absl::StatusOr<int64_t> session = coordinator_->Connect(request, agent);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.value_or(0);
+  }
+
+  // The node as ListNodes shows it.
+  v1::Node NodeNamed(const std::string& name) {
+    const v1::ListNodesResponse nodes = *coordinator_->ListNodes();
+    for (const v1::Node& node : nodes.nodes()) {
+      if (node.name() == name) return node;
+    }
+    ADD_FAILURE() << "no node " << name;
+    return v1::Node();
+  }
+
+  std::vector<Scheduler::Queue> queues_;
   std::string dir_;
   FakeClock clock_;
   std::unique_ptr<Store> store_;
@@ -610,8 +644,8 @@ TEST_F(CoordinatorTest, RunLargerThanTheClusterIsRefusedAtSubmit) {
       coordinator_->Submit(SpecYaml(5));
   ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(),
-              HasSubstr("needs 5 nodes with 1 slots each; of the 2 "
-                        "registered node(s), 2 have that many"));
+              HasSubstr("needs 5 node(s) of queue default with 1 slot(s) "
+                        "each; of the 2 registered node(s), 2 can host it"));
   EXPECT_TRUE(store_->ListRuns(v1::ListRunsRequest())->empty());
 }
 
@@ -624,7 +658,8 @@ TEST_F(CoordinatorTest, RunWaitingForNodesDoesNotBlockRunsThatFit) {
   v1::Run waiting = *coordinator_->GetRun(big.run_ids(0));
   EXPECT_EQ(waiting.state(), v1::RUN_STATE_QUEUED);
   EXPECT_THAT(waiting.reason(),
-              HasSubstr("needs 2 nodes with 1 slots; 1 connected node(s)"));
+              HasSubstr("Resources: needs 2 node(s) of queue default with 1 "
+                        "free slot(s); 1 of the 2 matching node(s) are up"));
   EXPECT_EQ(coordinator_->GetRun(small.run_ids(0))->state(),
             v1::RUN_STATE_STARTING);
 }
@@ -899,6 +934,117 @@ TEST_F(CoordinatorTest, MetricsCountRunsQueueNodesAndEvents) {
   EXPECT_THAT(metrics, HasSubstr("hpcai500_queue_length 1"));
   EXPECT_THAT(metrics, HasSubstr("hpcai500_nodes_connected 1"));
   EXPECT_THAT(metrics, HasSubstr("hpcai500_events_ingested_total 0"));
+}
+
+TEST_F(CoordinatorTest, HeldRunWaitsUntilReleasedAndStaysHeldAcrossARestart) {
+  session_a_ = Register("a", &agent_a_);
+  const int64_t first = coordinator_->Submit(SpecYaml(1))->run_ids(0);
+  const int64_t second = coordinator_->Submit(SpecYaml(1))->run_ids(0);
+  absl::StatusOr<v1::Run> held = coordinator_->HoldRun(second, "alice");
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(held->held_by(), "alice");
+  EXPECT_EQ(coordinator_->HoldRun(first, "alice").status().code(),
+            absl::StatusCode::kFailedPrecondition);  // placed already
+  ASSERT_TRUE(coordinator_->CancelRun(first).ok());  // a is free now
+  v1::Run waiting = *coordinator_->GetRun(second);
+  EXPECT_EQ(waiting.state(), v1::RUN_STATE_QUEUED);
+  EXPECT_THAT(waiting.reason(), HasSubstr("Held: by alice"));
+
+  OpenCoordinator();
+  session_a_ = Register("a", &agent_a_);
+  EXPECT_EQ(coordinator_->GetRun(second)->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(coordinator_->GetRun(second)->held_by(), "alice");
+  ASSERT_TRUE(coordinator_->ReleaseRun(second).ok());
+  EXPECT_EQ(coordinator_->GetRun(second)->state(), v1::RUN_STATE_STARTING);
+  EXPECT_EQ(coordinator_->ReleaseRun(second).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(CoordinatorTest, DrainedNodeFinishesWhatItRunsAndGetsNothingNew) {
+  session_a_ = Register("a", &agent_a_);
+  const int64_t running = coordinator_->Submit(SpecYaml(1))->run_ids(0);
+  ASSERT_TRUE(coordinator_->DrainNode("a", "").status().code() ==
+              absl::StatusCode::kInvalidArgument);  // a reason is required
+  absl::StatusOr<v1::Node> draining = coordinator_->DrainNode("a", "bad fan");
+  ASSERT_TRUE(draining.ok()) << draining.status();
+  EXPECT_EQ(draining->state(), "draining");
+  EXPECT_EQ(draining->state_reason(), "bad fan");
+  EXPECT_EQ(coordinator_->GetRun(running)->state(), v1::RUN_STATE_STARTING);
+  EXPECT_EQ(agent_a_.Cancels(), 0);  // what it runs goes on
+
+  const int64_t next = coordinator_->Submit(SpecYaml(1))->run_ids(0);
+  ASSERT_TRUE(coordinator_->CancelRun(running).ok());
+  EXPECT_EQ(coordinator_->GetRun(next)->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_EQ(NodeNamed("a").state(), "drained");
+
+  OpenCoordinator();  // drained is kept
+  session_a_ = Register("a", &agent_a_);
+  EXPECT_EQ(NodeNamed("a").state(), "drained");
+  EXPECT_EQ(coordinator_->GetRun(next)->state(), v1::RUN_STATE_QUEUED);
+  absl::StatusOr<v1::Node> resumed = coordinator_->ResumeNode("a");
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(coordinator_->GetRun(next)->state(), v1::RUN_STATE_STARTING);
+  EXPECT_EQ(NodeNamed("a").state(), "busy");
+  EXPECT_EQ(coordinator_->DrainNode("nope", "x").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(CoordinatorTest, QueuesPriorityAndConstraintsPlaceRunsWhereTheyBelong) {
+  queues_ = {{"cpu", {{"kind", "cpu"}}, 100, 1000, 0, true},
+             {"gpu", {{"kind", "gpu"}}, 200, 500, 3600, false}};
+  OpenCoordinator();
+  session_a_ = RegisterNode("a", &agent_a_, 0, {{"kind", "cpu"}});
+  session_b_ =
+      RegisterNode("b", &agent_b_, 1, {{"kind", "gpu"}, {"gpu_model", "h200"}});
+  EXPECT_THAT(
+      coordinator_->Submit(SpecYaml(1) + "queue: tpu\n").status().message(),
+      HasSubstr("unknown queue 'tpu'; queues: cpu, gpu"));
+  EXPECT_THAT(coordinator_->Submit(SpecYaml(1) + "queue: gpu\npriority: 900\n")
+                  .status()
+                  .message(),
+              HasSubstr("queue gpu allows at most 500, got 900"));
+  EXPECT_THAT(
+      coordinator_->Submit(SpecYaml(1) + "constraints: [gpu_model=a100]\n")
+          .status()
+          .message(),
+      HasSubstr("labelled gpu_model=a100 each; of the 2 registered "
+                "node(s), 0 can host it"));
+
+  const int64_t gpu_run =
+      coordinator_
+          ->Submit(SpecYaml(1) + "queue: gpu\nconstraints: {gpu_model: h200}\n")
+          ->run_ids(0);
+  v1::Run placed = *coordinator_->GetRun(gpu_run);
+  EXPECT_EQ(placed.queue(), "gpu");
+  EXPECT_EQ(placed.priority(), 200);              // the queue's default
+  EXPECT_EQ(placed.spec().time_limit_s(), 3600);  // the queue's max
+  ASSERT_EQ(placed.attempts_size(), 1);
+  EXPECT_THAT(placed.attempts(0).nodes(), ElementsAre("b"));
+  ASSERT_EQ(placed.attempts(0).inventory().count("b"), 1u);
+  EXPECT_EQ(placed.attempts(0).inventory().at("b").devices(0).model(),
+            "NVIDIA H200");
+  EXPECT_THAT(NodeNamed("b").queues(), ElementsAre("gpu"));
+
+  const v1::ListQueuesResponse queues = coordinator_->ListQueues();
+  ASSERT_EQ(queues.queues_size(), 2);
+  EXPECT_EQ(queues.queues(1).name(), "gpu");
+  EXPECT_EQ(queues.queues(1).running_runs(), 1);
+  EXPECT_EQ(queues.queues(0).idle_nodes(), 1);
+}
+
+TEST_F(CoordinatorTest, CudaRunNeverGoesToANodeWithoutGpus) {
+  session_a_ = RegisterNode("a", &agent_a_, 0, {});
+  const std::string cuda =
+      absl::StrCat(SpecYaml(1).substr(0, SpecYaml(1).find("device:")),
+                   "device: cuda\nbatch_size: 64\nprecision: fp32\nseed: "
+                   "42\nsystem: test-box\n");
+  absl::StatusOr<v1::SubmitResponse> refused = coordinator_->Submit(cuda);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("and 1 GPU(s)"));
+
+  session_b_ = RegisterNode("b", &agent_b_, 1, {});
+  const int64_t run = coordinator_->Submit(cuda)->run_ids(0);
+  EXPECT_THAT(coordinator_->GetRun(run)->attempts(0).nodes(), ElementsAre("b"));
 }
 
 }  // namespace
