@@ -37,6 +37,7 @@ NodeTable::Node& NodeTable::Connect(const v1::Register& request,
   info.set_cpus(request.cpus());
   info.set_gpus(request.gpus());
   *info.mutable_labels() = request.labels();
+  *info.mutable_inventory() = request.inventory();
   info.set_last_seen_ms(now_ms);
   node.shared_checkpoints = request.shared_checkpoints();
   return node;
