@@ -69,7 +69,7 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   CliArgs& args = raw.args;
   if (command == "submit") AddSwitch(*sub, "wait", &args.wait);
   if (command == "show" || command == "leaderboard" || command == "regress" ||
-      command == "audit") {
+      command == "audit" || command == "nodes") {
     AddSwitch(*sub, "json", &args.json);
   }
   if (command == "leaderboard" || command == "list") {
@@ -299,9 +299,11 @@ std::string UsageText() {
       "                          the newest K (default 100) runs matching\n"
       "                          every filter given; S: queued, starting,\n"
       "                          running, succeeded, failed, cancelled\n"
-      "  show RUN [--json]       one run: spec, epochs, score\n"
+      "  show RUN [--json]       one run: spec, attempts and the inventory\n"
+      "                          of their nodes, epochs, score\n"
       "  cancel RUN              cancel a queued or running run\n"
-      "  nodes                   the agents' nodes\n"
+      "  nodes [--json]          the agents' nodes: state, slots, devices,\n"
+      "                          driver, labels\n"
       "  invalidate RUN --reason TEXT\n"
       "                          take a succeeded run's result (and its\n"
       "                          submission) off the leaderboard; the run\n"
@@ -436,7 +438,7 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     filter.set_limit(parsed->limit);
     return commands.List(filter);
   }
-  if (command == "nodes") return commands.Nodes();
+  if (command == "nodes") return commands.Nodes(parsed->json);
   if (command == "audit") return commands.Audit(parsed->limit, parsed->json);
   if (command == "leaderboard") {
     return commands.Leaderboard(parsed->workload, parsed->config, parsed->json);

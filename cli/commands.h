@@ -57,10 +57,13 @@ class Commands {
   // The runs `filter` matches (name, workload, config, state), newest
   // first, filter.limit() of them (0: 100), as a table.
   int List(const v1::ListRunsRequest& filter);
-  // A human summary, or the Run as JSON with `json`.
+  // A human summary (with each attempt's nodes' inventory), or the Run as
+  // JSON with `json`.
   int Show(int64_t run_id, bool json);
   int Cancel(int64_t run_id);
-  int Nodes();
+  // The nodes as a table (state and its reason, slots, devices, driver,
+  // labels), or the ListNodesResponse as JSON with `json`.
+  int Nodes(bool json);
   // Takes run_id's result off the leaderboard with `reason`.
   int Invalidate(int64_t run_id, const std::string& reason);
   // The newest `limit` (<= 0: 100) audit rows, newest first, as a table or

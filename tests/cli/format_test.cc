@@ -34,5 +34,62 @@ TEST(FormatTable, PadsColumnsAndAlignsRightOnRequest) {
             "12  longer\n");
 }
 
+TEST(FormatBytes, PicksTheBinaryUnitWholeFromTen) {
+  EXPECT_EQ(FormatBytes(512), "512B");
+  EXPECT_EQ(FormatBytes(int64_t{141} << 30), "141GiB");
+  EXPECT_EQ(FormatBytes(int64_t{143771} << 20), "140GiB");  // a real H200
+  EXPECT_EQ(FormatBytes(int64_t{3} << 39), "1.5TiB");
+  EXPECT_EQ(FormatBytes(int64_t{2} << 30), "2GiB");
+  EXPECT_EQ(FormatBytes((int64_t{1} << 30) - 1), "1GiB");
+}
+
+v1::Inventory GpuNode() {
+  v1::Inventory inventory;
+  inventory.set_cpu_model("AMD EPYC 9654 96-Core Processor");
+  inventory.set_cpu_cores(192);
+  inventory.set_memory_bytes(int64_t{3} << 39);
+  inventory.set_driver_version("550.54.15");
+  for (int i = 0; i < 2; ++i) {
+    v1::Device* device = inventory.add_devices();
+    device->set_index(i);
+    device->set_kind("cuda");
+    device->set_model("NVIDIA H200");
+    device->set_memory_bytes(int64_t{141} << 30);
+  }
+  (*inventory.mutable_versions())["nccl"] = "2.21.5";
+  (*inventory.mutable_versions())["hpcai500"] = "0.1.0";
+  return inventory;
+}
+
+TEST(FormatDevices, GroupsEqualDevicesOrShowsTheCpu) {
+  v1::Inventory inventory = GpuNode();
+  EXPECT_EQ(FormatDevices(inventory), "2x NVIDIA H200 141GiB");
+  v1::Device* other = inventory.add_devices();
+  other->set_kind("cuda");
+  other->set_model("NVIDIA A100-SXM4-80GB");
+  other->set_memory_bytes(int64_t{81920} << 20);
+  *inventory.add_devices() = inventory.devices(0);
+  EXPECT_EQ(FormatDevices(inventory),
+            "3x NVIDIA H200 141GiB, 1x NVIDIA A100-SXM4-80GB 80GiB");
+
+  inventory.clear_devices();
+  EXPECT_EQ(FormatDevices(inventory),
+            "AMD EPYC 9654 96-Core Processor (192 cores)");
+  inventory.clear_cpu_model();
+  EXPECT_EQ(FormatDevices(inventory), "192 cores");
+  EXPECT_EQ(FormatDevices(v1::Inventory()), "-");
+}
+
+TEST(FormatInventory, OneLineOfDevicesDriverHostAndSortedVersions) {
+  EXPECT_EQ(FormatInventory(GpuNode()),
+            "2x NVIDIA H200 141GiB, driver 550.54.15; AMD EPYC 9654 "
+            "96-Core Processor (192 cores), 1.5TiB; hpcai500 0.1.0, "
+            "nccl 2.21.5");
+  v1::Inventory cpu;
+  cpu.set_memory_bytes(int64_t{16} << 30);
+  EXPECT_EQ(FormatInventory(cpu), "16GiB");
+  EXPECT_EQ(FormatInventory(v1::Inventory()), "-");
+}
+
 }  // namespace
 }  // namespace hpcai500
