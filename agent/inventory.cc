@@ -59,8 +59,8 @@ using MpiLibraryVersionFn = int(char*, int*);
 // A library opened with dlopen for as long as the object lives.
 class SharedLibrary {
  public:
-  // `keep_loaded`: never unloaded, for libraries whose static state
-  // (OpenMPI's, NCCL's) is not made to be torn down in a running process.
+  // `keep_loaded`: never unloaded, for a library whose static state
+  // (OpenMPI's) is not made to be torn down in a running process.
   SharedLibrary(const std::string& name, bool keep_loaded)
       : handle_(::dlopen(name.c_str(), RTLD_LAZY | RTLD_LOCAL |
                                            (keep_loaded ? RTLD_NODELETE : 0))) {
@@ -166,7 +166,7 @@ int OnlineCpus() {
 }
 
 std::string NcclVersion(const std::string& library_name) {
-  SharedLibrary library(library_name, /*keep_loaded=*/true);
+  SharedLibrary library(library_name, /*keep_loaded=*/false);
   auto* get_version = library.Find<NcclVersionFn>("ncclGetVersion");
   int code = 0;
   if (get_version == nullptr || get_version(&code) != 0 || code <= 0) {
