@@ -1,9 +1,12 @@
 #include "cli/format.h"
 
 #include "gtest/gtest.h"
+#include "tests/common/test_inventory.h"
 
 namespace hpcai500 {
 namespace {
+
+using ::hpcai500::testing::TwoH200Inventory;
 
 TEST(FormatFlops, PicksTheDecimalUnitWithTwoDecimals) {
   EXPECT_EQ(FormatFlops(0), "0.00 FLOPS");
@@ -43,26 +46,8 @@ TEST(FormatBytes, PicksTheBinaryUnitWholeFromTen) {
   EXPECT_EQ(FormatBytes((int64_t{1} << 30) - 1), "1GiB");
 }
 
-v1::Inventory GpuNode() {
-  v1::Inventory inventory;
-  inventory.set_cpu_model("AMD EPYC 9654 96-Core Processor");
-  inventory.set_cpu_cores(192);
-  inventory.set_memory_bytes(int64_t{3} << 39);
-  inventory.set_driver_version("550.54.15");
-  for (int i = 0; i < 2; ++i) {
-    v1::Device* device = inventory.add_devices();
-    device->set_index(i);
-    device->set_kind("cuda");
-    device->set_model("NVIDIA H200");
-    device->set_memory_bytes(int64_t{141} << 30);
-  }
-  (*inventory.mutable_versions())["nccl"] = "2.21.5";
-  (*inventory.mutable_versions())["hpcai500"] = "0.1.0";
-  return inventory;
-}
-
 TEST(FormatDevices, GroupsEqualDevicesOrShowsTheCpu) {
-  v1::Inventory inventory = GpuNode();
+  v1::Inventory inventory = TwoH200Inventory();
   EXPECT_EQ(FormatDevices(inventory), "2x NVIDIA H200 141GiB");
   v1::Device* other = inventory.add_devices();
   other->set_kind("cuda");
@@ -81,7 +66,7 @@ TEST(FormatDevices, GroupsEqualDevicesOrShowsTheCpu) {
 }
 
 TEST(FormatInventory, OneLineOfDevicesDriverHostAndSortedVersions) {
-  EXPECT_EQ(FormatInventory(GpuNode()),
+  EXPECT_EQ(FormatInventory(TwoH200Inventory()),
             "2x NVIDIA H200 141GiB, driver 550.54.15; AMD EPYC 9654 "
             "96-Core Processor (192 cores), 1.5TiB; hpcai500 0.1.0, "
             "nccl 2.21.5");

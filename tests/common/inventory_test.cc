@@ -5,27 +5,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "tests/common/test_inventory.h"
 
 namespace hpcai500 {
 namespace {
 
-v1::Inventory TwoGpuNode() {
-  v1::Inventory inventory;
-  inventory.set_cpu_model("AMD EPYC 9654 96-Core Processor");
-  inventory.set_cpu_cores(192);
-  inventory.set_memory_bytes(int64_t{1536} << 30);
-  inventory.set_driver_version("550.54.15");
-  for (int i = 0; i < 2; ++i) {
-    v1::Device* device = inventory.add_devices();
-    device->set_index(i);
-    device->set_kind("cuda");
-    device->set_model("NVIDIA H200");
-    device->set_memory_bytes(int64_t{141} << 30);
-  }
-  (*inventory.mutable_versions())["hpcai500"] = "0.1.0";
-  (*inventory.mutable_versions())["nccl"] = "2.21.5";
-  return inventory;
-}
+using ::hpcai500::testing::TwoH200Inventory;
 
 std::string MessageOf(const v1::Inventory& inventory) {
   absl::Status status = CheckInventory(inventory);
@@ -35,24 +20,24 @@ std::string MessageOf(const v1::Inventory& inventory) {
 }
 
 TEST(Inventory, AcceptsARealNodeAndAnEmptyOne) {
-  EXPECT_EQ(MessageOf(TwoGpuNode()), "accepted");
+  EXPECT_EQ(MessageOf(TwoH200Inventory()), "accepted");
   EXPECT_EQ(MessageOf(v1::Inventory()), "accepted");
 }
 
 TEST(Inventory, RefusesBeyondTheBoundsNamingTheField) {
-  v1::Inventory many = TwoGpuNode();
+  v1::Inventory many = TwoH200Inventory();
   for (int i = 2; i <= kMaxInventoryDevices; ++i)
     *many.add_devices() = many.devices(0);
   EXPECT_EQ(MessageOf(many),
             absl::StrCat("inventory: ", kMaxInventoryDevices + 1,
                          " devices; at most ", kMaxInventoryDevices));
 
-  v1::Inventory long_model = TwoGpuNode();
+  v1::Inventory long_model = TwoH200Inventory();
   long_model.mutable_devices(1)->set_model(std::string(300, 'x'));
   EXPECT_EQ(MessageOf(long_model),
             "inventory: device 1 model is 300 bytes; at most 256");
 
-  v1::Inventory versions = TwoGpuNode();
+  v1::Inventory versions = TwoH200Inventory();
   for (int i = 0; i < kMaxInventoryVersions; ++i) {
     (*versions.mutable_versions())[absl::StrCat("lib", i)] = "1";
   }
@@ -60,28 +45,28 @@ TEST(Inventory, RefusesBeyondTheBoundsNamingTheField) {
             absl::StrCat("inventory: ", kMaxInventoryVersions + 2,
                          " versions; at most ", kMaxInventoryVersions));
 
-  v1::Inventory long_version = TwoGpuNode();
+  v1::Inventory long_version = TwoH200Inventory();
   (*long_version.mutable_versions())["mpi"] = std::string(257, 'v');
   EXPECT_EQ(MessageOf(long_version),
             "inventory: version 'mpi' is 257 bytes; at most 256");
 
-  v1::Inventory escape = TwoGpuNode();
+  v1::Inventory escape = TwoH200Inventory();
   escape.set_cpu_model("Xeon\x1b[2J");
   EXPECT_EQ(MessageOf(escape),
             "inventory: cpu_model holds a control character");
 
-  v1::Inventory negative = TwoGpuNode();
+  v1::Inventory negative = TwoH200Inventory();
   negative.mutable_devices(0)->set_memory_bytes(-1);
   EXPECT_EQ(MessageOf(negative),
             "inventory: device 0 memory_bytes must not be negative, got -1");
 
-  v1::Inventory unnamed = TwoGpuNode();
+  v1::Inventory unnamed = TwoH200Inventory();
   (*unnamed.mutable_versions())[""] = "1";
   EXPECT_EQ(MessageOf(unnamed), "inventory: a version has no name");
 }
 
 TEST(Inventory, FitCutsWhatAnAgentFoundToWhatTheCoordinatorAccepts) {
-  v1::Inventory inventory = TwoGpuNode();
+  v1::Inventory inventory = TwoH200Inventory();
   for (int i = 2; i < 100; ++i) *inventory.add_devices() = inventory.devices(0);
   for (int i = 0; i < 40; ++i) {
     (*inventory.mutable_versions())[absl::StrCat("lib", 10 + i)] = "1";

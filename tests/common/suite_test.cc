@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -12,16 +10,12 @@
 #include "common/registry.h"
 #include "common/spec.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "tests/common/test_files.h"
 
 namespace hpcai500 {
 namespace {
 
-std::string ReadRepoFile(const std::string& path) {
-  std::ifstream in(std::string(HPCAI500_SOURCE_DIR) + "/" + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ::hpcai500::testing::SourceFileText;
 
 // The spec as ParseRunSpec reads it; fails the test when it is refused.
 v1::RunSpec MustParseSpec(const std::string& yaml) {
@@ -47,7 +41,7 @@ std::string MessageOf(const std::string& yaml) {
 }
 
 TEST(Suite, PlainSpecIsASuiteOfOneNamedAfterIt) {
-  const std::string spec = ReadRepoFile("examples/fmnist-smoke.yaml");
+  const std::string spec = SourceFileText("examples/fmnist-smoke.yaml");
   absl::StatusOr<Suite> suite = ParseSuite(spec);
   ASSERT_TRUE(suite.ok()) << suite.status();
   EXPECT_EQ(suite->name, "fmnist-smoke");
@@ -57,9 +51,9 @@ TEST(Suite, PlainSpecIsASuiteOfOneNamedAfterIt) {
 }
 
 TEST(Suite, SpecDocumentsRoundTripThroughParseRunSpecInOrder) {
-  const std::string fmnist = ReadRepoFile("examples/fmnist-smoke.yaml");
-  const std::string ewa = ReadRepoFile("examples/ewa-smoke.yaml");
-  const std::string full = ReadRepoFile("examples/fmnist.yaml");
+  const std::string fmnist = SourceFileText("examples/fmnist-smoke.yaml");
+  const std::string ewa = SourceFileText("examples/ewa-smoke.yaml");
+  const std::string full = SourceFileText("examples/fmnist.yaml");
   absl::StatusOr<Suite> suite =
       ParseSuite(absl::StrCat(fmnist, "---\n", ewa, "---\n", full));
   ASSERT_TRUE(suite.ok()) << suite.status();
@@ -75,8 +69,8 @@ TEST(Suite, SpecDocumentsRoundTripThroughParseRunSpecInOrder) {
 }
 
 TEST(Suite, SuiteMappingRoundTripsEachItem) {
-  const std::string fmnist = ReadRepoFile("examples/fmnist-smoke.yaml");
-  const std::string ewa = ReadRepoFile("examples/ewa-smoke.yaml");
+  const std::string fmnist = SourceFileText("examples/fmnist-smoke.yaml");
+  const std::string ewa = SourceFileText("examples/ewa-smoke.yaml");
   const std::string yaml =
       absl::StrCat("suite: smoke\nspecs:\n  -\n", Indented(fmnist, 4),
                    "  - {name: quoted, workload: image_classification, config: "
@@ -101,7 +95,7 @@ TEST(Suite, SuiteMappingRoundTripsEachItem) {
 
 TEST(Suite, NightlySmokeSuiteHoldsAnIcAndAnEwaSmokeSpec) {
   absl::StatusOr<Suite> suite =
-      ParseSuite(ReadRepoFile("suites/nightly-smoke.yaml"));
+      ParseSuite(SourceFileText("suites/nightly-smoke.yaml"));
   ASSERT_TRUE(suite.ok()) << suite.status();
   EXPECT_EQ(suite->name, "nightly-smoke");
   ASSERT_EQ(suite->specs.size(), 2u);
