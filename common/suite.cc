@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/yaml_text.h"
 
 namespace hpcai500 {
 namespace {
@@ -119,14 +120,8 @@ absl::StatusOr<Suite> ParseSuite(std::string_view yaml) {
         absl::StrCat("suite: ", yaml.size(), " bytes is over the limit of ",
                      kMaxSuiteBytes));
   }
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("suite: not valid YAML: line ", e.mark.line + 1,
-                     ", column ", e.mark.column + 1, ": ", e.msg));
-  }
+  ASSIGN_OR_RETURN(const std::vector<YAML::Node> docs,
+                   LoadYamlDocuments(yaml, "suite"));
   if (docs.size() == 1 && IsSuiteMapping(docs.front())) {
     return ReadSuiteMapping(docs.front());
   }
