@@ -27,18 +27,20 @@ void CheckSuite(std::string_view text,
               "a refused suite is InvalidArgument", suite.status().ToString());
     return;
   }
-  FuzzCheck(!suite->specs.empty() &&
-                suite->specs.size() <= hpcai500::kMaxSuiteSpecs,
-            "a suite holds 1 to kMaxSuiteSpecs specs");
+  FuzzCheck(
+      !suite->specs.empty() &&
+          suite->specs.size() <= static_cast<size_t>(hpcai500::kMaxSuiteSpecs),
+      "a suite holds 1 to kMaxSuiteSpecs specs");
   for (const std::string& item : suite->specs) {
     absl::StatusOr<hpcai500::v1::RunSpec> parsed =
         hpcai500::ParseRunSpec(item, registry);
     FuzzCheck(parsed.ok() || absl::IsInvalidArgument(parsed.status()),
               "a suite's spec is judged by ParseRunSpec", item);
     if (spec.ok() && suite->specs.size() == 1) {
-      FuzzCheck(parsed.ok() && google::protobuf::util::MessageDifferencer::
-                                   Equals(*spec, *parsed),
-                "a suite of one spec is that spec", item);
+      FuzzCheck(
+          parsed.ok() && google::protobuf::util::MessageDifferencer::Equals(
+                             *spec, *parsed),
+          "a suite of one spec is that spec", item);
     }
   }
 }
