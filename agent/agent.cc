@@ -83,6 +83,20 @@ std::string DataLocationsLine(const AgentOptions& options) {
       " (other datasets: the registry's data_dir)");
 }
 
+// "inventory: AMD EPYC 9654 96-Core Processor, 192 cpus, 2 GPUs (NVML,
+// driver 550.54.15)" for the start-up log.
+std::string InventoryLine(const AgentOptions& options) {
+  const v1::Inventory& inventory = options.inventory;
+  return absl::StrCat(
+      "inventory: ",
+      inventory.cpu_model().empty() ? "unknown CPU" : inventory.cpu_model(),
+      ", ", inventory.cpu_cores(), " cpus, ", options.gpus, " GPUs (",
+      options.nvml_missing.empty()
+          ? absl::StrCat("NVML, driver ", inventory.driver_version())
+          : absl::StrCat("from /dev; no NVML: ", options.nvml_missing),
+      ")");
+}
+
 }  // namespace
 
 Agent::Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock)
@@ -109,6 +123,7 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
           ? absl::StrCat(", took up ", taken, " worker rank(s) from before")
           : ""));
   LogInfo(DataLocationsLine(options_));
+  LogInfo(InventoryLine(options_));
   absl::Duration backoff = kFirstBackoff;
   while (!stop->load()) {
     std::string why;
@@ -142,6 +157,9 @@ v1::AgentMessage Agent::RegisterMessage() {
   reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
   reg->set_hostname(options_.hostname);
   reg->set_version(HPCAI500_VERSION);
+  *reg->mutable_inventory() = options_.inventory;
+  (*reg->mutable_inventory()->mutable_versions())["hpcai500"] =
+      HPCAI500_VERSION;
   reg->set_shared_checkpoints(options_.shared_checkpoints);
   for (v1::RunningAttempt& running : supervisor_.Running()) {
     *reg->add_running() = std::move(running);

@@ -56,6 +56,22 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   return text.str();
 }
 
+std::string ReadFileHead(const std::string& path, size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string head(max_bytes, '\0');
+  size_t got = 0;
+  while (got < max_bytes) {
+    ssize_t n = ::read(fd, head.data() + got, max_bytes - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  head.resize(got);
+  return head;
+}
+
 std::string ReadFileTail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";

@@ -22,6 +22,10 @@ absl::Status WriteFileAtomically(const std::string& path,
 // The whole file. NotFound when it does not exist.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
+// The first max_bytes bytes of the file ("" when it cannot be read). Works
+// for /proc files, whose size reads as 0.
+std::string ReadFileHead(const std::string& path, size_t max_bytes);
+
 // The last max_bytes bytes of the file ("" when it does not exist).
 std::string ReadFileTail(const std::string& path, size_t max_bytes);
 

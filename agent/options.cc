@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/inventory.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "common/token.h"
@@ -97,6 +98,7 @@ absl::Status AddDataDir(absl::string_view arg,
 struct AgentFlags {
   AgentOptions options;  // the flags that are taken as given
   std::string slots, workdir, labels, kill_grace, checkpoint_root;
+  std::string nvml_library;
   std::vector<std::string> data;
   TokenFlags token;
   TlsFileFlags tls;
@@ -116,6 +118,7 @@ std::unique_ptr<CLI::App> NewAgentFlagApp(AgentFlags& flags) {
   AddRepeatedFlag(*app, "data", &flags.data);
   AddValueFlag(*app, "checkpoint-root", &flags.checkpoint_root);
   AddSwitch(*app, "shared-checkpoints", &flags.options.shared_checkpoints);
+  AddValueFlag(*app, "nvml-library", &flags.nvml_library);
   AddTokenFlags(*app, &flags.token);
   AddClientTlsFlags(*app, &flags.tls, /*with_client_certificate=*/true);
   return app;
@@ -200,6 +203,19 @@ absl::Status ApplyLabels(absl::string_view text,
   return absl::OkStatus();
 }
 
+// The inventory (with the NVML library --nvml-library names, if given) and
+// the GPU count: NVML's where it loads, else /dev/nvidia<N>.
+void ReadNodeInventory(const std::string& nvml_flag, AgentOptions& options) {
+  if (!nvml_flag.empty()) options.nvml_library = nvml_flag;
+  InventorySources sources;
+  sources.nvml_library = options.nvml_library;
+  const NvmlGpus nvml = ReadNvmlGpus(sources.nvml_library);
+  options.gpus =
+      nvml.loaded ? static_cast<int>(nvml.devices.size()) : CountGpus();
+  options.nvml_missing = nvml.loaded ? "" : nvml.why;
+  options.inventory = ReadInventory(sources, nvml);
+}
+
 }  // namespace
 
 bool ReadsNodeData(const ConfigInfo& config) {
@@ -243,7 +259,7 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
   RETURN_IF_ERROR(ParseFlags(*app, args));
   AgentOptions& options = flags.options;
   RETURN_IF_ERROR(CheckIdentity(options));
-  options.gpus = CountGpus();
+  ReadNodeInventory(flags.nvml_library, options);
   options.cpus = CountCpus();
   RETURN_IF_ERROR(ApplyCounts(flags, options));
   RETURN_IF_ERROR(ApplyPaths(flags, options));

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "common/registry.h"
 #include "common/tls_files.h"
+#include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {
 
@@ -26,7 +27,14 @@ struct AgentOptions {
   std::map<std::string, std::string> labels;
   std::string auth_token;  // sent as "authorization: Bearer <token>"
   int cpus = 1;
-  int gpus = 0;
+  int gpus = 0;  // NVML's count where it loads, else /dev/nvidia<N>
+  // --nvml-library PATH: the NVML library the inventory loads at run time.
+  std::string nvml_library = "libnvidia-ml.so.1";
+  // What this node is (agent/inventory.h), sent in Register; its hpcai500
+  // version is added there.
+  v1::Inventory inventory;
+  // Why NVML gave no GPUs ("" when it did), for the start-up log.
+  std::string nvml_missing;
   std::string hostname;
   int64_t kill_grace_ms = 10000;
   // --data DATASET=DIR: where this node keeps a dataset (absolute, an
@@ -50,6 +58,7 @@ inline constexpr char kAgentUsage[] =
     "         [--kill-grace-seconds S] [--data DATASET=DIR]...\n"
     "         [--checkpoint-root DIR [--shared-checkpoints]]\n"
     "         [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
+    "         [--nvml-library PATH]\n"
     "  --token-file FILE   send the file's token as 'authorization: Bearer\n"
     "                      ...'; --token gives it inline; without either,\n"
     "                      $HPCAI500_TOKEN if set\n"
@@ -70,10 +79,15 @@ inline constexpr char kAgentUsage[] =
     "  --tls-cert FILE --tls-key FILE\n"
     "                      the client certificate (PEM) to present; one\n"
     "                      naming --name (DNS SAN or CN) when the coordinator\n"
-    "                      runs with --tls-client-ca\n";
+    "                      runs with --tls-client-ca\n"
+    "  --nvml-library PATH the NVML library GPUs are found with (default\n"
+    "                      libnvidia-ml.so.1); without it, or without a\n"
+    "                      driver, GPUs are counted from /dev/nvidia<N>\n";
 
-// Parses the arguments after argv[0] (the rules of common/flags.h) and fills
-// in defaults: slots = GPUs or 1, workdir ./hpcai500-agent-NAME (made
+// Parses the arguments after argv[0] (the rules of common/flags.h), reads
+// the node's inventory (ReadInventory with --nvml-library) and fills in
+// defaults: gpus = NVML's count when it loads, else CountGpus(); slots =
+// GPUs or 1, workdir ./hpcai500-agent-NAME (made
 // absolute), worker = hpcai500-worker beside this executable, checkpoint
 // root WORKDIR/checkpoints (made absolute; --shared-checkpoints needs an
 // explicit --checkpoint-root, as the default is this node's own). Checks that
@@ -91,7 +105,7 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
 // into the registry's own data_dir) are never mapped.
 bool ReadsNodeData(const ConfigInfo& config);
 
-// The number of /dev/nvidia<N> devices.
+// The number of /dev/nvidia<N> devices (GPUs where NVML cannot tell).
 int CountGpus();
 
 // CPUs this process may run on.

@@ -98,6 +98,33 @@ std::string EnergySummary(const v1::Score& score) {
   return text;
 }
 
+// A node's state (idle, busy, draining, drained, down) where the
+// coordinator says, else whether its agent is connected.
+std::string NodeStateText(const v1::Node& node) {
+  if (!node.state().empty()) return node.state();
+  return node.connected() ? "connected" : "gone";
+}
+
+// What each attempt's nodes were when it was placed (provenance), one line
+// per attempt and node, under a "provenance" heading.
+// Empty when no attempt kept an inventory.
+std::string ProvenanceLines(const v1::Run& run) {
+  std::vector<std::vector<std::string>> rows;
+  for (const v1::Attempt& attempt : run.attempts()) {
+    // In the attempt's node order (the map is unordered).
+    for (const std::string& node : attempt.nodes()) {
+      auto it = attempt.inventory().find(node);
+      if (it == attempt.inventory().end()) continue;
+      rows.push_back(
+          {absl::StrCat(attempt.number()), node, FormatInventory(it->second)});
+    }
+  }
+  if (rows.empty()) return "";
+  return absl::StrCat("\nprovenance\n",
+                      FormatTable({"attempt", "node", "inventory"}, rows,
+                                  /*right_aligned=*/{0}));
+}
+
 // Why a submission's runs cannot be compared, or "" when each of them
 // succeeded with a score.
 std::string UnscoredRunError(const std::vector<v1::Run>& runs) {
@@ -354,6 +381,7 @@ int Commands::Show(int64_t run_id, bool json) {
       (run.attempts_size() == 1 && !run.attempts(0).error().empty())) {
     out_ << "\n" << AttemptTable(run, zone);
   }
+  out_ << ProvenanceLines(run);
   if (run.epochs_size() > 0) {
     std::vector<std::vector<std::string>> rows;
     for (const v1::EpochSummary& epoch : run.epochs()) {
@@ -410,6 +438,9 @@ int Commands::Nodes(bool json) {
                               v1::ListNodesRequest(), &response);
   if (!status.ok()) return ReportRpcError("nodes", status);
   if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
+  const bool any_reason = std::any_of(
+      response.nodes().begin(), response.nodes().end(),
+      [](const v1::Node& node) { return !node.state_reason().empty(); });
   std::vector<std::vector<std::string>> rows;
   for (const v1::Node& node : response.nodes()) {
     // Labels sorted so the output is stable (the map is unordered).
@@ -418,16 +449,28 @@ int Commands::Nodes(bool json) {
       labels.push_back(absl::StrCat(key, "=", value));
     }
     std::sort(labels.begin(), labels.end());
-    rows.push_back({node.name(), node.address(),
-                    absl::StrCat(node.used_slots(), "/", node.slots()),
-                    absl::StrCat(node.cpus()), absl::StrCat(node.gpus()),
-                    node.connected() ? "connected" : "gone",
-                    FormatTimeMs(node.last_seen_ms(), options_.time_zone),
-                    labels.empty() ? "-" : absl::StrJoin(labels, ",")});
+    const std::string& driver = node.inventory().driver_version();
+    std::vector<std::string> row = {
+        node.name(),
+        node.address(),
+        absl::StrCat(node.used_slots(), "/", node.slots()),
+        absl::StrCat(node.cpus()),
+        absl::StrCat(node.gpus()),
+        NodeStateText(node),
+        FormatDevices(node.inventory()),
+        driver.empty() ? "-" : driver,
+        FormatTimeMs(node.last_seen_ms(), options_.time_zone),
+        labels.empty() ? "-" : absl::StrJoin(labels, ",")};
+    if (any_reason) {
+      row.push_back(node.state_reason().empty() ? "-" : node.state_reason());
+    }
+    rows.push_back(std::move(row));
   }
-  out_ << FormatTable({"name", "address", "slots", "cpus", "gpus", "state",
-                       "last seen", "labels"},
-                      rows, /*right_aligned=*/{2, 3, 4});
+  std::vector<std::string> header = {
+      "name",  "address", "slots",  "cpus",      "gpus",
+      "state", "devices", "driver", "last seen", "labels"};
+  if (any_reason) header.push_back("reason");
+  out_ << FormatTable(header, rows, /*right_aligned=*/{2, 3, 4});
   return kExitOk;
 }
 

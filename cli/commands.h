@@ -57,12 +57,14 @@ class Commands {
   // The runs `filter` matches (name, workload, config, state), newest
   // first, filter.limit() of them (0: 100), as a table.
   int List(const v1::ListRunsRequest& filter);
-  // A human summary, or the Run as JSON with `json`.
+  // A human summary (with each attempt's nodes' inventory), or the Run as
+  // JSON with `json`.
   int Show(int64_t run_id, bool json);
   int Cancel(int64_t run_id);
   // Holds (`hold`) or releases a queued run.
   int Hold(int64_t run_id, bool hold);
-  // The nodes as a table, or the ListNodesResponse as JSON with `json`.
+  // The nodes as a table (state and its reason, slots, devices, driver,
+  // labels), or the ListNodesResponse as JSON with `json`.
   int Nodes(bool json = false);
   // Drains node `name` with `reason`, or resumes it.
   int Drain(const std::string& name, const std::string& reason);

@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace hpcai500 {
 
@@ -19,6 +24,82 @@ std::string FormatFlops(double flops) {
     ++unit;
   }
   return absl::StrFormat("%.2f %s", flops, kUnits[unit]);
+}
+
+std::string FormatBytes(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"B",   "KiB", "MiB", "GiB",
+                                           "TiB", "PiB", "EiB"};
+  constexpr size_t kLastUnit = sizeof(kUnits) / sizeof(kUnits[0]) - 1;
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (std::fabs(value) >= 1023.5 && unit < kLastUnit) {
+    value /= 1024;
+    ++unit;
+  }
+  if (unit == 0 || std::fabs(value) >= 9.95) {
+    return absl::StrFormat("%.0f%s", value, kUnits[unit]);
+  }
+  std::string text = absl::StrFormat("%.1f", value);
+  if (absl::EndsWith(text, ".0")) text.resize(text.size() - 2);
+  return absl::StrCat(text, kUnits[unit]);
+}
+
+std::string FormatDevices(const v1::Inventory& inventory) {
+  if (inventory.devices_size() == 0) {
+    if (inventory.cpu_model().empty() && inventory.cpu_cores() <= 0) {
+      return "-";
+    }
+    const std::string cores = absl::StrCat(inventory.cpu_cores(), " cores");
+    if (inventory.cpu_model().empty()) return cores;
+    if (inventory.cpu_cores() <= 0) return inventory.cpu_model();
+    return absl::StrCat(inventory.cpu_model(), " (", cores, ")");
+  }
+  // Groups of equal devices, in the order their first member comes.
+  std::vector<std::pair<std::string, int>> groups;
+  for (const v1::Device& device : inventory.devices()) {
+    std::string name = device.model().empty() ? device.kind() : device.model();
+    if (name.empty()) name = "device";
+    if (device.memory_bytes() > 0) {
+      absl::StrAppend(&name, " ", FormatBytes(device.memory_bytes()));
+    }
+    auto same = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto& g) { return g.first == name; });
+    if (same == groups.end()) {
+      groups.emplace_back(std::move(name), 1);
+    } else {
+      ++same->second;
+    }
+  }
+  return absl::StrJoin(groups, ", ", [](std::string* out, const auto& g) {
+    absl::StrAppend(out, g.second, "x ", g.first);
+  });
+}
+
+std::string FormatInventory(const v1::Inventory& inventory) {
+  std::vector<std::string> parts;
+  if (inventory.devices_size() > 0) {
+    std::string gpus = FormatDevices(inventory);
+    if (!inventory.driver_version().empty()) {
+      absl::StrAppend(&gpus, ", driver ", inventory.driver_version());
+    }
+    parts.push_back(std::move(gpus));
+  }
+  v1::Inventory cpu_only = inventory;
+  cpu_only.clear_devices();
+  std::string host = FormatDevices(cpu_only);
+  if (inventory.memory_bytes() > 0) {
+    host = host == "-" ? FormatBytes(inventory.memory_bytes())
+                       : absl::StrCat(host, ", ",
+                                      FormatBytes(inventory.memory_bytes()));
+  }
+  if (host != "-") parts.push_back(std::move(host));
+  // Sorted so the line is stable (the map is unordered).
+  std::map<std::string, std::string> versions(inventory.versions().begin(),
+                                              inventory.versions().end());
+  if (!versions.empty()) {
+    parts.push_back(absl::StrJoin(versions, ", ", absl::PairFormatter(" ")));
+  }
+  return parts.empty() ? "-" : absl::StrJoin(parts, "; ");
 }
 
 std::string FormatTimeMs(int64_t unix_ms, absl::TimeZone zone) {

@@ -26,6 +26,21 @@ std::string FormatTimeMs(int64_t unix_ms, absl::TimeZone zone);
 // "0.9123 / 0.9000".
 std::string FormatQualityVsTarget(double quality, double target);
 
+// Bytes in binary units, whole from 10 up: 141 << 30 -> "141GiB",
+// 1.5 * 2^40 -> "1.5TiB", 512 -> "512B".
+std::string FormatBytes(int64_t bytes);
+
+// A node's devices in short, grouped by model and memory in index order:
+// "2x NVIDIA H200 141GiB"; without devices its CPU: "AMD EPYC 9654 96-Core
+// Processor (192 cores)"; "-" when the inventory says neither.
+std::string FormatDevices(const v1::Inventory& inventory);
+
+// One line of provenance: the devices and driver, the CPU and memory, the
+// versions by name, e.g. "2x NVIDIA H200 141GiB, driver 550.54.15; AMD EPYC
+// 9654 96-Core Processor (192 cores), 1.5TiB; hpcai500 0.1.0, nccl 2.21.5".
+// "-" for an empty inventory.
+std::string FormatInventory(const v1::Inventory& inventory);
+
 // Columns separated by two spaces and padded to the widest cell; columns in
 // `right_aligned` (by index) are padded on the left. No trailing spaces.
 // Every row must have as many cells as `header`.

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "common/yaml_text.h"
 
 namespace hpcai500 {
 namespace {
@@ -87,14 +89,10 @@ absl::StatusOr<YAML::Node> LoadSpecMapping(std::string_view yaml) {
         absl::StrCat("spec of ", yaml.size(), " bytes exceeds the limit of ",
                      kMaxSpecBytes));
   }
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec is not valid YAML: line ", e.mark.line + 1,
-                     ", column ", e.mark.column + 1, ": ", e.msg));
-  }
+  ASSIGN_OR_RETURN(std::vector<YAML::Node> documents,
+                   LoadYamlDocuments(yaml, "spec"));
+  // The first document is the spec (a suite of several is common/suite.h's).
+  const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   if (!root.IsMap()) {
     return absl::InvalidArgumentError("spec must be a YAML mapping of fields");
   }

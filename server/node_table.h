@@ -47,8 +47,8 @@ class NodeTable {
   void Restore(v1::Node info, int64_t now_ms);
 
   // Opens a session for an accepted Register: records the node's address
-  // (the hostname when no address), slots, cpus, gpus, labels and whether
-  // its checkpoints are shared, and
+  // (the hostname when no address), slots, cpus, gpus, labels, inventory
+  // and whether its checkpoints are shared, and
   // `channel`, borrowed until Disconnect(session). A session the node had
   // is replaced; `*replaced` (not null) says whether there was one.
   // Returns the node; its `session` is the new session id.

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/inventory.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 
@@ -119,6 +120,11 @@ absl::Status ValidateRegister(const v1::Register& request) {
           "register: label keys must be 1 to ", kMaxLabelBytes,
           " bytes and values at most as long, got '", key.substr(0, 40), "'"));
     }
+  }
+  if (absl::Status inventory = CheckInventory(request.inventory());
+      !inventory.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register: ", inventory.message()));
   }
   return absl::OkStatus();
 }

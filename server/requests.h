@@ -40,7 +40,9 @@ absl::StatusOr<v1::ListRunsRequest> ListRunsFilter(
 
 // InvalidArgument when an agent's Register has a bad node name (1 to
 // kMaxNameBytes of letters, digits, '.', '-', '_'), slots outside
-// 1..4096, or an address, hostname, cpu or gpu count out of range.
+// 1..4096, an address, hostname, cpu or gpu count out of range, or an
+// inventory beyond its bounds ("register: inventory: ...", see
+// common/inventory.h: devices, versions, text sizes).
 absl::Status ValidateRegister(const v1::Register& request);
 
 // The rendezvous host of rank 0's node `node`: the reported host, else the

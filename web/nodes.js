@@ -2,6 +2,7 @@
 // GET /api/v1/nodes.
 
 import {cell, element, formatTime, getJson} from './format.js';
+import {nodeState, summarizeDevices} from './inventory.js';
 
 function formatLabels(labels) {
   const pairs = Object.entries(labels || {});
@@ -17,7 +18,10 @@ function renderRow(node) {
   cell(tr, `${node.used_slots} / ${node.slots}`, 'num');
   cell(tr, String(node.cpus), 'num');
   cell(tr, String(node.gpus), 'num');
+  cell(tr, summarizeDevices(node.inventory));
+  cell(tr, (node.inventory || {}).driver_version || '-');
   cell(tr, formatLabels(node.labels));
+  cell(tr, nodeState(node));
   cell(
       tr,
       element(

@@ -3,6 +3,7 @@
 
 import {lineChart} from './chart.js';
 import {cell, definitionList, element, formatFlops, formatQuality, formatScaled, formatSeconds, formatTime, getJson, isFinished, link, stateBadge} from './format.js';
+import {provenanceRows} from './inventory.js';
 
 function qualityName(workload) {
   return workload === 'extreme_weather' ? 'mAP@0.5' : 'top-1 accuracy';
@@ -130,6 +131,24 @@ function attemptsTable(attempts) {
   return table;
 }
 
+// What each attempt's nodes were when it was placed: devices, driver, CPU,
+// memory and software versions (the result's provenance).
+function provenanceTable(rows) {
+  const table = element('table', undefined, 'provenance');
+  const head = table.createTHead().insertRow();
+  for (const title of ['Attempt', 'Node', 'Inventory']) {
+    head.appendChild(element('th', title));
+  }
+  const body = table.createTBody();
+  for (const row of rows) {
+    const tr = body.insertRow();
+    cell(tr, String(row.attempt), 'num');
+    cell(tr, row.node);
+    cell(tr, row.inventory);
+  }
+  return table;
+}
+
 function section(title, content) {
   const node = element('section');
   node.appendChild(element('h3', title));
@@ -155,6 +174,10 @@ function render(run) {
       'Attempts',
       attempts.length ? attemptsTable(attempts) :
                         element('p', 'Not placed yet.')));
+  const provenance = provenanceRows(attempts);
+  if (provenance.length) {
+    parts.push(section('Provenance', provenanceTable(provenance)));
+  }
   return parts;
 }
 

@@ -63,5 +63,16 @@ TEST(LinkOrCopyFile, CopiesAcrossFileSystems) {
   EXPECT_EQ(copied, std::string(1 << 20, 'w'));
 }
 
+TEST(ReadFileHead, ReadsAtMostTheBoundAlsoFromProc) {
+  TempDir dir;
+  const std::string path = dir.path() + "/big";
+  AppendToFile(path, std::string(100, 'a') + std::string(100, 'b'));
+  EXPECT_EQ(ReadFileHead(path, 100), std::string(100, 'a'));
+  EXPECT_EQ(ReadFileHead(path, 1000).size(), 200u);
+  EXPECT_EQ(ReadFileHead(dir.path() + "/missing", 100), "");
+  // /proc files report a size of 0 yet have contents.
+  EXPECT_FALSE(ReadFileHead("/proc/self/stat", 4096).empty());
+}
+
 }  // namespace
 }  // namespace hpcai500::agent

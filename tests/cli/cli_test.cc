@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/commands.h"
 #include "gmock/gmock.h"
@@ -509,6 +510,40 @@ TEST_F(CliTest, ShowPrintsASummaryOrJson) {
   EXPECT_EQ(json["score"]["reached_target"], true);
 }
 
+TEST_F(CliTest, ShowListsTheInventoryOfEachAttemptsNodes) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::Run run =
+        FinishedRun(4, v1::RUN_STATE_SUCCEEDED, 0.85, /*reached=*/true);
+    for (int number = 1; number <= 2; ++number) {
+      v1::Attempt* attempt = run.add_attempts();
+      attempt->set_number(number);
+      attempt->set_state(number == 1 ? "lost" : "succeeded");
+      attempt->add_nodes(number == 1 ? "node-b" : "node-c");
+      attempt->add_nodes("node-a");
+      for (const std::string& node : attempt->nodes()) {
+        v1::Inventory& inventory = (*attempt->mutable_inventory())[node];
+        inventory.set_cpu_model("Intel Xeon Gold 6338");
+        inventory.set_cpu_cores(64);
+        (*inventory.mutable_versions())["hpcai500"] = "0.1.0";
+        (*inventory.mutable_versions())["kernel"] = "6.1.0-18-amd64";
+      }
+    }
+    service_.runs_[4] = run;
+  }
+  ASSERT_EQ(Run({"show", "4"}), kExitOk);
+  const std::string line =
+      "Intel Xeon Gold 6338 (64 cores); hpcai500 0.1.0, kernel 6.1.0-18-amd64";
+  EXPECT_THAT(out_.str(),
+              HasSubstr(absl::StrCat("provenance\n"
+                                     "attempt  node    inventory\n"
+                                     "      1  node-b  ",
+                                     line, "\n      1  node-a  ", line,
+                                     "\n      2  node-c  ", line,
+                                     "\n      2  node-a  ", line, "\n")))
+      << out_.str();
+}
+
 TEST_F(CliTest, ShowPrintsEnergyAndValidFlopsPerWattWhenMeasured) {
   {
     absl::MutexLock lock(&service_.mu_);
@@ -587,7 +622,49 @@ TEST_F(CliTest, ListAndNodesPrintTables) {
             "failed  alice  2023-11-14 22:13:20\n");
   EXPECT_EQ(Run({"nodes"}), kExitOk);
   EXPECT_THAT(out_.str(), HasSubstr("node-a  10.0.0.2    1/2"));
-  EXPECT_THAT(out_.str(), HasSubstr("connected  -          rack=r1"));
+  EXPECT_THAT(out_.str(), HasSubstr("connected  -        -       -          "
+                                    "rack=r1"));
+}
+
+TEST_F(CliTest, NodesShowStateReasonDevicesAndDriverOrJson) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::Node* gpu = service_.nodes_.add_nodes();
+    gpu->set_name("gpu-1");
+    gpu->set_slots(2);
+    gpu->set_gpus(2);
+    gpu->set_state("drained");
+    gpu->set_state_reason("fan replaced");
+    v1::Inventory* inventory = gpu->mutable_inventory();
+    inventory->set_driver_version("550.54.15");
+    for (int i = 0; i < 2; ++i) {
+      v1::Device* device = inventory->add_devices();
+      device->set_index(i);
+      device->set_model("NVIDIA H200");
+      device->set_memory_bytes(int64_t{141} << 30);
+    }
+    v1::Node* cpu = service_.nodes_.add_nodes();
+    cpu->set_name("cpu-1");
+    cpu->set_slots(1);
+    cpu->set_state("idle");
+    cpu->mutable_inventory()->set_cpu_model("Intel Xeon Gold 6338");
+    cpu->mutable_inventory()->set_cpu_cores(64);
+  }
+  EXPECT_EQ(Run({"nodes"}), kExitOk);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("state    devices"));
+  EXPECT_THAT(out, HasSubstr("drained  2x NVIDIA H200 141GiB"));
+  EXPECT_THAT(out, HasSubstr("550.54.15"));
+  EXPECT_THAT(out, HasSubstr("idle     Intel Xeon Gold 6338 (64 cores)"));
+  EXPECT_THAT(out, HasSubstr("reason\n"));
+  EXPECT_THAT(out, HasSubstr("  fan replaced\n"));
+
+  EXPECT_EQ(Run({"nodes", "--json"}), kExitOk);
+  nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["nodes"][0]["state_reason"], "fan replaced");
+  EXPECT_EQ(json["nodes"][0]["inventory"]["devices"][1]["model"],
+            "NVIDIA H200");
+  EXPECT_EQ(json["nodes"][1]["inventory"]["cpu_cores"], 64);
 }
 
 TEST_F(CliTest, InvalidateSendsTheReasonAndNeedsOne) {

@@ -1,21 +1,17 @@
 // The example specs that the README and `hpcai500 submit` use must pass the
 // coordinator's own validation.
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "common/registry.h"
 #include "common/spec.h"
 #include "gtest/gtest.h"
+#include "tests/common/test_files.h"
 
 namespace hpcai500 {
 namespace {
 
 std::string ReadExample(const std::string& name) {
-  std::ifstream in(std::string(HPCAI500_SOURCE_DIR) + "/examples/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ::hpcai500::testing::SourceFileText("examples/" + name);
 }
 
 TEST(Examples, SmokeSpecIsValidWithTheSmokeConfig) {

@@ -146,7 +146,10 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"seed: 1\n", "seed: 1\nconstraints: [a=1, a=2]\n",
                 "field 'constraints': label 'a' given twice"},
         Refusal{"name: fmnist-smoke\n", "name: [unclosed\n",
-                "spec is not valid YAML: line"}));
+                "spec is not valid YAML: line"},
+        // yaml-cpp 0.7 would loop on it without end (common/yaml_text.h).
+        Refusal{"system: local-cpu\n", "system: local-cpu\n---\n{},\n",
+                "spec is not valid YAML: line 13"}));
 
 TEST(RunSpec, QueuePriorityAndConstraintsRoundTrip) {
   absl::StatusOr<v1::RunSpec> spec =

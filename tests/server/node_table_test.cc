@@ -47,6 +47,27 @@ TEST(NodeTable, ARegistrationOpensASessionThatANewerOneReplaces) {
   EXPECT_TRUE(first.sent.empty());
 }
 
+TEST(NodeTable, ARegistrationRecordsTheNodesInventory) {
+  NodeTable table;
+  RecordingChannel channel;
+  bool replaced = false;
+  v1::Register request = Registration("gpu-1");
+  v1::Inventory* inventory = request.mutable_inventory();
+  inventory->set_cpu_model("AMD EPYC 9654 96-Core Processor");
+  inventory->set_driver_version("550.54.15");
+  inventory->add_devices()->set_model("NVIDIA H200");
+  (*inventory->mutable_versions())["nccl"] = "2.21.5";
+  const v1::Node& info = table.Connect(request, &channel, 100, &replaced).info;
+  EXPECT_EQ(info.inventory().SerializeAsString(),
+            request.inventory().SerializeAsString());
+
+  // A newer registration replaces it (the driver was upgraded).
+  inventory->set_driver_version("560.28.03");
+  table.Connect(request, &channel, 200, &replaced);
+  EXPECT_EQ(table.nodes().at("gpu-1").info.inventory().driver_version(),
+            "560.28.03");
+}
+
 TEST(NodeTable, ADisconnectedNodeIsKeptButGetsNoMessage) {
   NodeTable table;
   RecordingChannel channel;

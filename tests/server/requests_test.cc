@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/inventory.h"
 #include "gtest/gtest.h"
 
 namespace hpcai500 {
@@ -52,6 +53,41 @@ TEST(Requests, RegisterNeedsAPlainNameAndSlotsInRange) {
   request.set_slots(1);
   request.set_gpus(-1);
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+}
+
+TEST(Requests, RegisterRefusesAnInventoryBeyondItsBoundsNamingTheField) {
+  v1::Register request;
+  request.set_name("gpu-1");
+  request.set_slots(2);
+  v1::Inventory* inventory = request.mutable_inventory();
+  inventory->set_cpu_model("AMD EPYC 9654 96-Core Processor");
+  v1::Device* device = inventory->add_devices();
+  device->set_kind("cuda");
+  device->set_model("NVIDIA H200");
+  (*inventory->mutable_versions())["nccl"] = "2.21.5";
+  EXPECT_TRUE(ValidateRegister(request).ok());
+
+  for (int i = 1; i <= kMaxInventoryDevices; ++i) {
+    *inventory->add_devices() = *device;
+  }
+  absl::Status status = ValidateRegister(request);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_EQ(status.message(), "register: inventory: 65 devices; at most 64");
+
+  inventory->mutable_devices()->DeleteSubrange(1, kMaxInventoryDevices);
+  inventory->set_driver_version(std::string(kMaxInventoryTextBytes + 1, '5'));
+  status = ValidateRegister(request);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_EQ(status.message(),
+            "register: inventory: driver_version is 257 bytes; at most 256");
+
+  inventory->clear_driver_version();
+  for (int i = 0; i < kMaxInventoryVersions; ++i) {
+    (*inventory->mutable_versions())[absl::StrCat("lib", i)] = "1.0";
+  }
+  status = ValidateRegister(request);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_EQ(status.message(), "register: inventory: 33 versions; at most 32");
 }
 
 TEST(Requests, ListRunsFiltersThatNoRunMatchesAreRefused) {
