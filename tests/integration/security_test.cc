@@ -135,7 +135,7 @@ TEST_F(Security,
   CommandResult nodes = cluster_.Cli({"nodes"});
   ASSERT_EQ(nodes.exit_code, 0) << nodes.err;
   EXPECT_EQ(nodes.out.find("node-b"), std::string::npos) << nodes.out;
-  EXPECT_NE(nodes.out.find("connected"), std::string::npos) << nodes.out;
+  EXPECT_NE(nodes.out.find("idle"), std::string::npos) << nodes.out;
   CommandResult audit = cluster_.Cli({"audit", "--json"});
   EXPECT_NE(audit.out.find("\"target\": \"node node-b\""), std::string::npos)
       << audit.out;
