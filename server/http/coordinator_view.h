@@ -30,7 +30,9 @@ class CoordinatorView {
       const v1::ListRunsRequest& request) = 0;
   // Rows grouped by (workload, config), each group ranked 1.. on its own by
   // Valid FLOPS (unranked rows last): two workloads never share an ordering.
-  // InvalidArgument for an unknown workload or config.
+  // The page from request.offset() of request.limit() rows (0: all), with
+  // the total before paging. InvalidArgument for an unknown workload or
+  // config, a limit over 10,000 or a negative limit or offset.
   virtual absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
       const v1::LeaderboardRequest& request) = 0;
   virtual absl::StatusOr<v1::ListNodesResponse> ListNodes() = 0;

@@ -185,6 +185,29 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
   return request;
 }
 
+// GET /api/v1/leaderboard's query as a LeaderboardRequest: workload,
+// config and the page (limit, absent or 0 for every row; offset).
+// InvalidArgument naming a page parameter that is not a non-negative
+// integer; the coordinator checks the bounds.
+absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
+    const QueryParams& params) {
+  v1::LeaderboardRequest request;
+  for (const auto& [key, value] : params) {
+    if (key == "workload") request.set_workload(value);
+    if (key == "config") request.set_config(value);
+    if (key != "limit" && key != "offset") continue;
+    int number = 0;
+    if (!absl::SimpleAtoi(value, &number) || number < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("query parameter '", key,
+                       "': must be a non-negative integer, got '", value, "'"));
+    }
+    if (key == "limit") request.set_limit(number);
+    if (key == "offset") request.set_offset(number);
+  }
+  return request;
+}
+
 bool IsInside(const fs::path& dir, const fs::path& candidate) {
   auto [dir_end, unused] =
       std::mismatch(dir.begin(), dir.end(), candidate.begin(), candidate.end());
@@ -387,12 +410,11 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
                                   unsigned version) const {
   absl::string_view route = path.substr(kApiPrefix.size());
   if (route == "leaderboard") {
-    auto params = ParseQuery(query, {"workload", "config"});
+    auto params = ParseQuery(query, {"workload", "config", "limit", "offset"});
     if (!params.ok()) return JsonErrorFor(params.status(), version);
-    v1::LeaderboardRequest request;
-    request.set_workload((*params)["workload"]);
-    request.set_config((*params)["config"]);
-    return JsonOf(view_->Leaderboard(request), version);
+    auto request = ParseLeaderboardQuery(*params);
+    if (!request.ok()) return JsonErrorFor(request.status(), version);
+    return JsonOf(view_->Leaderboard(*request), version);
   }
   if (route == "runs") {
     auto params = ParseQuery(

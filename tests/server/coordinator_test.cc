@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -888,6 +889,49 @@ TEST_F(LeaderboardTest, RanksEachWorkloadApartNeverInOneOrdering) {
   for (const nlohmann::json& row : json["rows"]) {
     EXPECT_EQ(row["workload"], "extreme_weather");
   }
+}
+
+TEST_F(LeaderboardTest, PagesThroughTheJsonApiWithTheTotal) {
+  StoreScoredSubmission(*store_, "image_classification", "fashion_mnist",
+                        "ic-low", 5e11);
+  StoreScoredSubmission(*store_, "extreme_weather", "ewa_smoke", "ewa-low",
+                        1e12);
+  StoreScoredSubmission(*store_, "image_classification", "fashion_mnist",
+                        "ic-high", 2e12);
+  StoreScoredSubmission(*store_, "extreme_weather", "ewa_smoke", "ewa-high",
+                        9e12);
+  HttpRouter router(coordinator_.get(), "/nonexistent");
+  auto get = [&](const std::string& target) {
+    return router.Handle(
+        HttpRequest(boost::beast::http::verb::get, target, 11));
+  };
+  // The second and third rows: a page that starts inside a group still
+  // carries the group's ranks.
+  HttpResponse page = get("/api/v1/leaderboard?limit=2&offset=1");
+  ASSERT_EQ(page.result(), boost::beast::http::status::ok) << page.body();
+  nlohmann::json json = nlohmann::json::parse(page.body());
+  EXPECT_EQ(json["total"], 4);
+  ASSERT_EQ(json["rows"].size(), 2u) << page.body();
+  EXPECT_EQ(json["rows"][0]["name"], "ewa-low");
+  EXPECT_EQ(json["rows"][0]["rank"], 2);
+  EXPECT_EQ(json["rows"][1]["name"], "ic-high");
+  EXPECT_EQ(json["rows"][1]["rank"], 1);
+
+  for (const char* bad :
+       {"/api/v1/leaderboard?limit=10001", "/api/v1/leaderboard?limit=-1",
+        "/api/v1/leaderboard?offset=x"}) {
+    HttpResponse refused = get(bad);
+    EXPECT_EQ(refused.result(), boost::beast::http::status::bad_request) << bad;
+    EXPECT_THAT(
+        refused.body(),
+        HasSubstr(absl::StrContains(bad, "offset") ? "'offset'" : "'limit'"))
+        << bad;
+  }
+  v1::LeaderboardRequest too_many;
+  too_many.set_limit(10'001);
+  absl::Status status = coordinator_->Leaderboard(too_many).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("10000"));
 }
 
 TEST_F(CoordinatorTest, MetricsCountRunsQueueNodesAndEvents) {
