@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
+#include "cli/history.h"
 #include "common/json.h"
 #include "common/run_state.h"
 
@@ -460,18 +461,19 @@ int Commands::Audit(int limit, bool json) {
   return kExitOk;
 }
 
-int Commands::Leaderboard(const std::string& workload,
-                          const std::string& config, bool json) {
-  v1::LeaderboardRequest request;
-  request.set_workload(workload);
-  request.set_config(config);
+int Commands::Leaderboard(const v1::LeaderboardRequest& request, bool json) {
   v1::LeaderboardResponse response;
   grpc::Status status =
       Unary(&v1::ClientService::StubInterface::Leaderboard, request, &response);
   if (!status.ok()) return ReportRpcError("leaderboard", status);
   if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
   if (response.rows_size() == 0) {
-    out_ << "no results yet\n";
+    if (response.total() > 0) {
+      out_ << "no rows after the first " << request.offset() << " (of "
+           << response.total() << ")\n";
+    } else {
+      out_ << "no results yet\n";
+    }
     return kExitOk;
   }
   // Workloads are ranked apart: one table each, never one mixed ordering.
@@ -494,6 +496,26 @@ int Commands::Leaderboard(const std::string& workload,
                          "quality / target", "runs", "status"},
                         tables[workloads[i]], /*right_aligned=*/{0, 4, 5, 6});
   }
+  if (response.rows_size() < response.total()) {
+    out_ << "\nrows " << request.offset() + 1 << "-"
+         << request.offset() + response.rows_size() << " of "
+         << response.total() << " (--offset, --limit)\n";
+  }
+  return kExitOk;
+}
+
+int Commands::History(const v1::ListRunsRequest& filter, bool json) {
+  v1::ListRunsRequest bounded = filter;
+  if (bounded.limit() <= 0) bounded.set_limit(kDefaultListLimit);
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  std::vector<HistoryRow> rows;
+  grpc::Status status = ListRunsPaged(bounded, [&](v1::Run run) {
+    rows.push_back(HistoryRowOf(run, now_ms));
+    return true;
+  });
+  if (!status.ok()) return ReportRpcError("history", status);
+  out_ << (json ? HistoryJson(rows)
+                : FormatHistoryTable(rows, options_.time_zone));
   return kExitOk;
 }
 
