@@ -57,10 +57,21 @@ SqlQuery ListRunsQuery(const v1::ListRunsRequest& filter) {
   if (filter.before_id() > 0) {
     conditions.push_back(absl::StrCat("id < ", filter.before_id()));
   }
-  query.sql =
-      absl::StrCat(kRunColumns, WhereClause(conditions), "ORDER BY id DESC");
-  if (filter.limit() > 0)
-    absl::StrAppend(&query.sql, " LIMIT ", filter.limit());
+  if (conditions.empty() || filter.limit() <= 0) {
+    query.sql =
+        absl::StrCat(kRunColumns, WhereClause(conditions), "ORDER BY id DESC");
+    if (filter.limit() > 0) {
+      absl::StrAppend(&query.sql, " LIMIT ", filter.limit());
+    }
+    return query;
+  }
+  // The page's ids first, from an index alone where one covers the filter
+  // (runs_by_user, runs_by_name), then only those rows: sorting the whole
+  // rows (spec, epochs) of every match by id was 20-50x slower for one user
+  // of 100,000 runs.
+  query.sql = absl::StrCat(kRunColumns, "WHERE id IN (SELECT id FROM runs ",
+                           WhereClause(conditions), "ORDER BY id DESC LIMIT ",
+                           filter.limit(), ") ORDER BY id DESC");
   return query;
 }
 
