@@ -25,6 +25,9 @@ namespace {
 constexpr int kListPageSize = 100;
 // What `list` shows without --limit (the coordinator's default too).
 constexpr int kDefaultListLimit = 100;
+// LeaderboardPaged asks for at most this many rows at a time: a whole board
+// of tens of thousands of submissions would pass gRPC's 4 MiB message limit.
+constexpr int kLeaderboardPageSize = 1000;
 
 // The message as indented JSON with proto field names; false on failure.
 bool PrintJson(const google::protobuf::Message& message, std::ostream& out,
@@ -461,10 +464,31 @@ int Commands::Audit(int limit, bool json) {
   return kExitOk;
 }
 
+grpc::Status Commands::LeaderboardPaged(const v1::LeaderboardRequest& request,
+                                        v1::LeaderboardResponse* board) const {
+  v1::LeaderboardRequest page = request;
+  int remaining = request.limit();  // 0: every row
+  while (true) {
+    page.set_limit(remaining > 0 ? std::min(remaining, kLeaderboardPageSize)
+                                 : kLeaderboardPageSize);
+    v1::LeaderboardResponse response;
+    grpc::Status status =
+        Unary(&v1::ClientService::StubInterface::Leaderboard, page, &response);
+    if (!status.ok()) return status;
+    board->set_total(response.total());
+    const int count = response.rows_size();
+    for (v1::LeaderboardRow& row : *response.mutable_rows()) {
+      *board->add_rows() = std::move(row);
+    }
+    if (count < page.limit()) return grpc::Status::OK;  // the last page
+    if (remaining > 0 && (remaining -= count) == 0) return grpc::Status::OK;
+    page.set_offset(page.offset() + count);
+  }
+}
+
 int Commands::Leaderboard(const v1::LeaderboardRequest& request, bool json) {
   v1::LeaderboardResponse response;
-  grpc::Status status =
-      Unary(&v1::ClientService::StubInterface::Leaderboard, request, &response);
+  grpc::Status status = LeaderboardPaged(request, &response);
   if (!status.ok()) return ReportRpcError("leaderboard", status);
   if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
   if (response.rows_size() == 0) {

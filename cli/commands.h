@@ -108,6 +108,11 @@ class Commands {
   // left. Returns the first failed RPC's status.
   grpc::Status ListRunsPaged(v1::ListRunsRequest filter,
                              const std::function<bool(v1::Run)>& take) const;
+  // The rows `request` asks for (request.limit(), 0: all, from
+  // request.offset()) and the total, asked for in pages of at most 1,000
+  // rows. Returns the first failed RPC's status.
+  grpc::Status LeaderboardPaged(const v1::LeaderboardRequest& request,
+                                v1::LeaderboardResponse* board) const;
   // Regress's baseline run, read before it submits; false after printing
   // why it cannot be one.
   bool ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline);
