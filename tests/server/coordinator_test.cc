@@ -630,6 +630,45 @@ TEST_F(CoordinatorTest, RunWaitingForNodesDoesNotBlockRunsThatFit) {
             v1::RUN_STATE_STARTING);
 }
 
+TEST_F(CoordinatorTest, ListRunsShowsActiveRunsAsTheyAreInMemory) {
+  session_a_ = Register("a", &agent_a_);
+  coordinator_->Disconnect(Register("b", &agent_b_));  // b may come back
+  v1::SubmitResponse big = *coordinator_->Submit(SpecYaml(2, 1, "big"));
+  v1::SubmitResponse small = *coordinator_->Submit(SpecYaml(1, 1, "small"));
+  // Why a run waits is never stored: only the coordinator's copy has it.
+  EXPECT_TRUE(store_->GetRun(big.run_ids(0))->reason().empty());
+  v1::ListRunsResponse listed = *coordinator_->ListRuns({});
+  ASSERT_EQ(listed.runs_size(), 2);
+  EXPECT_EQ(listed.runs(0).id(), small.run_ids(0));
+  EXPECT_EQ(listed.runs(0).state(), v1::RUN_STATE_STARTING);
+  EXPECT_EQ(listed.runs(1).id(), big.run_ids(0));
+  EXPECT_EQ(listed.runs(1).state(), v1::RUN_STATE_QUEUED);
+  EXPECT_FALSE(listed.runs(1).reason().empty());
+}
+
+TEST_F(CoordinatorTest, JsonApiListsRunsByUserQueueAndTime) {
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "mine"), "alice").ok());
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "theirs"), "bob").ok());
+  HttpRouter router(coordinator_.get(), "/nonexistent");
+  auto get = [&](const std::string& target) {
+    return router.Handle(
+        HttpRequest(boost::beast::http::verb::get, target, 11));
+  };
+  HttpResponse alice = get("/api/v1/runs?user=alice&since=1");
+  ASSERT_EQ(alice.result(), boost::beast::http::status::ok) << alice.body();
+  nlohmann::json json = nlohmann::json::parse(alice.body());
+  ASSERT_EQ(json["runs"].size(), 1u) << alice.body();
+  EXPECT_EQ(json["runs"][0]["user"], "alice");
+  HttpResponse none = get("/api/v1/runs?until=1");
+  ASSERT_EQ(none.result(), boost::beast::http::status::ok) << none.body();
+  EXPECT_EQ(
+      nlohmann::json::parse(none.body()).value("runs", nlohmann::json()).size(),
+      0u);
+  HttpResponse bad = get("/api/v1/runs?since=yesterday");
+  EXPECT_EQ(bad.result(), boost::beast::http::status::bad_request);
+  EXPECT_THAT(bad.body(), HasSubstr("'since'"));
+}
+
 TEST_F(CoordinatorTest, AttemptPastItsTimeLimitFailsTheRun) {
   session_a_ = Register("a", &agent_a_);
   v1::SubmitResponse submitted =
