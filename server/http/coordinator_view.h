@@ -24,8 +24,9 @@ class CoordinatorView {
   virtual absl::StatusOr<v1::Run> GetRun(int64_t run_id) = 0;
   // The newest runs matching every filter `request` sets, newest first:
   // request.limit() of them (0: 100, capped at 10,000). InvalidArgument
-  // naming the field for a filter longer than 128 bytes, an unknown state
-  // or a negative before_id.
+  // naming the field for a filter longer than 128 bytes, an unknown state,
+  // a negative before_id, since_ms or until_ms, or until_ms not after
+  // since_ms.
   virtual absl::StatusOr<v1::ListRunsResponse> ListRuns(
       const v1::ListRunsRequest& request) = 0;
   // Rows grouped by (workload, config), each group ranked 1.. on its own by
