@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -16,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/history.h"
 #include "common/flags.h"
 #include "common/run_state.h"
 #include "common/status_macros.h"
@@ -49,6 +51,7 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
           {"drain", {"NODE"}},
           {"resume", {"NODE"}},
           {"queues", {}},
+          {"history", {}},
       };
   return *kCommands;
 }
@@ -59,7 +62,7 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
 struct RawCliArgs {
   CliArgs args;
   std::string coordinator;
-  std::string state, limit, window, baseline, tolerance;
+  std::string state, limit, offset, since, until, window, baseline, tolerance;
   std::vector<std::string> references, metrics;
 };
 
@@ -74,20 +77,29 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   CliArgs& args = raw.args;
   if (command == "submit") AddSwitch(*sub, "wait", &args.wait);
   if (command == "show" || command == "leaderboard" || command == "regress" ||
-      command == "audit" || command == "nodes" || command == "queues") {
+      command == "audit" || command == "nodes" || command == "queues" ||
+      command == "history") {
     AddSwitch(*sub, "json", &args.json);
   }
   if (command == "leaderboard" || command == "list") {
     AddValueFlag(*sub, "workload", &args.workload);
     AddValueFlag(*sub, "config", &args.config);
   }
-  if (command == "list") {
+  if (command == "list" || command == "history") {
     AddValueFlag(*sub, "name", &args.name);
     AddValueFlag(*sub, "state", &raw.state);
   }
-  if (command == "list" || command == "audit") {
+  if (command == "history") {
+    AddValueFlag(*sub, "user", &args.user);
+    AddValueFlag(*sub, "queue", &args.queue);
+    AddValueFlag(*sub, "since", &raw.since);
+    AddValueFlag(*sub, "until", &raw.until);
+  }
+  if (command == "list" || command == "audit" || command == "history" ||
+      command == "leaderboard") {
     AddValueFlag(*sub, "limit", &raw.limit);
   }
+  if (command == "leaderboard") AddValueFlag(*sub, "offset", &raw.offset);
   if (command == "invalidate" || command == "drain") {
     AddValueFlag(*sub, "reason", &args.reason)->required();
   }
@@ -188,6 +200,39 @@ absl::Status ConvertListFlags(const RawCliArgs& raw, CliArgs& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("--limit must be an integer between 1 and ", kMaxListLimit,
                      ", got '", raw.limit, "'"));
+  }
+  if (!raw.offset.empty() &&
+      (!absl::SimpleAtoi(raw.offset, &args.offset) || args.offset < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--offset must be a non-negative integer, got '", raw.offset, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// history's --since and --until (relative ones counting back from now)
+// into `args`.
+absl::Status ConvertHistoryTimes(const RawCliArgs& raw, CliArgs& args) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  for (const auto& [flag, text, ms] :
+       {std::tuple<const char*, const std::string&, int64_t&>{
+            "--since", raw.since, args.since_ms},
+        {"--until", raw.until, args.until_ms}}) {
+    if (text.empty()) continue;
+    absl::StatusOr<int64_t> parsed = ParseHistoryTime(text, now_ms);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", parsed.status().message()));
+    }
+    if (*parsed <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": '", text, "' is before 1970"));
+    }
+    ms = *parsed;
+  }
+  if (args.since_ms > 0 && args.until_ms > 0 &&
+      args.until_ms <= args.since_ms) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--until '", raw.until, "' is not after --since '", raw.since, "'"));
   }
   return absl::OkStatus();
 }
@@ -323,8 +368,17 @@ std::string UsageText() {
       "                          the newest K (default 100) audited calls:\n"
       "                          who did what, from where, allowed or not\n"
       "                          (admin tokens only)\n"
-      "  leaderboard [--workload W] [--config C] [--json]\n"
-      "                          submissions ranked by Valid FLOPS\n"
+      "  leaderboard [--workload W] [--config C] [--limit K] [--offset N]\n"
+      "              [--json]    submissions ranked by Valid FLOPS; a page\n"
+      "                          of K rows after the first N (default all)\n"
+      "  history [--user U] [--state S] [--since T] [--until T] [--name N]\n"
+      "          [--queue Q] [--limit K] [--json]\n"
+      "                          accounting, like sacct: the newest K\n"
+      "                          (default 100) runs submitted in [since,\n"
+      "                          until) with queue, nodes, times, elapsed,\n"
+      "                          node-hours, attempts and why each ended; T:\n"
+      "                          YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC) or\n"
+      "                          a time ago: 30m, 2h, 7d, 1w\n"
       "  regress SPEC [--window N] [--baseline RUN] [--tolerance PCT]\n"
       "          [--reference METRIC=VALUE]... [--metric M]... [--json]\n"
       "          [--junit FILE]\n"
@@ -383,6 +437,7 @@ absl::StatusOr<CliArgs> ParseCliArgs(
     return absl::InvalidArgumentError("no command given");
   }
   RETURN_IF_ERROR(ConvertListFlags(raw, parsed));
+  RETURN_IF_ERROR(ConvertHistoryTimes(raw, parsed));
   RETURN_IF_ERROR(ConvertRegressFlags(raw, parsed.regress));
   RETURN_IF_ERROR(CheckPositional(parsed));
   return std::move(parsed);
@@ -457,7 +512,23 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   if (command == "resume") return commands.Resume(parsed->positional[0]);
   if (command == "audit") return commands.Audit(parsed->limit, parsed->json);
   if (command == "leaderboard") {
-    return commands.Leaderboard(parsed->workload, parsed->config, parsed->json);
+    v1::LeaderboardRequest request;
+    request.set_workload(parsed->workload);
+    request.set_config(parsed->config);
+    request.set_limit(parsed->limit);
+    request.set_offset(parsed->offset);
+    return commands.Leaderboard(request, parsed->json);
+  }
+  if (command == "history") {
+    v1::ListRunsRequest filter;
+    filter.set_name(parsed->name);
+    filter.set_state(parsed->state);
+    filter.set_user(parsed->user);
+    filter.set_queue(parsed->queue);
+    filter.set_since_ms(parsed->since_ms);
+    filter.set_until_ms(parsed->until_ms);
+    filter.set_limit(parsed->limit);
+    return commands.History(filter, parsed->json);
   }
   // The rest take a RUN, already checked by ParseCliArgs.
   int64_t run_id = *ParseRunIdArg(parsed->positional[0]);

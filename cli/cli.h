@@ -34,18 +34,25 @@ struct CliArgs {
   std::string command;  // empty with `help`
   std::vector<std::string> positional;
   bool help = false;
-  bool wait = false;                               // submit
-  bool json = false;                               // show, leaderboard, regress
-  std::string workload;                            // leaderboard, list
-  std::string config;                              // leaderboard, list
-  std::string name;                                // list
-  v1::RunState state = v1::RUN_STATE_UNSPECIFIED;  // list; unset: any
-  int limit = 0;                                   // list, audit; 0: 100
-  std::string reason;                              // invalidate
+  bool wait = false;     // submit
+  bool json = false;     // show, leaderboard, regress, audit, history
+  std::string workload;  // leaderboard, list
+  std::string config;    // leaderboard, list
+  std::string name;      // list, history
+  v1::RunState state = v1::RUN_STATE_UNSPECIFIED;  // list, history; any
+  // list, audit, history: 0 means 100; leaderboard: 0 means every row.
+  int limit = 0;
+  int offset = 0;        // leaderboard
+  std::string user;      // history
+  std::string queue;     // history
+  int64_t since_ms = 0;  // history: --since as Unix ms; 0: unset
+  int64_t until_ms = 0;  // history: --until as Unix ms; 0: unset
+  std::string reason;    // invalidate
   RegressOptions regress;
 };
 
-// Parses `args` (without the program name) by the rules of common/flags.h.
+// Parses `args` (without the program name) by the rules of common/flags.h;
+// relative --since/--until values count back from the current time.
 // Global flags may appear before or after the command, a command's flags
 // after it. InvalidArgument naming the problem for an unknown command or
 // flag, a flag the command does not take, a missing, empty or bad value, a

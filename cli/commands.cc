@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
+#include "cli/history.h"
 #include "common/json.h"
 #include "common/run_state.h"
 
@@ -24,6 +25,9 @@ namespace {
 constexpr int kListPageSize = 100;
 // What `list` shows without --limit (the coordinator's default too).
 constexpr int kDefaultListLimit = 100;
+// LeaderboardPaged asks for at most this many rows at a time: a whole board
+// of tens of thousands of submissions would pass gRPC's 4 MiB message limit.
+constexpr int kLeaderboardPageSize = 1000;
 
 // The message as indented JSON with proto field names; false on failure.
 bool PrintJson(const google::protobuf::Message& message, std::ostream& out,
@@ -593,18 +597,40 @@ int Commands::Audit(int limit, bool json) {
   return kExitOk;
 }
 
-int Commands::Leaderboard(const std::string& workload,
-                          const std::string& config, bool json) {
-  v1::LeaderboardRequest request;
-  request.set_workload(workload);
-  request.set_config(config);
+grpc::Status Commands::LeaderboardPaged(const v1::LeaderboardRequest& request,
+                                        v1::LeaderboardResponse* board) const {
+  v1::LeaderboardRequest page = request;
+  int remaining = request.limit();  // 0: every row
+  while (true) {
+    page.set_limit(remaining > 0 ? std::min(remaining, kLeaderboardPageSize)
+                                 : kLeaderboardPageSize);
+    v1::LeaderboardResponse response;
+    grpc::Status status =
+        Unary(&v1::ClientService::StubInterface::Leaderboard, page, &response);
+    if (!status.ok()) return status;
+    board->set_total(response.total());
+    const int count = response.rows_size();
+    for (v1::LeaderboardRow& row : *response.mutable_rows()) {
+      *board->add_rows() = std::move(row);
+    }
+    if (count < page.limit()) return grpc::Status::OK;  // the last page
+    if (remaining > 0 && (remaining -= count) == 0) return grpc::Status::OK;
+    page.set_offset(page.offset() + count);
+  }
+}
+
+int Commands::Leaderboard(const v1::LeaderboardRequest& request, bool json) {
   v1::LeaderboardResponse response;
-  grpc::Status status =
-      Unary(&v1::ClientService::StubInterface::Leaderboard, request, &response);
+  grpc::Status status = LeaderboardPaged(request, &response);
   if (!status.ok()) return ReportRpcError("leaderboard", status);
   if (json) return PrintJson(response, out_, err_) ? kExitOk : kExitFailed;
   if (response.rows_size() == 0) {
-    out_ << "no results yet\n";
+    if (response.total() > 0) {
+      out_ << "no rows after the first " << request.offset() << " (of "
+           << response.total() << ")\n";
+    } else {
+      out_ << "no results yet\n";
+    }
     return kExitOk;
   }
   // Workloads are ranked apart: one table each, never one mixed ordering.
@@ -627,6 +653,26 @@ int Commands::Leaderboard(const std::string& workload,
                          "quality / target", "runs", "status"},
                         tables[workloads[i]], /*right_aligned=*/{0, 4, 5, 6});
   }
+  if (response.rows_size() < response.total()) {
+    out_ << "\nrows " << request.offset() + 1 << "-"
+         << request.offset() + response.rows_size() << " of "
+         << response.total() << " (--offset, --limit)\n";
+  }
+  return kExitOk;
+}
+
+int Commands::History(const v1::ListRunsRequest& filter, bool json) {
+  v1::ListRunsRequest bounded = filter;
+  if (bounded.limit() <= 0) bounded.set_limit(kDefaultListLimit);
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  std::vector<HistoryRow> rows;
+  grpc::Status status = ListRunsPaged(bounded, [&](v1::Run run) {
+    rows.push_back(HistoryRowOf(run, now_ms));
+    return true;
+  });
+  if (!status.ok()) return ReportRpcError("history", status);
+  out_ << (json ? HistoryJson(rows)
+                : FormatHistoryTable(rows, options_.time_zone));
   return kExitOk;
 }
 

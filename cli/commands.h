@@ -76,9 +76,13 @@ class Commands {
   // The newest `limit` (<= 0: 100) audit rows, newest first, as a table or
   // JSON.
   int Audit(int limit, bool json);
-  // The ranked table, or the LeaderboardResponse as JSON with `json`.
-  int Leaderboard(const std::string& workload, const std::string& config,
-                  bool json);
+  // The page `request` asks for as ranked tables (one per workload, with a
+  // line naming the rows shown when the page is not all of them), or the
+  // LeaderboardResponse as JSON with `json`.
+  int Leaderboard(const v1::LeaderboardRequest& request, bool json);
+  // Accounting rows (cli/history.h) of the runs `filter` matches, newest
+  // first, filter.limit() of them (0: 100), as a table or one JSON array.
+  int History(const v1::ListRunsRequest& filter, bool json);
   // Reads options.baseline_run if set, submits and waits like Submit, then
   // (without a baseline run) reads the newest options.window runs of the
   // spec's series submitted before these, and prints the comparison of each
@@ -114,6 +118,11 @@ class Commands {
   // left. Returns the first failed RPC's status.
   grpc::Status ListRunsPaged(v1::ListRunsRequest filter,
                              const std::function<bool(v1::Run)>& take) const;
+  // The rows `request` asks for (request.limit(), 0: all, from
+  // request.offset()) and the total, asked for in pages of at most 1,000
+  // rows. Returns the first failed RPC's status.
+  grpc::Status LeaderboardPaged(const v1::LeaderboardRequest& request,
+                                v1::LeaderboardResponse* board) const;
   // Regress's baseline run, read before it submits; false after printing
   // why it cannot be one.
   bool ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline);

@@ -337,21 +337,28 @@ absl::StatusOr<std::optional<v1::RunUpdate>> Coordinator::NextRunUpdate(
 }
 
 absl::StatusOr<v1::Run> Coordinator::GetRun(int64_t run_id) {
-  absl::MutexLock lock(&mu_);
-  auto it = runs_.find(run_id);
-  if (it != runs_.end()) return it->second.run;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(run_id);
+    if (it != runs_.end()) return it->second.run;
+  }
+  // Not in memory: ended before it was watched, stored as it ended.
   return store_->GetRun(run_id);
 }
 
 absl::StatusOr<v1::ListRunsResponse> Coordinator::ListRuns(
     const v1::ListRunsRequest& request) {
   ASSIGN_OR_RETURN(const v1::ListRunsRequest filter, ListRunsFilter(request));
-  absl::MutexLock lock(&mu_);
+  // Read without mu_ (the store reads on its own connections); then the
+  // runs held in memory, newer than what was stored, replace their rows.
   ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store_->ListRuns(filter));
   v1::ListRunsResponse response;
-  for (v1::Run& run : runs) {
+  response.mutable_runs()->Reserve(static_cast<int>(runs.size()));
+  for (v1::Run& run : runs) *response.add_runs() = std::move(run);
+  absl::MutexLock lock(&mu_);
+  for (v1::Run& run : *response.mutable_runs()) {
     auto it = runs_.find(run.id());
-    *response.add_runs() = it != runs_.end() ? it->second.run : std::move(run);
+    if (it != runs_.end()) run = it->second.run;
   }
   return response;
 }
@@ -359,12 +366,7 @@ absl::StatusOr<v1::ListRunsResponse> Coordinator::ListRuns(
 absl::StatusOr<v1::LeaderboardResponse> Coordinator::Leaderboard(
     const v1::LeaderboardRequest& request) {
   RETURN_IF_ERROR(ValidateLeaderboardRequest(request, *registry_));
-  std::vector<v1::Run> runs;
-  {
-    absl::MutexLock lock(&mu_);
-    ASSIGN_OR_RETURN(runs, store_->ListRuns(v1::ListRunsRequest()));
-  }
-  return BuildLeaderboard(runs, request);
+  return store_->Leaderboard(request);  // its own table and connection
 }
 
 absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {

@@ -1,6 +1,7 @@
 #include "server/leaderboard.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -42,38 +43,6 @@ bool Complete(const std::vector<const v1::Run*>& members) {
                            std::max(1, members.front()->spec().repetitions());
 }
 
-// The row of one complete submission; `members` are sorted by run id.
-v1::LeaderboardRow SubmissionRow(int64_t submission_id,
-                                 const std::vector<const v1::Run*>& members) {
-  const v1::RunSpec& spec = members.front()->spec();
-  std::vector<double> vflops, flops, quality;
-  v1::LeaderboardRow row;
-  row.set_ranked(true);
-  for (const v1::Run* run : members) {
-    vflops.push_back(run->score().valid_flops());
-    flops.push_back(run->score().flops());
-    quality.push_back(run->score().quality());
-    row.add_run_ids(run->id());
-    row.set_finished_ms(std::max(row.finished_ms(), run->finished_ms()));
-    if (!run->spec().ranked()) row.set_ranked(false);
-  }
-  const Aggregate valid = AggregateRepetitions(vflops);
-  row.set_submission_id(submission_id);
-  row.set_name(spec.name());
-  row.set_system(spec.system());
-  row.set_workload(spec.workload());
-  row.set_config(spec.config());
-  row.set_level(spec.level());
-  row.set_valid_flops(valid.mean);
-  row.set_valid_flops_min(valid.min);
-  row.set_valid_flops_max(valid.max);
-  row.set_flops(AggregateRepetitions(flops).mean);
-  row.set_quality(AggregateRepetitions(quality).mean);
-  row.set_target(members.front()->score().target());
-  row.set_runs(static_cast<int32_t>(members.size()));
-  return row;
-}
-
 // Ranked rows first, each part by Valid FLOPS, best first.
 void RankRows(std::vector<v1::LeaderboardRow>& rows) {
   std::stable_sort(
@@ -91,6 +60,42 @@ void RankRows(std::vector<v1::LeaderboardRow>& rows) {
 
 }  // namespace
 
+std::optional<v1::LeaderboardRow> SubmissionRow(
+    const std::vector<const v1::Run*>& members) {
+  if (members.empty() || !Complete(members)) return std::nullopt;
+  std::vector<const v1::Run*> sorted = members;
+  std::sort(
+      sorted.begin(), sorted.end(),
+      [](const v1::Run* a, const v1::Run* b) { return a->id() < b->id(); });
+  const v1::RunSpec& spec = sorted.front()->spec();
+  std::vector<double> vflops, flops, quality;
+  v1::LeaderboardRow row;
+  row.set_ranked(true);
+  for (const v1::Run* run : sorted) {
+    vflops.push_back(run->score().valid_flops());
+    flops.push_back(run->score().flops());
+    quality.push_back(run->score().quality());
+    row.add_run_ids(run->id());
+    row.set_finished_ms(std::max(row.finished_ms(), run->finished_ms()));
+    if (!run->spec().ranked()) row.set_ranked(false);
+  }
+  const Aggregate valid = AggregateRepetitions(vflops);
+  row.set_submission_id(sorted.front()->submission_id());
+  row.set_name(spec.name());
+  row.set_system(spec.system());
+  row.set_workload(spec.workload());
+  row.set_config(spec.config());
+  row.set_level(spec.level());
+  row.set_valid_flops(valid.mean);
+  row.set_valid_flops_min(valid.min);
+  row.set_valid_flops_max(valid.max);
+  row.set_flops(AggregateRepetitions(flops).mean);
+  row.set_quality(AggregateRepetitions(quality).mean);
+  row.set_target(sorted.front()->score().target());
+  row.set_runs(static_cast<int32_t>(sorted.size()));
+  return row;
+}
+
 absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
                                         const Registry& registry) {
   if (!request.workload().empty() &&
@@ -101,6 +106,15 @@ absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
   if (!request.config().empty() && !ConfigKnown(request, registry)) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown config '", request.config(), "'"));
+  }
+  if (request.limit() < 0 || request.limit() > kMaxLeaderboardLimit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("leaderboard: 'limit' must be between 0 (every row) and ",
+                     kMaxLeaderboardLimit, ", got ", request.limit()));
+  }
+  if (request.offset() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "leaderboard: 'offset' must not be negative, got ", request.offset()));
   }
   return absl::OkStatus();
 }
@@ -114,20 +128,27 @@ v1::LeaderboardResponse BuildLeaderboard(
   // (workload, config) -> rows.
   std::map<std::pair<std::string, std::string>, std::vector<v1::LeaderboardRow>>
       groups;
-  for (auto& [submission_id, members] : by_submission) {
-    const v1::RunSpec& spec = members.front()->spec();
-    if (!MatchesFilters(spec, request) || !Complete(members)) continue;
-    std::sort(
-        members.begin(), members.end(),
-        [](const v1::Run* a, const v1::Run* b) { return a->id() < b->id(); });
-    groups[{spec.workload(), spec.config()}].push_back(
-        SubmissionRow(submission_id, members));
+  for (const auto& [submission_id, members] : by_submission) {
+    if (!MatchesFilters(members.front()->spec(), request)) continue;
+    std::optional<v1::LeaderboardRow> row = SubmissionRow(members);
+    if (!row.has_value()) continue;
+    groups[{row->workload(), row->config()}].push_back(*std::move(row));
   }
   v1::LeaderboardResponse response;
+  int index = 0;
+  const int64_t end = request.limit() > 0
+                          ? int64_t{request.offset()} + request.limit()
+                          : std::numeric_limits<int64_t>::max();
   for (auto& [group, rows] : groups) {
     RankRows(rows);
-    for (v1::LeaderboardRow& row : rows) *response.add_rows() = std::move(row);
+    for (v1::LeaderboardRow& row : rows) {
+      if (index >= request.offset() && index < end) {
+        *response.add_rows() = std::move(row);
+      }
+      ++index;
+    }
   }
+  response.set_total(index);
   return response;
 }
 

@@ -62,7 +62,9 @@ absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request) {
   for (const auto& [field, value] :
        {std::pair<const char*, const std::string&>{"name", request.name()},
         {"workload", request.workload()},
-        {"config", request.config()}}) {
+        {"config", request.config()},
+        {"user", request.user()},
+        {"queue", request.queue()}}) {
     if (value.size() > kMaxListFilterBytes) {
       return absl::InvalidArgumentError(
           absl::StrCat("list runs: '", field, "' is longer than ",
@@ -77,6 +79,20 @@ absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request) {
     return absl::InvalidArgumentError(
         absl::StrCat("list runs: 'before_id' must not be negative, got ",
                      request.before_id()));
+  }
+  for (const auto& [field, value] :
+       {std::pair<const char*, int64_t>{"since_ms", request.since_ms()},
+        {"until_ms", request.until_ms()}}) {
+    if (value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "list runs: '", field, "' must not be negative, got ", value));
+    }
+  }
+  if (request.since_ms() > 0 && request.until_ms() > 0 &&
+      request.until_ms() <= request.since_ms()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("list runs: 'until_ms' (", request.until_ms(),
+                     ") must be after 'since_ms' (", request.since_ms(), ")"));
   }
   return absl::OkStatus();
 }

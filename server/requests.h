@@ -30,7 +30,8 @@ absl::StatusOr<std::vector<v1::RunSpec>> ParseSubmission(
     std::string_view spec_yaml, const Registry& registry);
 
 // InvalidArgument naming the field of a ListRuns filter no run can match (a
-// text filter over 128 bytes, an unknown state, a negative before_id).
+// text filter over 128 bytes, an unknown state, a negative before_id,
+// since_ms or until_ms, until_ms not after since_ms when both are set).
 absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request);
 
 // The filter the store runs for `request`: validated as above, its limit

@@ -7,20 +7,28 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
+#include "server/internal/sqlite_read_pool.h"
 #include "server/internal/sqlite_statement.h"
+#include "server/internal/store_queries.h"
 #include "server/internal/store_schema.h"
+#include "server/leaderboard.h"
 
 namespace hpcai500 {
 namespace {
 
 using server_internal::Blob;
+using server_internal::kLeaderboardVersion;
+using server_internal::kRunColumns;
 using server_internal::kSpecColumnsVersion;
+using server_internal::SqlQuery;
 
 // An attempt with only its inventory: what the attempts table's inventory
 // column holds.
@@ -33,6 +41,33 @@ using server_internal::kStoreMigrations;
 using Statement = server_internal::SqliteStatement;
 
 constexpr int kBusyTimeoutMs = 5000;
+// Read connections: concurrent client reads (run lists, leaderboard pages,
+// run pages) beyond this many wait for one another, never for the writer.
+constexpr int kReadConnections = 4;
+
+// Binds `params` to ?1, ?2, ... of `statement` in order.
+void BindTexts(Statement& statement, const std::vector<std::string>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    statement.Bind(static_cast<int>(i + 1), params[i]);
+  }
+}
+
+// The ids of `runs`, in order.
+std::vector<int64_t> RunIds(const std::vector<v1::Run>& runs) {
+  std::vector<int64_t> ids;
+  ids.reserve(runs.size());
+  for (const v1::Run& run : runs) ids.push_back(run.id());
+  return ids;
+}
+
+// Run id -> index in `runs`.
+std::unordered_map<int64_t, size_t> IndexById(
+    const std::vector<v1::Run>& runs) {
+  std::unordered_map<int64_t, size_t> index;
+  index.reserve(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) index[runs[i].id()] = i;
+  return index;
+}
 
 // The pid a lock file names ("" when it names none).
 std::string LockHolder(int fd) {
@@ -153,6 +188,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
           SchemaVersion(), "); stop the running one or upgrade it first"));
     }
   }
+  ASSIGN_OR_RETURN(store->readers_, server_internal::SqliteReadPool::Open(
+                                        path, kReadConnections));
   return store;
 }
 
@@ -160,6 +197,7 @@ Store::Store(std::string path, sqlite3* db, int lock_fd)
     : path_(std::move(path)), lock_fd_(lock_fd), db_(db) {}
 
 Store::~Store() {
+  readers_.reset();  // first, so the writer's close checkpoints the WAL
   {
     absl::MutexLock lock(&mu_);
     sqlite3_close(db_);
@@ -169,8 +207,28 @@ Store::~Store() {
 
 absl::Status Store::Error(const std::string& what) const
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  return Error(db_, what);
+}
+
+absl::Status Store::Error(sqlite3* db, const std::string& what) const {
   return absl::InternalError(
-      absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db_)));
+      absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db)));
+}
+
+absl::Status Store::ReadSnapshot(
+    const std::function<absl::Status(sqlite3*)>& body) {
+  server_internal::SqliteReadPool::Lease lease = readers_->Acquire();
+  sqlite3* db = lease.db();
+  if (sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Error(db, "starting a read");
+  }
+  absl::Status status = body(db);
+  // Ending a read transaction cannot lose anything; a failed COMMIT only
+  // leaves it to be rolled back.
+  if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  return status;
 }
 
 absl::Status Store::Exec(const std::string& sql) {
@@ -201,6 +259,9 @@ absl::Status Store::Migrate() {
       RETURN_IF_ERROR(Exec(kStoreMigrations[version]));
       if (version + 1 == kSpecColumnsVersion) {
         RETURN_IF_ERROR(FillRunSpecColumns());
+      }
+      if (version + 1 == kLeaderboardVersion) {
+        RETURN_IF_ERROR(FillLeaderboard());
       }
       return Exec(absl::StrCat("PRAGMA user_version = ", version + 1));
     });
@@ -277,17 +338,26 @@ absl::Status Store::UpdateRun(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
   v1::Run epochs_only;
   *epochs_only.mutable_epochs() = run.epochs();
-  RETURN_IF_ERROR(Write(
-      "UPDATE runs SET state = ?, started_ms = ?, "
-      "finished_ms = ?, error = ?, epochs = ?, queue = ?, priority = ?, "
-      "held_by = ? WHERE id = ?",
-      "updating a run", static_cast<int32_t>(run.state()), run.started_ms(),
-      run.finished_ms(), run.error(), Blob{epochs_only.SerializeAsString()},
-      run.queue(), run.priority(), run.held_by(), run.id()));
-  if (sqlite3_changes(db_) == 0) {
-    return absl::NotFoundError(absl::StrCat("no run ", run.id()));
-  }
-  return absl::OkStatus();
+  return InTransaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(Write(
+        "UPDATE runs SET state = ?, started_ms = ?, "
+        "finished_ms = ?, error = ?, epochs = ?, queue = ?, priority = ?, "
+        "held_by = ? WHERE id = ?",
+        "updating a run", static_cast<int32_t>(run.state()), run.started_ms(),
+        run.finished_ms(), run.error(), Blob{epochs_only.SerializeAsString()},
+        run.queue(), run.priority(), run.held_by(), run.id()));
+    if (sqlite3_changes(db_) == 0) {
+      return absl::NotFoundError(absl::StrCat("no run ", run.id()));
+    }
+    if (run.state() == v1::RUN_STATE_SUCCEEDED) {
+      return RefreshLeaderboardOfRunLocked(run.id());
+    }
+    // A submission with a run that did not succeed is not listed.
+    return Write(
+        "DELETE FROM leaderboard WHERE submission_id = (SELECT submission_id "
+        "FROM runs WHERE id = ?)",
+        "updating the leaderboard", run.id());
+  });
 }
 
 absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
@@ -311,22 +381,14 @@ absl::Status Store::SaveAttempt(int64_t run_id, const v1::Attempt& attempt) {
   });
 }
 
-namespace {
-constexpr char kRunColumns[] =
-    "SELECT id, submission_id, repetition, spec, state, created_ms, "
-    "started_ms, finished_ms, error, epochs, user, invalidated_by, "
-    "invalidation_reason, invalidated_ms, queue, priority, held_by FROM runs ";
-}  // namespace
-
-absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
-    const std::string& sql, const std::vector<std::string>& text_params) {
+absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(sqlite3* db,
+                                                      const SqlQuery& sql,
+                                                      bool with_attempts) {
   std::vector<v1::Run> runs;
   {
-    Statement query(db_, sql.c_str());
-    if (!query.prepared()) return Error("reading runs");
-    for (size_t i = 0; i < text_params.size(); ++i) {
-      query.Bind(static_cast<int>(i + 1), text_params[i]);
-    }
+    Statement query(db, sql.sql.c_str());
+    if (!query.prepared()) return Error(db, "reading runs");
+    BindTexts(query, sql.text_params);
     int rc;
     while ((rc = query.Step()) == SQLITE_ROW) {
       v1::Run run;
@@ -344,7 +406,7 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
       run.set_error(query.Text(8));
       v1::Run epochs_only;
       if (epochs_only.ParseFromString(query.Text(9))) {
-        *run.mutable_epochs() = epochs_only.epochs();
+        *run.mutable_epochs() = std::move(*epochs_only.mutable_epochs());
       }
       run.set_user(query.Text(10));
       run.set_invalidated_by(query.Text(11));
@@ -355,109 +417,98 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(
       run.set_held_by(query.Text(16));
       runs.push_back(std::move(run));
     }
-    if (rc != SQLITE_DONE) return Error("reading runs");
+    if (rc != SQLITE_DONE) return Error(db, "reading runs");
   }
-  for (v1::Run& run : runs) RETURN_IF_ERROR(LoadAttemptsAndScore(&run));
+  if (runs.empty()) return runs;
+  RETURN_IF_ERROR(LoadScores(db, runs));
+  if (with_attempts) RETURN_IF_ERROR(LoadAttempts(db, runs));
   return runs;
 }
 
-absl::Status Store::LoadAttemptsAndScore(v1::Run* run) {
-  Statement attempts(db_,
-                     "SELECT number, state, nodes, master_addr, master_port, "
-                     "started_ms, finished_ms, error, resume_from_attempt, "
-                     "resume_from_epoch, resumed_epoch, inventory FROM "
-                     "attempts WHERE "
-                     "run_id = ? ORDER BY number");
-  attempts.BindAll(run->id());
+absl::Status Store::LoadAttempts(sqlite3* db, std::vector<v1::Run>& runs) {
+  const std::unordered_map<int64_t, size_t> index = IndexById(runs);
+  Statement attempts(db,
+                     server_internal::AttemptsOfRunsSql(RunIds(runs)).c_str());
+  if (!attempts.prepared()) return Error(db, "reading attempts");
   int rc;
   while ((rc = attempts.Step()) == SQLITE_ROW) {
-    v1::Attempt* attempt = run->add_attempts();
-    attempt->set_number(static_cast<int32_t>(attempts.Int(0)));
-    attempt->set_state(attempts.Text(1));
+    auto run = index.find(attempts.Int(0));
+    if (run == index.end()) continue;
+    v1::Attempt* attempt = runs[run->second].add_attempts();
+    attempt->set_number(static_cast<int32_t>(attempts.Int(1)));
+    attempt->set_state(attempts.Text(2));
     for (absl::string_view node :
-         absl::StrSplit(attempts.Text(2), ',', absl::SkipEmpty())) {
+         absl::StrSplit(attempts.Text(3), ',', absl::SkipEmpty())) {
       attempt->add_nodes(std::string(node));
     }
-    attempt->set_master_addr(attempts.Text(3));
-    attempt->set_master_port(static_cast<int32_t>(attempts.Int(4)));
-    attempt->set_started_ms(attempts.Int(5));
-    attempt->set_finished_ms(attempts.Int(6));
-    attempt->set_error(attempts.Text(7));
-    attempt->set_resume_from_attempt(static_cast<int32_t>(attempts.Int(8)));
-    attempt->set_resume_from_epoch(static_cast<int32_t>(attempts.Int(9)));
-    attempt->set_resumed_epoch(static_cast<int32_t>(attempts.Int(10)));
+    attempt->set_master_addr(attempts.Text(4));
+    attempt->set_master_port(static_cast<int32_t>(attempts.Int(5)));
+    attempt->set_started_ms(attempts.Int(6));
+    attempt->set_finished_ms(attempts.Int(7));
+    attempt->set_error(attempts.Text(8));
+    attempt->set_resume_from_attempt(static_cast<int32_t>(attempts.Int(9)));
+    attempt->set_resume_from_epoch(static_cast<int32_t>(attempts.Int(10)));
+    attempt->set_resumed_epoch(static_cast<int32_t>(attempts.Int(11)));
     v1::Attempt inventory_only;
-    if (inventory_only.ParseFromString(attempts.Text(11))) {
-      *attempt->mutable_inventory() = inventory_only.inventory();
+    if (inventory_only.ParseFromString(attempts.Text(12))) {
+      *attempt->mutable_inventory() =
+          std::move(*inventory_only.mutable_inventory());
     }
   }
-  if (rc != SQLITE_DONE) return Error("reading attempts");
+  if (rc != SQLITE_DONE) return Error(db, "reading attempts");
+  return absl::OkStatus();
+}
 
-  Statement result(db_,
-                   "SELECT quality, target, exponent, "
-                   "forward_flops_per_sample, samples, train_seconds, "
-                   "eval_seconds, flops, valid_flops, reached_target, "
-                   "convention, energy_joules, valid_flops_per_watt, "
-                   "lost_seconds FROM results WHERE run_id = ?");
-  result.BindAll(run->id());
-  rc = result.Step();
-  if (rc == SQLITE_ROW) {
-    v1::Score* score = run->mutable_score();
-    score->set_quality(result.Double(0));
-    score->set_target(result.Double(1));
-    score->set_exponent(result.Double(2));
-    score->set_forward_flops_per_sample(result.Double(3));
-    score->set_samples(result.Int(4));
-    score->set_train_seconds(result.Double(5));
-    score->set_eval_seconds(result.Double(6));
-    score->set_flops(result.Double(7));
-    score->set_valid_flops(result.Double(8));
-    score->set_reached_target(result.Int(9) != 0);
-    score->set_convention(result.Text(10));
-    score->set_energy_joules(result.Double(11));
-    score->set_valid_flops_per_watt(result.Double(12));
-    score->set_lost_seconds(result.Double(13));
-  } else if (rc != SQLITE_DONE) {
-    return Error("reading a result");
+absl::Status Store::LoadScores(sqlite3* db, std::vector<v1::Run>& runs) {
+  const std::unordered_map<int64_t, size_t> index = IndexById(runs);
+  Statement result(db, server_internal::ScoresOfRunsSql(RunIds(runs)).c_str());
+  if (!result.prepared()) return Error(db, "reading results");
+  int rc;
+  while ((rc = result.Step()) == SQLITE_ROW) {
+    auto run = index.find(result.Int(0));
+    if (run == index.end()) continue;
+    v1::Score* score = runs[run->second].mutable_score();
+    score->set_quality(result.Double(1));
+    score->set_target(result.Double(2));
+    score->set_exponent(result.Double(3));
+    score->set_forward_flops_per_sample(result.Double(4));
+    score->set_samples(result.Int(5));
+    score->set_train_seconds(result.Double(6));
+    score->set_eval_seconds(result.Double(7));
+    score->set_flops(result.Double(8));
+    score->set_valid_flops(result.Double(9));
+    score->set_reached_target(result.Int(10) != 0);
+    score->set_convention(result.Text(11));
+    score->set_energy_joules(result.Double(12));
+    score->set_valid_flops_per_watt(result.Double(13));
+    score->set_lost_seconds(result.Double(14));
   }
+  if (rc != SQLITE_DONE) return Error(db, "reading results");
   return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Run> Store::GetRun(int64_t run_id) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(std::vector<v1::Run> runs,
-                   QueryRuns(absl::StrCat(kRunColumns, "WHERE id = ", run_id)));
+  std::vector<v1::Run> runs;
+  RETURN_IF_ERROR(ReadSnapshot([&](sqlite3* db) -> absl::Status {
+    ASSIGN_OR_RETURN(
+        runs,
+        QueryRuns(db, {absl::StrCat(kRunColumns, "WHERE id = ", run_id), {}},
+                  /*with_attempts=*/true));
+    return absl::OkStatus();
+  }));
   if (runs.empty()) return absl::NotFoundError(absl::StrCat("no run ", run_id));
   return std::move(runs.front());
 }
 
 absl::StatusOr<std::vector<v1::Run>> Store::ListRuns(
     const v1::ListRunsRequest& filter) {
-  std::vector<std::string> conditions;
-  std::vector<std::string> text_params;
-  auto match_text = [&](const char* column, const std::string& value) {
-    if (value.empty()) return;
-    conditions.push_back(absl::StrCat(column, " = ?"));
-    text_params.push_back(value);
-  };
-  match_text("name", filter.name());
-  match_text("workload", filter.workload());
-  match_text("config", filter.config());
-  if (filter.state() != v1::RUN_STATE_UNSPECIFIED) {
-    conditions.push_back(
-        absl::StrCat("state = ", static_cast<int>(filter.state())));
-  }
-  if (filter.before_id() > 0) {
-    conditions.push_back(absl::StrCat("id < ", filter.before_id()));
-  }
-  std::string sql = kRunColumns;
-  if (!conditions.empty()) {
-    absl::StrAppend(&sql, "WHERE ", absl::StrJoin(conditions, " AND "), " ");
-  }
-  absl::StrAppend(&sql, "ORDER BY id DESC");
-  if (filter.limit() > 0) absl::StrAppend(&sql, " LIMIT ", filter.limit());
-  absl::MutexLock lock(&mu_);
-  return QueryRuns(sql, text_params);
+  const SqlQuery query = server_internal::ListRunsQuery(filter);
+  std::vector<v1::Run> runs;
+  RETURN_IF_ERROR(ReadSnapshot([&](sqlite3* db) -> absl::Status {
+    ASSIGN_OR_RETURN(runs, QueryRuns(db, query, /*with_attempts=*/true));
+    return absl::OkStatus();
+  }));
+  return runs;
 }
 
 absl::StatusOr<std::vector<v1::Run>> Store::ListRunsInStates(
@@ -465,9 +516,12 @@ absl::StatusOr<std::vector<v1::Run>> Store::ListRunsInStates(
   absl::MutexLock lock(&mu_);
   if (states.empty()) return std::vector<v1::Run>();
   std::vector<int> numbers(states.begin(), states.end());
-  return QueryRuns(absl::StrCat(kRunColumns, "WHERE state IN (",
-                                absl::StrJoin(numbers, ","),
-                                ") ORDER BY id ASC"));
+  return QueryRuns(
+      db_,
+      {absl::StrCat(kRunColumns, "WHERE state IN (",
+                    absl::StrJoin(numbers, ","), ") ORDER BY id ASC"),
+       {}},
+      /*with_attempts=*/true);
 }
 
 absl::StatusOr<std::vector<std::pair<v1::RunState, int64_t>>>
@@ -595,18 +649,123 @@ absl::StatusOr<int64_t> Store::CountEvents() {
 
 absl::Status Store::SaveResult(int64_t run_id, const v1::Score& score) {
   absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(Write(
+        "INSERT OR REPLACE INTO results (run_id, quality, target, exponent, "
+        "forward_flops_per_sample, samples, train_seconds, eval_seconds, "
+        "flops, valid_flops, reached_target, convention, energy_joules, "
+        "valid_flops_per_watt, lost_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+        "?, ?, ?, ?, ?, ?, ?)",
+        "storing a result", run_id, score.quality(), score.target(),
+        score.exponent(), score.forward_flops_per_sample(), score.samples(),
+        score.train_seconds(), score.eval_seconds(), score.flops(),
+        score.valid_flops(), score.reached_target(), score.convention(),
+        score.energy_joules(), score.valid_flops_per_watt(),
+        score.lost_seconds()));
+    return RefreshLeaderboardOfRunLocked(run_id);
+  });
+}
+
+absl::Status Store::RefreshLeaderboardOfRunLocked(int64_t run_id) {
+  Statement get(db_, "SELECT submission_id FROM runs WHERE id = ?");
+  const int rc = get.BindAll(run_id).Step();
+  if (rc == SQLITE_DONE) return absl::OkStatus();  // no run: nothing listed
+  if (rc != SQLITE_ROW) return Error("reading a run's submission");
+  return RefreshLeaderboardLocked(get.Int(0));
+}
+
+absl::Status Store::RefreshLeaderboardLocked(int64_t submission_id) {
+  ASSIGN_OR_RETURN(
+      const std::vector<v1::Run> runs,
+      QueryRuns(db_,
+                {absl::StrCat(kRunColumns, "WHERE submission_id = ",
+                              submission_id, " ORDER BY id"),
+                 {}},
+                /*with_attempts=*/false));
+  std::vector<const v1::Run*> members;
+  for (const v1::Run& run : runs) members.push_back(&run);
+  const std::optional<v1::LeaderboardRow> row = SubmissionRow(members);
+  if (!row.has_value()) {
+    return Write("DELETE FROM leaderboard WHERE submission_id = ?",
+                 "updating the leaderboard", submission_id);
+  }
   return Write(
-      "INSERT OR REPLACE INTO results (run_id, quality, target, exponent, "
-      "forward_flops_per_sample, samples, train_seconds, eval_seconds, flops, "
-      "valid_flops, reached_target, convention, energy_joules, "
-      "valid_flops_per_watt, lost_seconds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-      "?, ?, ?, ?, ?, ?)",
-      "storing a result", run_id, score.quality(), score.target(),
-      score.exponent(), score.forward_flops_per_sample(), score.samples(),
-      score.train_seconds(), score.eval_seconds(), score.flops(),
-      score.valid_flops(), score.reached_target(), score.convention(),
-      score.energy_joules(), score.valid_flops_per_watt(),
-      score.lost_seconds());
+      "INSERT OR REPLACE INTO leaderboard (submission_id, workload, config, "
+      "unranked, valid_flops, row) VALUES (?, ?, ?, ?, ?, ?)",
+      "updating the leaderboard", submission_id, row->workload(), row->config(),
+      !row->ranked(), row->valid_flops(), Blob{row->SerializeAsString()});
+}
+
+absl::Status Store::FillLeaderboard() {
+  std::vector<int64_t> submissions;
+  {
+    Statement read(db_, absl::StrCat("SELECT DISTINCT submission_id FROM runs "
+                                     "WHERE state = ",
+                                     static_cast<int>(v1::RUN_STATE_SUCCEEDED))
+                            .c_str());
+    int rc;
+    while ((rc = read.Step()) == SQLITE_ROW) submissions.push_back(read.Int(0));
+    if (rc != SQLITE_DONE) return Error("reading submissions");
+  }
+  for (int64_t submission : submissions) {
+    RETURN_IF_ERROR(RefreshLeaderboardLocked(submission));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::LeaderboardResponse> Store::Leaderboard(
+    const v1::LeaderboardRequest& request) {
+  const SqlQuery count = server_internal::LeaderboardCountQuery(request);
+  const SqlQuery page = server_internal::LeaderboardPageQuery(request);
+  v1::LeaderboardResponse response;
+  RETURN_IF_ERROR(ReadSnapshot([&](sqlite3* db) -> absl::Status {
+    Statement total(db, count.sql.c_str());
+    BindTexts(total, count.text_params);
+    if (!total.prepared() || total.Step() != SQLITE_ROW) {
+      return Error(db, "counting leaderboard rows");
+    }
+    response.set_total(static_cast<int32_t>(total.Int(0)));
+    Statement rows(db, page.sql.c_str());
+    Statement ahead(db, server_internal::kRankedRowsAheadSql);
+    if (!rows.prepared() || !ahead.prepared()) {
+      return Error(db, "reading the leaderboard");
+    }
+    BindTexts(rows, page.text_params);
+    // A page may start inside a (workload, config) group: the first ranked
+    // row of each group on the page counts the ranked rows ahead of it.
+    std::string workload, config;
+    int32_t next_rank = 0;  // 0: not known yet for this group
+    int rc;
+    while ((rc = rows.Step()) == SQLITE_ROW) {
+      v1::LeaderboardRow* row = response.add_rows();
+      if (!row->ParseFromString(rows.Text(5))) {
+        return absl::DataLossError(absl::StrCat(
+            "database ", path_, ": the leaderboard row of submission ",
+            rows.Int(0), " is unreadable"));
+      }
+      if (rows.Text(1) != workload || rows.Text(2) != config) {
+        workload = rows.Text(1);
+        config = rows.Text(2);
+        next_rank = 0;
+      }
+      if (rows.Int(3) != 0) {
+        row->set_rank(0);
+        continue;
+      }
+      if (next_rank == 0) {
+        ahead.Reset();
+        if (ahead.BindAll(workload, config, rows.Double(4), rows.Int(0))
+                .Step() != SQLITE_ROW) {
+          return Error(db, "ranking the leaderboard");
+        }
+        next_rank = static_cast<int32_t>(ahead.Int(0)) + 1;
+      }
+      row->set_rank(next_rank++);
+    }
+    if (rc != SQLITE_DONE) return Error(db, "reading the leaderboard");
+    return absl::OkStatus();
+  }));
+  return response;
 }
 
 absl::Status Store::SaveExit(const v1::WorkerExited& exit) {
@@ -690,14 +849,16 @@ absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {
 absl::Status Store::InvalidateRun(int64_t run_id, const std::string& by,
                                   const std::string& reason, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(
-      Write("UPDATE runs SET invalidated_by = ?, invalidation_reason = ?, "
-            "invalidated_ms = ? WHERE id = ?",
-            "invalidating a run", by, reason, now_ms, run_id));
-  if (sqlite3_changes(db_) == 0) {
-    return absl::NotFoundError(absl::StrCat("no run ", run_id));
-  }
-  return absl::OkStatus();
+  return InTransaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(
+        Write("UPDATE runs SET invalidated_by = ?, invalidation_reason = ?, "
+              "invalidated_ms = ? WHERE id = ?",
+              "invalidating a run", by, reason, now_ms, run_id));
+    if (sqlite3_changes(db_) == 0) {
+      return absl::NotFoundError(absl::StrCat("no run ", run_id));
+    }
+    return RefreshLeaderboardOfRunLocked(run_id);
+  });
 }
 
 absl::StatusOr<int64_t> Store::CountQueuedRuns(const std::string& user) {

@@ -9,11 +9,16 @@
 // fails to open it. Durable: every commit is synchronous=FULL, so what a call
 // reports stored survives a power loss once it returns.
 //
-// Thread-safe: one connection, every call serialised by mu_.
+// Thread-safe: writes (and the few reads the coordinator needs in step with
+// them) go through one connection, serialised by mu_. The reads clients
+// make (GetRun, ListRuns, Leaderboard) go through a small pool of read-only
+// connections instead: in WAL mode each sees the last commit, in one
+// snapshot per call, and never waits for mu_ or for the writer.
 #ifndef HPCAI500_SERVER_STORE_H_
 #define HPCAI500_SERVER_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +33,10 @@
 struct sqlite3;
 
 namespace hpcai500 {
+namespace server_internal {
+class SqliteReadPool;
+struct SqlQuery;
+}  // namespace server_internal
 
 // What InsertEvent(s) did with an event.
 enum class EventDisposition {
@@ -104,14 +113,16 @@ class Store {
       int64_t now_ms, const std::string& user = "",
       const std::string& queue = "", int32_t priority = 0);
   // Records that `by` took the run's result off the leaderboard, with
-  // `reason`. NotFound when there is no such run.
+  // `reason`, and takes its submission's row off the leaderboard table.
+  // NotFound when there is no such run.
   absl::Status InvalidateRun(int64_t run_id, const std::string& by,
                              const std::string& reason, int64_t now_ms);
   // How many runs of `user` are queued.
   absl::StatusOr<int64_t> CountQueuedRuns(const std::string& user);
 
   // Writes the run's state, times, error, epochs, queue, priority and hold
-  // (not its spec, attempts or score). NotFound when there is no such run.
+  // (not its spec, attempts or score); a run that succeeded updates its
+  // submission's leaderboard row. NotFound when there is no such run.
   absl::Status UpdateRun(const v1::Run& run);
 
   // Inserts or replaces attempt `attempt.number()` of `run_id` and makes it
@@ -119,11 +130,15 @@ class Store {
   absl::Status SaveAttempt(int64_t run_id, const v1::Attempt& attempt);
 
   // The run with its attempts and (when scored) its score. NotFound.
+  // Read on a read connection.
   absl::StatusOr<v1::Run> GetRun(int64_t run_id);
   // The runs matching every set field of `filter` (exact name, workload,
-  // config and state; id < before_id), ordered by id descending, at most
-  // filter.limit() of them (<= 0: all). The filtering is SQL's: runs that do
-  // not match are never read. The caller validates the filter.
+  // config, state, user and queue; created at or after since_ms and before
+  // until_ms; id < before_id), ordered by id descending, at most
+  // filter.limit() of them (<= 0: all), with their attempts and scores. The
+  // filtering is SQL's: runs that do not match are never read; attempts and
+  // scores come in one query each for the whole list. Read on a read
+  // connection. The caller validates the filter.
   absl::StatusOr<std::vector<v1::Run>> ListRuns(
       const v1::ListRunsRequest& filter);
   // Runs in any of `states`, ordered by id ascending (queue order).
@@ -165,8 +180,18 @@ class Store {
   absl::StatusOr<std::vector<v1::WorkerExited>> LoadExits(int64_t run_id,
                                                           int32_t attempt);
 
-  // Stores (or replaces) the score of a run.
+  // Stores (or replaces) the score of a run (and updates its submission's
+  // leaderboard row when the run already succeeded).
   absl::Status SaveResult(int64_t run_id, const v1::Score& score);
+
+  // The leaderboard as server/leaderboard.h defines it (what
+  // BuildLeaderboard gives for every stored run), read from the leaderboard
+  // table on a read connection: the page of the request's filters from
+  // request.offset(), request.limit() rows (0: all), ranked within each
+  // (workload, config), with the total before paging. The caller validates
+  // the request.
+  absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
+      const v1::LeaderboardRequest& request);
 
   // Tokens. SaveToken inserts a new one (AlreadyExists for a used id);
   // FindToken is nullopt for an unknown id; RevokeToken is NotFound for an
@@ -206,13 +231,29 @@ class Store {
   template <typename... Args>
   absl::Status Write(const char* sql, const std::string& what,
                      const Args&... args) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status LoadAttemptsAndScore(v1::Run* run)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The runs `sql` selects (kRunColumns first); `text_params` are bound to
-  // its parameters ?1, ?2, ... in order.
+  // An error naming `what` and the last error of `db` (the writer's or a
+  // read connection the caller holds).
+  absl::Status Error(sqlite3* db, const std::string& what) const;
+  // Runs `body(db)` on a leased read connection inside one read
+  // transaction, so every query of the body sees the same commit; returns
+  // what it returns.
+  absl::Status ReadSnapshot(const std::function<absl::Status(sqlite3*)>& body);
+  // The runs `query` selects (kRunColumns first) on `db` (held by the
+  // caller: db_ under mu_, or a lease), with their scores and, when
+  // `with_attempts`, their attempts: one query each for all of them.
   absl::StatusOr<std::vector<v1::Run>> QueryRuns(
-      const std::string& sql, const std::vector<std::string>& text_params = {})
+      sqlite3* db, const server_internal::SqlQuery& query, bool with_attempts);
+  absl::Status LoadAttempts(sqlite3* db, std::vector<v1::Run>& runs);
+  absl::Status LoadScores(sqlite3* db, std::vector<v1::Run>& runs);
+  // Recomputes the leaderboard row of `submission_id` from its stored runs:
+  // written when the submission is listed, deleted otherwise.
+  absl::Status RefreshLeaderboardLocked(int64_t submission_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for the submission of run `run_id`.
+  absl::Status RefreshLeaderboardOfRunLocked(int64_t run_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Migration kLeaderboardVersion: a row for each listed submission.
+  absl::Status FillLeaderboard() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Migration kSpecColumnsVersion: copies name, workload and config from
   // each stored run's spec into the run's columns.
   absl::Status FillRunSpecColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -220,6 +261,8 @@ class Store {
   // Constant after construction.
   const std::string path_;
   const int lock_fd_;  // flock'ed "<path>.lock"; closing it unlocks
+  // Set by Open once the file is migrated; constant after.
+  std::unique_ptr<server_internal::SqliteReadPool> readers_;
 
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_GUARDED_BY(mu_);

@@ -24,13 +24,16 @@ class CoordinatorView {
   virtual absl::StatusOr<v1::Run> GetRun(int64_t run_id) = 0;
   // The newest runs matching every filter `request` sets, newest first:
   // request.limit() of them (0: 100, capped at 10,000). InvalidArgument
-  // naming the field for a filter longer than 128 bytes, an unknown state
-  // or a negative before_id.
+  // naming the field for a filter longer than 128 bytes, an unknown state,
+  // a negative before_id, since_ms or until_ms, or until_ms not after
+  // since_ms.
   virtual absl::StatusOr<v1::ListRunsResponse> ListRuns(
       const v1::ListRunsRequest& request) = 0;
   // Rows grouped by (workload, config), each group ranked 1.. on its own by
   // Valid FLOPS (unranked rows last): two workloads never share an ordering.
-  // InvalidArgument for an unknown workload or config.
+  // The page from request.offset() of request.limit() rows (0: all), with
+  // the total before paging. InvalidArgument for an unknown workload or
+  // config, a limit over 10,000 or a negative limit or offset.
   virtual absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
       const v1::LeaderboardRequest& request) = 0;
   virtual absl::StatusOr<v1::ListNodesResponse> ListNodes() = 0;

@@ -156,7 +156,8 @@ absl::StatusOr<v1::RunState> ParseStateParam(const std::string& text) {
   return state;
 }
 
-// GET /api/v1/runs's query as a ListRunsRequest; InvalidArgument naming a
+// GET /api/v1/runs's query as a ListRunsRequest (since and until in Unix
+// ms, as `hpcai500 history --json` prints them); InvalidArgument naming a
 // parameter with a bad value.
 absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
     const QueryParams& params) {
@@ -168,6 +169,17 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
     if (key == "name") request.set_name(value);
     if (key == "workload") request.set_workload(value);
     if (key == "config") request.set_config(value);
+    if (key == "user") request.set_user(value);
+    if (key == "queue") request.set_queue(value);
+    if (key == "since" || key == "until") {
+      int64_t ms = 0;
+      if (!absl::SimpleAtoi(value, &ms) || ms <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "query parameter '", key,
+            "': must be a time in Unix milliseconds, got '", value, "'"));
+      }
+      key == "since" ? request.set_since_ms(ms) : request.set_until_ms(ms);
+    }
     if (key == "state") {
       auto state = ParseStateParam(value);
       if (!state.ok()) return state.status();
@@ -181,6 +193,29 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
       }
       request.set_before_id(*id);
     }
+  }
+  return request;
+}
+
+// GET /api/v1/leaderboard's query as a LeaderboardRequest: workload,
+// config and the page (limit, absent or 0 for every row; offset).
+// InvalidArgument naming a page parameter that is not a non-negative
+// integer; the coordinator checks the bounds.
+absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
+    const QueryParams& params) {
+  v1::LeaderboardRequest request;
+  for (const auto& [key, value] : params) {
+    if (key == "workload") request.set_workload(value);
+    if (key == "config") request.set_config(value);
+    if (key != "limit" && key != "offset") continue;
+    int number = 0;
+    if (!absl::SimpleAtoi(value, &number) || number < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("query parameter '", key,
+                       "': must be a non-negative integer, got '", value, "'"));
+    }
+    if (key == "limit") request.set_limit(number);
+    if (key == "offset") request.set_offset(number);
   }
   return request;
 }
@@ -387,16 +422,16 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
                                   unsigned version) const {
   absl::string_view route = path.substr(kApiPrefix.size());
   if (route == "leaderboard") {
-    auto params = ParseQuery(query, {"workload", "config"});
+    auto params = ParseQuery(query, {"workload", "config", "limit", "offset"});
     if (!params.ok()) return JsonErrorFor(params.status(), version);
-    v1::LeaderboardRequest request;
-    request.set_workload((*params)["workload"]);
-    request.set_config((*params)["config"]);
-    return JsonOf(view_->Leaderboard(request), version);
+    auto request = ParseLeaderboardQuery(*params);
+    if (!request.ok()) return JsonErrorFor(request.status(), version);
+    return JsonOf(view_->Leaderboard(*request), version);
   }
   if (route == "runs") {
-    auto params = ParseQuery(
-        query, {"name", "workload", "config", "state", "limit", "before"});
+    auto params =
+        ParseQuery(query, {"name", "workload", "config", "state", "limit",
+                           "before", "user", "queue", "since", "until"});
     if (!params.ok()) return JsonErrorFor(params.status(), version);
     auto request = ParseListRunsQuery(*params);
     if (!request.ok()) return JsonErrorFor(request.status(), version);

@@ -151,10 +151,29 @@ ALTER TABLE nodes ADD COLUMN inventory BLOB NOT NULL DEFAULT '';
 ALTER TABLE attempts ADD COLUMN inventory BLOB NOT NULL DEFAULT '';
 CREATE INDEX runs_by_user ON runs(user, created_ms);
 )sql",
+    // 7: the leaderboard kept up to date: one row per listed submission (a
+    // serialized LeaderboardRow without its rank), indexed in the order it
+    // is listed, so a page is read without reading the runs (filled from
+    // the stored runs by FillLeaderboard; Store keeps it current).
+    R"sql(
+CREATE TABLE leaderboard (
+  submission_id INTEGER PRIMARY KEY REFERENCES submissions(id),
+  workload TEXT NOT NULL,
+  config TEXT NOT NULL,
+  unranked INTEGER NOT NULL,
+  valid_flops REAL,
+  row BLOB NOT NULL
+);
+CREATE INDEX leaderboard_order
+  ON leaderboard(workload, config, unranked, valid_flops DESC, submission_id);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).
 inline constexpr int kSpecColumnsVersion = 3;
+// The migration after which the leaderboard table is filled from the stored
+// runs.
+inline constexpr int kLeaderboardVersion = 7;
 
 }  // namespace hpcai500::server_internal
 

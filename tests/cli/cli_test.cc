@@ -103,12 +103,21 @@ class FakeClientService final : public v1::ClientService::Service {
     return grpc::Status::OK;
   }
 
+  // Pages the canned board like the coordinator: rows from the offset, at
+  // most the limit (0: all), and the total before paging.
   grpc::Status Leaderboard(grpc::ServerContext*,
                            const v1::LeaderboardRequest* request,
                            v1::LeaderboardResponse* response) override {
     absl::MutexLock lock(&mu_);
-    leaderboard_request_ = *request;
-    *response = leaderboard_;
+    leaderboard_requests_.push_back(*request);
+    const int rows = leaderboard_.rows_size();
+    const int end = request->limit() > 0
+                        ? std::min(rows, request->offset() + request->limit())
+                        : rows;
+    for (int i = request->offset(); i < end; ++i) {
+      *response->add_rows() = leaderboard_.rows(i);
+    }
+    response->set_total(rows);
     return grpc::Status::OK;
   }
 
@@ -154,7 +163,8 @@ class FakeClientService final : public v1::ClientService::Service {
   std::string authorization_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> watched_ ABSL_GUARDED_BY(mu_);
   int64_t cancelled_ ABSL_GUARDED_BY(mu_) = 0;
-  v1::LeaderboardRequest leaderboard_request_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::LeaderboardRequest> leaderboard_requests_
+      ABSL_GUARDED_BY(mu_);
   std::vector<v1::ListRunsRequest> list_requests_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -447,8 +457,10 @@ TEST_F(CliTest, LeaderboardPrintsARankedTable) {
             "   -  local-cpu  fmnist-smoke  fashion_mnist_smoke  45.60 GFLOPS"
             "   0.8100 / 0.8000     1  unranked\n");
   absl::MutexLock lock(&service_.mu_);
-  EXPECT_EQ(service_.leaderboard_request_.workload(), "image_classification");
-  EXPECT_EQ(service_.leaderboard_request_.config(), "fashion_mnist");
+  ASSERT_EQ(service_.leaderboard_requests_.size(), 1u);
+  EXPECT_EQ(service_.leaderboard_requests_[0].workload(),
+            "image_classification");
+  EXPECT_EQ(service_.leaderboard_requests_[0].config(), "fashion_mnist");
 }
 
 TEST_F(CliTest, LeaderboardPrintsOneTablePerWorkload) {
@@ -749,6 +761,108 @@ TEST_F(CliTest, ListBadFilterExits64NamingIt) {
   EXPECT_EQ(Run({"submit", "s.yaml", "--name", "x"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("'submit' does not take '--name'"));
   EXPECT_EQ(connected_to_, "");
+}
+
+TEST_F(CliTest, LeaderboardSendsItsPageAndSaysWhichRowsItShows) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    for (int rank = 1; rank <= 10; ++rank) {
+      v1::LeaderboardRow* row = service_.leaderboard_.add_rows();
+      row->set_rank(rank);
+      row->set_ranked(true);
+      row->set_system(absl::StrCat("system-", rank));
+      row->set_workload("image_classification");
+    }
+  }
+  EXPECT_EQ(Run({"leaderboard", "--limit", "2", "--offset", "4"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("system-5"));
+  EXPECT_THAT(out_.str(), HasSubstr("system-6"));
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("system-7")));
+  EXPECT_THAT(out_.str(), HasSubstr("\nrows 5-6 of 10 (--offset, --limit)\n"));
+  {
+    absl::MutexLock lock(&service_.mu_);
+    ASSERT_EQ(service_.leaderboard_requests_.size(), 1u);
+    EXPECT_EQ(service_.leaderboard_requests_[0].limit(), 2);
+    EXPECT_EQ(service_.leaderboard_requests_[0].offset(), 4);
+  }
+  EXPECT_EQ(Run({"leaderboard", "--offset", "40"}), kExitOk);
+  EXPECT_EQ(out_.str(), "no rows after the first 40 (of 10)\n");
+  EXPECT_EQ(Run({"leaderboard", "--offset", "-1"}), kExitUsage);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("--offset must be a non-negative integer, got '-1'"));
+}
+
+TEST_F(CliTest, LeaderboardOfEveryRowAsksInPagesOfAThousand) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    for (int rank = 1; rank <= 2500; ++rank) {
+      v1::LeaderboardRow* row = service_.leaderboard_.add_rows();
+      row->set_rank(rank);
+      row->set_submission_id(rank);
+    }
+  }
+  EXPECT_EQ(Run({"leaderboard", "--json"}), kExitOk);
+  nlohmann::json json = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(json["rows"].size(), 2500u);
+  EXPECT_EQ(json["total"], 2500);
+  EXPECT_EQ(json["rows"][2499]["submission_id"], "2500");  // int64: a string
+  absl::MutexLock lock(&service_.mu_);
+  ASSERT_EQ(service_.leaderboard_requests_.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(service_.leaderboard_requests_[i].limit(), 1000);
+    EXPECT_EQ(service_.leaderboard_requests_[i].offset(), 1000 * i);
+  }
+}
+
+TEST_F(CliTest, HistorySendsItsFiltersAndPrintsOneRowPerRun) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::Run run = FinishedRun(9, v1::RUN_STATE_FAILED, 0, false);
+    run.clear_error();  // the last attempt's error says why it ended
+    run.set_user("alice");
+    run.set_queue("gpu");
+    run.set_started_ms(run.created_ms() + 1000);
+    run.set_finished_ms(run.created_ms() + 1000 + 3'600'000);
+    v1::Attempt* attempt = run.add_attempts();
+    attempt->add_nodes("node-a");
+    attempt->add_nodes("node-b");
+    attempt->set_started_ms(run.started_ms());
+    attempt->set_finished_ms(run.finished_ms());
+    attempt->set_error("rank 1 exited 3");
+    service_.runs_[9] = run;
+  }
+  EXPECT_EQ(Run({"history", "--user", "alice", "--state", "failed", "--since",
+                 "2026-12-01", "--until", "2026-12-02T12:00", "--name",
+                 "fmnist-smoke", "--queue", "gpu", "--limit", "5"}),
+            kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("node-hours"));
+  EXPECT_THAT(
+      out_.str(),
+      HasSubstr("9  fmnist-smoke  alice  gpu    node-a,node-b  failed"));
+  EXPECT_THAT(out_.str(), HasSubstr("01:00:00        2.00         1  "
+                                    "rank 1 exited 3\n"));
+  {
+    absl::MutexLock lock(&service_.mu_);
+    ASSERT_EQ(service_.list_requests_.size(), 1u);
+    const v1::ListRunsRequest& request = service_.list_requests_[0];
+    EXPECT_EQ(request.user(), "alice");
+    EXPECT_EQ(request.queue(), "gpu");
+    EXPECT_EQ(request.name(), "fmnist-smoke");
+    EXPECT_EQ(request.state(), v1::RUN_STATE_FAILED);
+    EXPECT_EQ(request.since_ms(), 1796083200000);  // 2026-12-01T00:00Z
+    EXPECT_EQ(request.until_ms(), 1796212800000);  // 2026-12-02T12:00Z
+    EXPECT_EQ(request.limit(), 5);
+  }
+  EXPECT_EQ(Run({"history", "--json"}), kExitOk);
+  nlohmann::json json = nlohmann::json::parse(out_.str());
+  ASSERT_EQ(json.size(), 1u);
+  EXPECT_EQ(json[0]["run_id"], 9);
+  EXPECT_EQ(json[0]["exit_reason"], "rank 1 exited 3");
+
+  EXPECT_EQ(Run({"history", "--since", "last week"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--since: 'last week' is not a time"));
+  EXPECT_EQ(Run({"history", "--since", "1d", "--until", "2d"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--until '2d' is not after --since '1d'"));
 }
 
 TEST_F(CliTest, CancelPrintsTheNewState) {

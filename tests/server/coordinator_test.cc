@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -664,6 +665,45 @@ TEST_F(CoordinatorTest, RunWaitingForNodesDoesNotBlockRunsThatFit) {
             v1::RUN_STATE_STARTING);
 }
 
+TEST_F(CoordinatorTest, ListRunsShowsActiveRunsAsTheyAreInMemory) {
+  session_a_ = Register("a", &agent_a_);
+  coordinator_->Disconnect(Register("b", &agent_b_));  // b may come back
+  v1::SubmitResponse big = *coordinator_->Submit(SpecYaml(2, 1, "big"));
+  v1::SubmitResponse small = *coordinator_->Submit(SpecYaml(1, 1, "small"));
+  // Why a run waits is never stored: only the coordinator's copy has it.
+  EXPECT_TRUE(store_->GetRun(big.run_ids(0))->reason().empty());
+  v1::ListRunsResponse listed = *coordinator_->ListRuns({});
+  ASSERT_EQ(listed.runs_size(), 2);
+  EXPECT_EQ(listed.runs(0).id(), small.run_ids(0));
+  EXPECT_EQ(listed.runs(0).state(), v1::RUN_STATE_STARTING);
+  EXPECT_EQ(listed.runs(1).id(), big.run_ids(0));
+  EXPECT_EQ(listed.runs(1).state(), v1::RUN_STATE_QUEUED);
+  EXPECT_FALSE(listed.runs(1).reason().empty());
+}
+
+TEST_F(CoordinatorTest, JsonApiListsRunsByUserQueueAndTime) {
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "mine"), "alice").ok());
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "theirs"), "bob").ok());
+  HttpRouter router(coordinator_.get(), "/nonexistent");
+  auto get = [&](const std::string& target) {
+    return router.Handle(
+        HttpRequest(boost::beast::http::verb::get, target, 11));
+  };
+  HttpResponse alice = get("/api/v1/runs?user=alice&since=1");
+  ASSERT_EQ(alice.result(), boost::beast::http::status::ok) << alice.body();
+  nlohmann::json json = nlohmann::json::parse(alice.body());
+  ASSERT_EQ(json["runs"].size(), 1u) << alice.body();
+  EXPECT_EQ(json["runs"][0]["user"], "alice");
+  HttpResponse none = get("/api/v1/runs?until=1");
+  ASSERT_EQ(none.result(), boost::beast::http::status::ok) << none.body();
+  EXPECT_EQ(
+      nlohmann::json::parse(none.body()).value("runs", nlohmann::json()).size(),
+      0u);
+  HttpResponse bad = get("/api/v1/runs?since=yesterday");
+  EXPECT_EQ(bad.result(), boost::beast::http::status::bad_request);
+  EXPECT_THAT(bad.body(), HasSubstr("'since'"));
+}
+
 TEST_F(CoordinatorTest, AttemptPastItsTimeLimitFailsTheRun) {
   session_a_ = Register("a", &agent_a_);
   v1::SubmitResponse submitted =
@@ -923,6 +963,49 @@ TEST_F(LeaderboardTest, RanksEachWorkloadApartNeverInOneOrdering) {
   for (const nlohmann::json& row : json["rows"]) {
     EXPECT_EQ(row["workload"], "extreme_weather");
   }
+}
+
+TEST_F(LeaderboardTest, PagesThroughTheJsonApiWithTheTotal) {
+  StoreScoredSubmission(*store_, "image_classification", "fashion_mnist",
+                        "ic-low", 5e11);
+  StoreScoredSubmission(*store_, "extreme_weather", "ewa_smoke", "ewa-low",
+                        1e12);
+  StoreScoredSubmission(*store_, "image_classification", "fashion_mnist",
+                        "ic-high", 2e12);
+  StoreScoredSubmission(*store_, "extreme_weather", "ewa_smoke", "ewa-high",
+                        9e12);
+  HttpRouter router(coordinator_.get(), "/nonexistent");
+  auto get = [&](const std::string& target) {
+    return router.Handle(
+        HttpRequest(boost::beast::http::verb::get, target, 11));
+  };
+  // The second and third rows: a page that starts inside a group still
+  // carries the group's ranks.
+  HttpResponse page = get("/api/v1/leaderboard?limit=2&offset=1");
+  ASSERT_EQ(page.result(), boost::beast::http::status::ok) << page.body();
+  nlohmann::json json = nlohmann::json::parse(page.body());
+  EXPECT_EQ(json["total"], 4);
+  ASSERT_EQ(json["rows"].size(), 2u) << page.body();
+  EXPECT_EQ(json["rows"][0]["name"], "ewa-low");
+  EXPECT_EQ(json["rows"][0]["rank"], 2);
+  EXPECT_EQ(json["rows"][1]["name"], "ic-high");
+  EXPECT_EQ(json["rows"][1]["rank"], 1);
+
+  for (const char* bad :
+       {"/api/v1/leaderboard?limit=10001", "/api/v1/leaderboard?limit=-1",
+        "/api/v1/leaderboard?offset=x"}) {
+    HttpResponse refused = get(bad);
+    EXPECT_EQ(refused.result(), boost::beast::http::status::bad_request) << bad;
+    EXPECT_THAT(
+        refused.body(),
+        HasSubstr(absl::StrContains(bad, "offset") ? "'offset'" : "'limit'"))
+        << bad;
+  }
+  v1::LeaderboardRequest too_many;
+  too_many.set_limit(10'001);
+  absl::Status status = coordinator_->Leaderboard(too_many).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("10000"));
 }
 
 TEST_F(CoordinatorTest, MetricsCountRunsQueueNodesAndEvents) {

@@ -91,6 +91,56 @@ TEST(Leaderboard, FiltersByWorkloadAndRanksEachWorkloadApart) {
   EXPECT_EQ(all.rows(1).rank(), 1);
 }
 
+TEST(Leaderboard, PagesAfterRankingAndCountsEveryRow) {
+  const std::vector<v1::Run> runs = {ScoredRun(1, 1, 10), ScoredRun(2, 2, 30),
+                                     ScoredRun(3, 3, 20),
+                                     ScoredRun(4, 4, 40, "weather")};
+  v1::LeaderboardRequest request;
+  request.set_limit(2);
+  request.set_offset(1);
+  const v1::LeaderboardResponse page = BuildLeaderboard(runs, request);
+  EXPECT_EQ(page.total(), 4);
+  EXPECT_THAT(SubmissionIds(page), ElementsAre(3, 1));
+  EXPECT_EQ(page.rows(0).rank(), 2) << "ranked before paging";
+  request.set_offset(4);
+  EXPECT_EQ(BuildLeaderboard(runs, request).rows_size(), 0);
+  EXPECT_EQ(BuildLeaderboard(runs, request).total(), 4);
+}
+
+TEST(Leaderboard, SubmissionRowIsNulloptUntilEveryRepetitionScored) {
+  const v1::Run first = ScoredRun(1, 5, 10, "image_classification", 2);
+  v1::Run second = ScoredRun(2, 5, 30, "image_classification", 2);
+  EXPECT_FALSE(SubmissionRow({&first}).has_value());
+  second.set_invalidated_by("admin");
+  EXPECT_FALSE(SubmissionRow({&second, &first}).has_value());
+  second.clear_invalidated_by();
+  const std::optional<v1::LeaderboardRow> row =
+      SubmissionRow({&second, &first});
+  ASSERT_TRUE(row.has_value());
+  EXPECT_THAT(row->run_ids(), ElementsAre(1, 2));
+  EXPECT_DOUBLE_EQ(row->valid_flops(), 20);
+  EXPECT_EQ(row->rank(), 0) << "ranks are given on the board";
+}
+
+TEST(Leaderboard, PageBoundsAreInvalidArgumentNamingTheField) {
+  const Registry& registry = Registry::Builtin();
+  v1::LeaderboardRequest request;
+  request.set_limit(kMaxLeaderboardLimit);
+  EXPECT_TRUE(ValidateLeaderboardRequest(request, registry).ok());
+  request.set_limit(kMaxLeaderboardLimit + 1);
+  absl::Status status = ValidateLeaderboardRequest(request, registry);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("'limit'"));
+  request.set_limit(-1);
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(ValidateLeaderboardRequest(request, registry)));
+  request.set_limit(0);
+  request.set_offset(-3);
+  status = ValidateLeaderboardRequest(request, registry);
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("'offset'"));
+}
+
 TEST(Leaderboard, UnknownWorkloadOrConfigIsInvalidArgument) {
   const Registry& registry = Registry::Builtin();
   v1::LeaderboardRequest request;

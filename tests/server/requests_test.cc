@@ -1,6 +1,8 @@
 #include "server/requests.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -98,6 +100,32 @@ TEST(Requests, ListRunsFiltersThatNoRunMatchesAreRefused) {
   request.clear_name();
   request.set_before_id(-1);
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateListRunsRequest(request)));
+}
+
+TEST(Requests, ListRunsHistoryFiltersAreCheckedNamingTheField) {
+  v1::ListRunsRequest request;
+  request.set_user("alice");
+  request.set_queue("gpu");
+  request.set_since_ms(1000);
+  request.set_until_ms(2000);
+  EXPECT_TRUE(ValidateListRunsRequest(request).ok());
+  for (const auto& [change, field] : std::vector<
+           std::pair<std::function<void(v1::ListRunsRequest&)>, std::string>>{
+           {[](v1::ListRunsRequest& r) { r.set_user(std::string(129, 'u')); },
+            "'user'"},
+           {[](v1::ListRunsRequest& r) { r.set_queue(std::string(129, 'q')); },
+            "'queue'"},
+           {[](v1::ListRunsRequest& r) { r.set_since_ms(-1); }, "'since_ms'"},
+           {[](v1::ListRunsRequest& r) { r.set_until_ms(-5); }, "'until_ms'"},
+           {[](v1::ListRunsRequest& r) { r.set_until_ms(1000); },
+            "'until_ms' (1000) must be after 'since_ms' (1000)"}}) {
+    v1::ListRunsRequest bad = request;
+    change(bad);
+    const absl::Status status = ValidateListRunsRequest(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << field;
+    EXPECT_NE(std::string(status.message()).find(field), std::string::npos)
+        << status;
+  }
 }
 
 TEST(Requests, RendezvousHostFallsBackToTheNodeAddressAndChecksThePort) {

@@ -3,21 +3,28 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "server/leaderboard.h"
 
 namespace hpcai500 {
 namespace {
 
 // Turns a file of the current schema back into version 2: undoes
 // migrations 3 (spec columns), 4 (exits, resume points), 5 (users,
-// invalidation, tokens, audit) and 6 (queues, holds, node states,
-// inventory).
-constexpr char kUndoVersions3To6[] =
+// invalidation, tokens, audit), 6 (queues, holds, node states, inventory)
+// and 7 (the leaderboard table).
+constexpr char kUndoVersions3To7[] =
+    "DROP TABLE leaderboard; "
     "DROP INDEX runs_by_user; "
     "ALTER TABLE runs DROP COLUMN queue; "
     "ALTER TABLE runs DROP COLUMN priority; "
@@ -307,7 +314,7 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      kUndoVersions3To6 +
+      kUndoVersions3To7 +
       std::string("ALTER TABLE results DROP COLUMN energy_joules; "
                   "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                   "PRAGMA user_version = 1;"));
@@ -440,7 +447,7 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(kUndoVersions3To6 + std::string("PRAGMA user_version = 2;"));
+  RewriteFile(kUndoVersions3To7 + std::string("PRAGMA user_version = 2;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -512,6 +519,275 @@ TEST_F(StoreTest, KeepsExitsAndResumePointsAcrossReopening) {
   EXPECT_EQ(loaded->attempts(1).resume_from_epoch(), 3);
   EXPECT_EQ(loaded->attempts(1).resumed_epoch(), 3);
   EXPECT_DOUBLE_EQ(loaded->score().lost_seconds(), 2.5);
+}
+
+TEST_F(StoreTest, ListRunsFiltersByUserQueueAndCreationTime) {
+  auto store = *Store::Open(path_);
+  auto add = [&](int64_t created_ms, const std::string& user,
+                 const std::string& queue) {
+    absl::StatusOr<v1::SubmitResponse> submitted = store->CreateSubmission(
+        "name: smoke\n", {Spec(1)}, created_ms, user, queue);
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    return submitted->run_ids(0);
+  };
+  const int64_t a1 = add(1000, "alice", "cpu");
+  const int64_t b1 = add(2000, "bob", "gpu");
+  const int64_t a2 = add(3000, "alice", "gpu");
+  const int64_t a3 = add(4000, "alice", "cpu");
+
+  v1::ListRunsRequest filter;
+  filter.set_user("alice");
+  EXPECT_EQ(Ids(store->ListRuns(filter)), (std::vector<int64_t>{a3, a2, a1}));
+  filter.set_since_ms(2000);
+  EXPECT_EQ(Ids(store->ListRuns(filter)), (std::vector<int64_t>{a3, a2}));
+  filter.set_until_ms(4000);  // before, not at
+  EXPECT_EQ(Ids(store->ListRuns(filter)), (std::vector<int64_t>{a2}));
+  filter.set_queue("cpu");
+  EXPECT_TRUE(Ids(store->ListRuns(filter)).empty());
+
+  v1::ListRunsRequest by_queue;
+  by_queue.set_queue("gpu");
+  EXPECT_EQ(Ids(store->ListRuns(by_queue)), (std::vector<int64_t>{a2, b1}));
+  v1::ListRunsRequest window;
+  window.set_since_ms(2000);
+  window.set_until_ms(3001);
+  window.set_limit(1);
+  EXPECT_EQ(Ids(store->ListRuns(window)), (std::vector<int64_t>{a2}));
+  v1::ListRunsRequest injected;
+  injected.set_user("alice' OR '1'='1");
+  EXPECT_TRUE(Ids(store->ListRuns(injected)).empty());
+}
+
+// One run of a planned submission: how it ends and, when it succeeded, its
+// Valid FLOPS.
+struct PlannedRun {
+  v1::RunState state = v1::RUN_STATE_SUCCEEDED;
+  double valid_flops = 0;
+};
+
+// Stores a submission of `runs` (its spec asks for `repetitions`, which may
+// be more than were stored) and plays each run to its state, saving a score
+// for each succeeded one the way the coordinator does (score, then state).
+// Returns the run ids.
+std::vector<int64_t> AddSubmission(Store& store, const std::string& workload,
+                                   const std::string& config, bool ranked,
+                                   int repetitions,
+                                   const std::vector<PlannedRun>& runs) {
+  std::vector<v1::RunSpec> specs;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    v1::RunSpec spec;
+    spec.set_name(absl::StrCat(config, "-sub"));
+    spec.set_system("sys-" + config);
+    spec.set_level("system");
+    spec.set_workload(workload);
+    spec.set_config(config);
+    spec.set_ranked(ranked);
+    spec.set_repetitions(repetitions);
+    spec.set_seed(static_cast<int64_t>(i));
+    specs.push_back(spec);
+  }
+  absl::StatusOr<v1::SubmitResponse> submitted =
+      store.CreateSubmission("name: x\n", specs, 1000);
+  EXPECT_TRUE(submitted.ok()) << submitted.status();
+  std::vector<int64_t> ids(submitted->run_ids().begin(),
+                           submitted->run_ids().end());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    v1::Run run = *store.GetRun(ids[i]);
+    if (runs[i].state == v1::RUN_STATE_SUCCEEDED) {
+      v1::Score score;
+      score.set_valid_flops(runs[i].valid_flops);
+      score.set_flops(3 * runs[i].valid_flops + 1);
+      score.set_quality(0.5 + runs[i].valid_flops / 1000);
+      score.set_target(0.75);
+      EXPECT_TRUE(store.SaveResult(ids[i], score).ok());
+    }
+    run.set_state(runs[i].state);
+    run.set_finished_ms(2000 + ids[i]);
+    EXPECT_TRUE(store.UpdateRun(run).ok());
+  }
+  return ids;
+}
+
+// Every stored run, for BuildLeaderboard.
+std::vector<v1::Run> AllRuns(Store& store) {
+  v1::ListRunsRequest all;  // limit 0: every run
+  absl::StatusOr<std::vector<v1::Run>> runs = store.ListRuns(all);
+  EXPECT_TRUE(runs.ok()) << runs.status();
+  return runs.ok() ? *runs : std::vector<v1::Run>();
+}
+
+// Checks that the store's leaderboard gives what BuildLeaderboard gives over
+// every stored run, for filters and pages.
+void ExpectLeaderboardMatchesBuild(Store& store) {
+  const std::vector<v1::Run> runs = AllRuns(store);
+  std::vector<v1::LeaderboardRequest> requests;
+  for (const auto& [workload, config] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"", ""},
+           {"image_classification", ""},
+           {"extreme_weather", ""},
+           {"", "cfg-b"},
+           {"image_classification", "cfg-a"},
+           {"image_classification", "cfg-c"}}) {
+    for (const auto& [limit, offset] :
+         std::vector<std::pair<int, int>>{{0, 0},
+                                          {1, 0},
+                                          {3, 0},
+                                          {3, 2},
+                                          {5, 4},
+                                          {7, 11},
+                                          {0, 6},
+                                          {2, 1000},
+                                          {10'000, 0}}) {
+      v1::LeaderboardRequest request;
+      request.set_workload(workload);
+      request.set_config(config);
+      request.set_limit(limit);
+      request.set_offset(offset);
+      requests.push_back(request);
+    }
+  }
+  for (const v1::LeaderboardRequest& request : requests) {
+    absl::StatusOr<v1::LeaderboardResponse> stored = store.Leaderboard(request);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->DebugString(),
+              BuildLeaderboard(runs, request).DebugString())
+        << "request: " << request.ShortDebugString();
+  }
+}
+
+TEST_F(StoreTest, LeaderboardTableGivesWhatBuildLeaderboardGives) {
+  auto store = *Store::Open(path_);
+  const std::string ic = "image_classification";
+  const std::string ewa = "extreme_weather";
+  const PlannedRun failed{v1::RUN_STATE_FAILED, 0};
+  const PlannedRun running{v1::RUN_STATE_RUNNING, 0};
+  auto ok = [](double v) { return PlannedRun{v1::RUN_STATE_SUCCEEDED, v}; };
+  // Hand-picked cases: R = 1..4, ties, unranked, a failed or unfinished
+  // repetition, a repetition never stored.
+  AddSubmission(*store, ic, "cfg-a", true, 1, {ok(10)});
+  AddSubmission(*store, ic, "cfg-a", true, 2, {ok(20), ok(30)});
+  AddSubmission(*store, ic, "cfg-a", true, 3, {ok(5), ok(50), ok(40)});
+  AddSubmission(*store, ic, "cfg-a", false, 4, {ok(1), ok(2), ok(3), ok(4)});
+  AddSubmission(*store, ic, "cfg-a", true, 1, {ok(25)});  // ties 20,30's 25
+  AddSubmission(*store, ic, "cfg-a", true, 2, {ok(99), failed});
+  AddSubmission(*store, ic, "cfg-a", true, 3, {ok(70), ok(80), running});
+  AddSubmission(*store, ic, "cfg-a", true, 2, {ok(60)});  // 1 of 2 stored
+  const std::vector<int64_t> invalidated =
+      AddSubmission(*store, ic, "cfg-b", true, 2, {ok(11), ok(12)});
+  AddSubmission(*store, ic, "cfg-b", true, 1, {ok(13)});
+  AddSubmission(*store, ewa, "cfg-c", true, 1, {ok(14)});
+  // Many more, drawn with a fixed seed: every R, state mix, ranked or not,
+  // in three configs of two workloads, Valid FLOPS from a small set (ties).
+  std::mt19937 random(13);
+  const std::vector<std::pair<std::string, std::string>> groups = {
+      {ic, "cfg-a"}, {ic, "cfg-b"}, {ewa, "cfg-c"}};
+  for (int i = 0; i < 60; ++i) {
+    const int repetitions = 1 + static_cast<int>(random() % 4);
+    std::vector<PlannedRun> runs;
+    for (int r = 0; r < repetitions; ++r) {
+      const unsigned draw = random() % 10;
+      runs.push_back(draw == 0   ? failed
+                     : draw == 1 ? running
+                                 : ok(static_cast<double>(random() % 8)));
+    }
+    const auto& [workload, config] = groups[random() % groups.size()];
+    const std::vector<int64_t> ids = AddSubmission(
+        *store, workload, config, random() % 4 != 0, repetitions, runs);
+    if (random() % 8 == 0) {
+      ASSERT_TRUE(store->InvalidateRun(ids.back(), "admin", "bad", 5).ok());
+    }
+  }
+  ASSERT_TRUE(store->InvalidateRun(invalidated[1], "admin", "bad", 5).ok());
+  ExpectLeaderboardMatchesBuild(*store);
+  ASSERT_GT(BuildLeaderboard(AllRuns(*store), {}).total(), 20)
+      << "the case should list many submissions";
+
+  // A result replaced later moves its row.
+  v1::Score better;
+  better.set_valid_flops(1e9);
+  better.set_target(0.75);
+  ASSERT_TRUE(store->SaveResult(1, better).ok());
+  ExpectLeaderboardMatchesBuild(*store);
+  v1::LeaderboardRequest cfg_a;
+  cfg_a.set_config("cfg-a");
+  EXPECT_EQ(store->Leaderboard(cfg_a)->rows(0).submission_id(), 1);
+}
+
+TEST_F(StoreTest, VersionSixFileGetsItsLeaderboardFilled) {
+  {
+    auto store = *Store::Open(path_);
+    auto ok = [](double v) { return PlannedRun{v1::RUN_STATE_SUCCEEDED, v}; };
+    AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(3)});
+    AddSubmission(*store, "image_classification", "cfg-a", true, 2,
+                  {ok(1), ok(9)});
+    AddSubmission(*store, "image_classification", "cfg-a", true, 2,
+                  {ok(1), PlannedRun{v1::RUN_STATE_FAILED, 0}});
+  }
+  RewriteFile("DROP TABLE leaderboard; PRAGMA user_version = 6;");
+  if (HasFatalFailure()) return;
+  auto store = *Store::Open(path_);
+  EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
+  EXPECT_EQ(store->Leaderboard({})->total(), 2);
+  ExpectLeaderboardMatchesBuild(*store);
+}
+
+TEST_F(StoreTest, ListRunsAttachesEachRunItsOwnAttemptsAndScore) {
+  auto store = *Store::Open(path_);
+  const int64_t first = RunWithAttempt(*store);
+  const int64_t second = RunWithAttempt(*store);
+  const int64_t third = RunWithAttempt(*store);
+  v1::Attempt retry;
+  retry.set_number(2);
+  retry.add_nodes("c");
+  ASSERT_TRUE(store->SaveAttempt(second, retry).ok());
+  v1::Score score;
+  score.set_valid_flops(7);
+  ASSERT_TRUE(store->SaveResult(third, score).ok());
+
+  const std::vector<v1::Run> runs = *store->ListRuns({});
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].id(), third);
+  EXPECT_EQ(runs[0].attempts_size(), 1);
+  EXPECT_DOUBLE_EQ(runs[0].score().valid_flops(), 7);
+  EXPECT_EQ(runs[1].id(), second);
+  ASSERT_EQ(runs[1].attempts_size(), 2);
+  EXPECT_EQ(runs[1].attempts(1).nodes(0), "c");
+  EXPECT_FALSE(runs[1].has_score());
+  EXPECT_EQ(runs[2].id(), first);
+  EXPECT_EQ(runs[2].attempts_size(), 1);
+  EXPECT_EQ(runs[2].attempts(0).nodes_size(), 2);
+}
+
+// A writer stuck on the file (another connection holds the write lock, so
+// the store's writing call waits inside mu_) does not hold up reads: they
+// go through the read connections.
+TEST_F(StoreTest, ReadsDoNotWaitForABlockedWriter) {
+  auto store = *Store::Open(path_);
+  const int64_t run = RunWithAttempt(*store);
+  AddSubmission(*store, "image_classification", "cfg-a", true, 1,
+                {PlannedRun{v1::RUN_STATE_SUCCEEDED, 5}});
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  std::atomic<bool> written{false};
+  absl::Status write_status;
+  std::thread writer([&] {
+    v1::Score score;
+    write_status = store->SaveResult(run, score);  // waits for `other`
+    written = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(store->GetRun(run).ok());
+  EXPECT_EQ(store->ListRuns({})->size(), 2u);
+  EXPECT_EQ(store->Leaderboard({})->total(), 1);
+  EXPECT_FALSE(written) << "the reads ran while the writer still waited";
+  ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  writer.join();
+  sqlite3_close(other);
+  EXPECT_TRUE(write_status.ok()) << write_status;
 }
 
 }  // namespace
