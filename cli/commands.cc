@@ -228,6 +228,11 @@ int Commands::SubmitAndWatch(const std::string& spec_source,
     return kExitRefused;
   }
   if (!status.ok()) return ReportRpcError("submit", status);
+  if (!response.suite().empty()) {
+    err_ << "suite " << response.suite() << ": "
+         << response.submission_ids_size() << " submissions, "
+         << response.run_ids_size() << " runs\n";
+  }
   for (int64_t run_id : response.run_ids()) out_ << run_id << "\n";
   out_.flush();
   if (!wait) return kExitOk;

@@ -9,6 +9,7 @@
 #include "common/run_state.h"
 #include "common/scoring.h"
 #include "common/status_macros.h"
+#include "common/suite.h"
 #include "common/vocabulary.h"
 #include "server/leaderboard.h"
 #include "server/metrics.h"
@@ -122,29 +123,27 @@ absl::Status Coordinator::RestorePlacedLocked(RunRecord& record, int64_t now) {
 
 // ------------------------------------------------------------------ clients
 
-absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
-    std::string_view spec_yaml, const std::string& user, int max_queued) {
-  ASSIGN_OR_RETURN(std::vector<v1::RunSpec> run_specs,
-                   ParseSubmission(spec_yaml, *registry_));
-  ASSIGN_OR_RETURN(const QueueChoice choice,
-                   ChooseQueue(run_specs.front(), scheduler_.queues()));
-  for (v1::RunSpec& run_spec : run_specs) {
-    run_spec.set_time_limit_s(choice.time_limit_s);
+absl::StatusOr<Coordinator::PreparedSpec> Coordinator::PrepareSpecLocked(
+    std::string yaml) {
+  PreparedSpec prepared;
+  ASSIGN_OR_RETURN(prepared.run_specs, ParseSubmission(yaml, *registry_));
+  prepared.yaml = std::move(yaml);
+  ASSIGN_OR_RETURN(prepared.choice, ChooseQueue(prepared.run_specs.front(),
+                                                scheduler_.queues()));
+  for (v1::RunSpec& run_spec : prepared.run_specs) {
+    run_spec.set_time_limit_s(prepared.choice.time_limit_s);
   }
-  const v1::RunSpec& spec = run_specs.front();
+  const v1::RunSpec& spec = prepared.run_specs.front();
   v1::Run proposed;
   *proposed.mutable_spec() = spec;
-  proposed.set_queue(choice.queue);
-  proposed.set_priority(choice.priority);
+  proposed.set_queue(prepared.choice.queue);
   const Scheduler::Request request = RequestFor(proposed);
-  absl::MutexLock lock(&mu_);
-  const int64_t now = clock_->NowMs();
   const int fitting = scheduler_.EligibleNodes(request, /*up_only=*/false);
   if (scheduler_.node_count() > 0 && fitting < spec.nodes()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "the run needs %d node(s) of queue %s with %d slot(s)%s%s each; of "
         "the %d registered node(s), %d can host it (see `hpcai500 nodes`)",
-        spec.nodes(), choice.queue, spec.ranks_per_node(),
+        spec.nodes(), prepared.choice.queue, spec.ranks_per_node(),
         request.gpus_per_node > 0
             ? absl::StrCat(" and ", request.gpus_per_node, " GPU(s)")
             : "",
@@ -155,31 +154,74 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
                                          absl::PairFormatter("="))),
         scheduler_.node_count(), fitting));
   }
+  return prepared;
+}
+
+absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
+    std::string_view spec_yaml, const std::string& user, int max_queued) {
+  absl::StatusOr<Suite> parsed = ParseSuite(spec_yaml);
+  if (!parsed.ok()) {
+    // One spec's own error says more than the suite's.
+    absl::StatusOr<std::vector<v1::RunSpec>> single =
+        ParseSubmission(spec_yaml, *registry_);
+    return single.ok() ? parsed.status() : single.status();
+  }
+  Suite suite = *std::move(parsed);
+  if (suite.specs.size() == 1) suite.specs[0] = std::string(spec_yaml);
+  absl::MutexLock lock(&mu_);
+  // Every spec is checked before any is stored: a suite goes in whole or
+  // not at all.
+  std::vector<PreparedSpec> prepared;
+  int64_t runs = 0;
+  for (size_t i = 0; i < suite.specs.size(); ++i) {
+    absl::StatusOr<PreparedSpec> one = PrepareSpecLocked(suite.specs[i]);
+    if (!one.ok()) {
+      if (suite.specs.size() == 1) return one.status();
+      return absl::Status(one.status().code(),
+                          absl::StrCat("suite ", suite.name, ", spec ", i + 1,
+                                       ": ", one.status().message()));
+    }
+    runs += static_cast<int64_t>(one->run_specs.size());
+    prepared.push_back(*std::move(one));
+  }
   if (max_queued > 0) {
     ASSIGN_OR_RETURN(const int64_t queued, store_->CountQueuedRuns(user));
-    if (queued + static_cast<int64_t>(run_specs.size()) > max_queued) {
+    if (queued + runs > max_queued) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "user %s has %d runs queued; at most %d may wait at once",
           user.empty() ? "(none)" : user, queued, max_queued));
     }
   }
-  ASSIGN_OR_RETURN(
-      v1::SubmitResponse response,
-      store_->CreateSubmission(std::string(spec_yaml), run_specs, now, user,
-                               choice.queue, choice.priority));
-  for (int i = 0; i < response.run_ids_size(); ++i) {
-    RunRecord& record = runs_[response.run_ids(i)] =
-        RunRecord::Queued(response.run_ids(i), response.submission_id(),
-                          /*repetition=*/i + 1, run_specs[i], now);
-    record.run.set_user(user);
-    record.run.set_queue(choice.queue);
-    record.run.set_priority(choice.priority);
-    scheduler_.Enqueue(RequestFor(record.run));
+  const int64_t now = clock_->NowMs();
+  v1::SubmitResponse response;
+  if (suite.specs.size() > 1) response.set_suite(suite.name);
+  for (const PreparedSpec& one : prepared) {
+    const v1::RunSpec& spec = one.run_specs.front();
+    ASSIGN_OR_RETURN(
+        v1::SubmitResponse stored,
+        store_->CreateSubmission(one.yaml, one.run_specs, now, user,
+                                 one.choice.queue, one.choice.priority));
+    if (response.submission_ids_size() == 0) {
+      response.set_submission_id(stored.submission_id());
+    }
+    response.add_submission_ids(stored.submission_id());
+    for (int i = 0; i < stored.run_ids_size(); ++i) {
+      RunRecord& record = runs_[stored.run_ids(i)] =
+          RunRecord::Queued(stored.run_ids(i), stored.submission_id(),
+                            /*repetition=*/i + 1, one.run_specs[i], now);
+      record.run.set_user(user);
+      record.run.set_queue(one.choice.queue);
+      record.run.set_priority(one.choice.priority);
+      scheduler_.Enqueue(RequestFor(record.run));
+      response.add_run_ids(stored.run_ids(i));
+    }
+    LogInfo(absl::StrFormat(
+        "submission %d: %s (%s/%s) queued as runs %s%s", stored.submission_id(),
+        spec.name(), spec.workload(), spec.config(),
+        absl::StrJoin(stored.run_ids(), ", "),
+        suite.specs.size() > 1 ? absl::StrCat(" (suite ", suite.name, ")")
+                               : ""));
   }
-  LogInfo(absl::StrFormat("submission %d: %s (%s/%s) queued as runs %s",
-                          response.submission_id(), spec.name(),
-                          spec.workload(), spec.config(),
-                          absl::StrJoin(response.run_ids(), ", ")));
   ScheduleLocked();
   return response;
 }

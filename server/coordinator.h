@@ -34,6 +34,7 @@
 #include "server/event_intake.h"
 #include "server/http/coordinator_view.h"
 #include "server/node_table.h"
+#include "server/queues.h"
 #include "server/run_record.h"
 #include "server/scheduler.h"
 #include "server/store.h"
@@ -66,7 +67,9 @@ class Coordinator final : public CoordinatorView {
   // ------------------------------------------------------------- clients
 
   // Validates and stores a spec (R repetitions = R runs with seeds seed,
-  // seed+1, ...) and queues its runs. InvalidArgument with the reason when the
+  // seed+1, ...) and queues its runs; a suite (common/suite.h) is one
+  // submission per spec, all checked before any is stored (an error names
+  // the spec by its number). InvalidArgument with the reason when the
   // spec is refused; FailedPrecondition naming the need and the capacity
   // when the nodes registered so far could never hold it (a coordinator that
   // knows no node yet queues it: nodes may still join). Nothing is stored
@@ -160,6 +163,16 @@ class Coordinator final : public CoordinatorView {
   // Takes up a run that was placed when the coordinator stopped: holds its
   // nodes and replays its stored events.
   absl::Status RestorePlacedLocked(RunRecord& record, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // One spec of a submission, checked against the registry, the queues and
+  // the registered nodes, ready to store.
+  struct PreparedSpec {
+    std::string yaml;
+    std::vector<v1::RunSpec> run_specs;  // one per repetition
+    QueueChoice choice;
+  };
+  absl::StatusOr<PreparedSpec> PrepareSpecLocked(std::string yaml)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Runs from the head of the queue onto free nodes.

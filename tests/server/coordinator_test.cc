@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -1128,6 +1129,32 @@ TEST_F(CoordinatorTest, CudaRunNeverGoesToANodeWithoutGpus) {
   session_b_ = RegisterNode("b", &agent_b_, 1, {});
   const int64_t run = coordinator_->Submit(cuda)->run_ids(0);
   EXPECT_THAT(coordinator_->GetRun(run)->attempts(0).nodes(), ElementsAre("b"));
+}
+
+TEST_F(CoordinatorTest, SuiteIsOneSubmissionPerSpecAndGoesInWholeOrNotAtAll) {
+  session_a_ = Register("a", &agent_a_);
+  // Each spec as an item of the list: "  - " before its first line.
+  const std::string suite =
+      "suite: nightly\nspecs:\n  - " +
+      absl::StrReplaceAll(SpecYaml(1, 2, "first"), {{"\n", "\n    "}}) +
+      "\n  - " +
+      absl::StrReplaceAll(SpecYaml(1, 1, "second"), {{"\n", "\n    "}}) + "\n";
+  absl::StatusOr<v1::SubmitResponse> submitted = coordinator_->Submit(suite);
+  ASSERT_TRUE(submitted.ok()) << submitted.status() << "\n" << suite;
+  EXPECT_EQ(submitted->suite(), "nightly");
+  EXPECT_EQ(submitted->submission_ids_size(), 2);
+  ASSERT_EQ(submitted->run_ids_size(), 3);
+  EXPECT_EQ(coordinator_->GetRun(submitted->run_ids(2))->spec().name(),
+            "second");
+
+  const std::string bad =
+      "---\n" + SpecYaml(1, 1, "fine") + "---\n" + SpecYaml(9, 1, "huge");
+  absl::StatusOr<v1::SubmitResponse> refused = coordinator_->Submit(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("spec 2: the run needs 9"));
+  v1::ListRunsRequest fine;
+  fine.set_name("fine");
+  EXPECT_TRUE(coordinator_->ListRuns(fine)->runs().empty());  // none stored
 }
 
 }  // namespace
