@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/test_files.h"
 
 namespace hpcai500 {
 namespace {
@@ -31,6 +32,16 @@ TEST(Queues, ParsesTheFileWithDefaults) {
   EXPECT_EQ((*queues)[1].max_time_limit_s, 7200);
   // One queue is the default without saying so.
   EXPECT_TRUE((*ParseQueues("queues:\n  - name: only\n"))[0].is_default);
+}
+
+TEST(Queues, TheDeployExampleParses) {
+  const std::string text =
+      testing::SourceFileText("deploy/queues.example.yaml");
+  ASSERT_FALSE(text.empty());
+  absl::StatusOr<std::vector<Scheduler::Queue>> queues = ParseQueues(text);
+  ASSERT_TRUE(queues.ok()) << queues.status();
+  EXPECT_EQ(queues->size(), 2u);
+  EXPECT_EQ((*queues)[0].max_time_limit_s, 24 * 3600);
 }
 
 TEST(Queues, RefusesABadFileNamingTheQueueAndTheField) {
