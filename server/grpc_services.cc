@@ -138,6 +138,21 @@ grpc::Status Authorize(AccessControl& access,
   return ToGrpcStatus(access.Require(*who, action, target, context.peer()));
 }
 
+// Audits what a mutating call did (`detail` when it succeeded, else its
+// error) and answers with its result.
+template <typename T>
+grpc::Status AuditedAnswer(AccessControl& access, const Principal& who,
+                           const grpc::ServerContext& context,
+                           absl::string_view verb, absl::string_view target,
+                           absl::StatusOr<T> result, absl::string_view detail,
+                           T* response) {
+  access.Audit(&who, verb, target, context.peer(), result.ok(),
+               result.ok() ? detail : result.status().message());
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *response = *std::move(result);
+  return grpc::Status::OK;
+}
+
 }  // namespace
 
 grpc::Status ClientServiceImpl::Submit(grpc::ServerContext* context,
@@ -261,14 +276,9 @@ grpc::Status ClientServiceImpl::HoldRun(grpc::ServerContext* context,
   grpc::Status allowed =
       AuthorizeRunChange(*context, "hold", request->run_id(), &who);
   if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Run> run =
-      coordinator_->HoldRun(request->run_id(), who.user);
-  access_->Audit(&who, "hold", absl::StrCat("run ", request->run_id()),
-                 context->peer(), run.ok(),
-                 run.ok() ? "" : run.status().message());
-  if (!run.ok()) return ToGrpcStatus(run.status());
-  *response = *std::move(run);
-  return grpc::Status::OK;
+  return AuditedAnswer(
+      *access_, who, *context, "hold", absl::StrCat("run ", request->run_id()),
+      coordinator_->HoldRun(request->run_id(), who.user), "", response);
 }
 
 grpc::Status ClientServiceImpl::ReleaseRun(grpc::ServerContext* context,
@@ -278,13 +288,10 @@ grpc::Status ClientServiceImpl::ReleaseRun(grpc::ServerContext* context,
   grpc::Status allowed =
       AuthorizeRunChange(*context, "release", request->run_id(), &who);
   if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Run> run = coordinator_->ReleaseRun(request->run_id());
-  access_->Audit(&who, "release", absl::StrCat("run ", request->run_id()),
-                 context->peer(), run.ok(),
-                 run.ok() ? "" : run.status().message());
-  if (!run.ok()) return ToGrpcStatus(run.status());
-  *response = *std::move(run);
-  return grpc::Status::OK;
+  return AuditedAnswer(*access_, who, *context, "release",
+                       absl::StrCat("run ", request->run_id()),
+                       coordinator_->ReleaseRun(request->run_id()), "",
+                       response);
 }
 
 grpc::Status ClientServiceImpl::DrainNode(grpc::ServerContext* context,
@@ -295,13 +302,10 @@ grpc::Status ClientServiceImpl::DrainNode(grpc::ServerContext* context,
   grpc::Status allowed =
       Authorize(*access_, *context, Action::kManageNodes, target, &who);
   if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Node> node =
-      coordinator_->DrainNode(request->name(), request->reason());
-  access_->Audit(&who, "drain", target, context->peer(), node.ok(),
-                 node.ok() ? request->reason() : node.status().message());
-  if (!node.ok()) return ToGrpcStatus(node.status());
-  *response = *std::move(node);
-  return grpc::Status::OK;
+  return AuditedAnswer(
+      *access_, who, *context, "drain", target,
+      coordinator_->DrainNode(request->name(), request->reason()),
+      request->reason(), response);
 }
 
 grpc::Status ClientServiceImpl::ResumeNode(grpc::ServerContext* context,
@@ -312,12 +316,8 @@ grpc::Status ClientServiceImpl::ResumeNode(grpc::ServerContext* context,
   grpc::Status allowed =
       Authorize(*access_, *context, Action::kManageNodes, target, &who);
   if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Node> node = coordinator_->ResumeNode(request->name());
-  access_->Audit(&who, "resume", target, context->peer(), node.ok(),
-                 node.ok() ? "" : node.status().message());
-  if (!node.ok()) return ToGrpcStatus(node.status());
-  *response = *std::move(node);
-  return grpc::Status::OK;
+  return AuditedAnswer(*access_, who, *context, "resume", target,
+                       coordinator_->ResumeNode(request->name()), "", response);
 }
 
 grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* context,
@@ -366,13 +366,10 @@ grpc::Status ClientServiceImpl::InvalidateRun(
   grpc::Status allowed =
       Authorize(*access_, *context, Action::kInvalidate, target, &who);
   if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Run> run = coordinator_->InvalidateRun(
-      request->run_id(), who.user, request->reason());
-  access_->Audit(&who, "invalidate", target, context->peer(), run.ok(),
-                 run.ok() ? request->reason() : run.status().message());
-  if (!run.ok()) return ToGrpcStatus(run.status());
-  *response = *std::move(run);
-  return grpc::Status::OK;
+  return AuditedAnswer(*access_, who, *context, "invalidate", target,
+                       coordinator_->InvalidateRun(request->run_id(), who.user,
+                                                   request->reason()),
+                       request->reason(), response);
 }
 
 grpc::Status ClientServiceImpl::ListAudit(grpc::ServerContext* context,

@@ -192,6 +192,26 @@ CommandResult TestCluster::Cli(const std::vector<std::string>& args,
   return RunCommand(argv, timeout);
 }
 
+CommandResult TestCluster::CliAs(const std::string& token,
+                                 const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {BinaryPath("hpcai500"), "--coordinator",
+                                   grpc_address(), "--token", token};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, std::chrono::seconds(60));
+}
+
+std::string TestCluster::CreateToken(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {BinaryPath("hpcai500d"), "token", "create",
+                                   "--db", db_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  CommandResult made = RunCommand(argv, std::chrono::seconds(30));
+  if (made.exit_code != 0) {
+    ADD_FAILURE() << "hpcai500d token create failed: " << made.err;
+    return "";
+  }
+  return made.out.substr(0, made.out.find('\n'));
+}
+
 std::string TestCluster::WriteSpec(const std::string& name,
                                    const std::string& yaml) {
   std::string path = dir_ + "/" + name + ".yaml";

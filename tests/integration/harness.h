@@ -73,6 +73,12 @@ class TestCluster {
   void set_cli_flags(std::vector<std::string> flags) {
     cli_flags_ = std::move(flags);
   }
+  // Runs the CLI with `--token token` instead of set_cli_flags's flags.
+  CommandResult CliAs(const std::string& token,
+                      const std::vector<std::string>& args);
+  // `hpcai500d token create --db DB ARGS...` beside the coordinator; the
+  // token it printed ("" and a test failure when it failed).
+  std::string CreateToken(const std::vector<std::string>& args);
   // Writes a spec file and returns its path.
   std::string WriteSpec(const std::string& name, const std::string& yaml);
   // An HTTP GET on the coordinator's HTTP port; returns the body ("" on

@@ -15,23 +15,6 @@ namespace {
 
 using std::chrono::seconds;
 
-std::string CreateToken(TestCluster& cluster, const std::string& role,
-                        const std::string& user, const std::string& node = "") {
-  std::vector<std::string> argv = {BinaryPath("hpcai500d"),
-                                   "token",
-                                   "create",
-                                   "--db",
-                                   cluster.db_path(),
-                                   "--role",
-                                   role,
-                                   "--user",
-                                   user};
-  if (!node.empty()) argv.insert(argv.end(), {"--node", node});
-  CommandResult made = RunCommand(argv, seconds(30));
-  EXPECT_EQ(made.exit_code, 0) << made.err;
-  return made.out.substr(0, made.out.find('\n'));
-}
-
 class QueueTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -42,11 +25,14 @@ class QueueTest : public ::testing::Test {
                            "    priority: 300\n    max_priority: 500\n");
     ASSERT_TRUE(cluster_.StartCoordinator({"--queues", queues}));
     for (const char* user : {"alice", "bob"}) {
-      tokens_[user] = CreateToken(cluster_, "operator", user);
+      tokens_[user] =
+          cluster_.CreateToken({"--role", "operator", "--user", user});
     }
-    tokens_["root"] = CreateToken(cluster_, "admin", "root");
+    tokens_["root"] =
+        cluster_.CreateToken({"--role", "admin", "--user", "root"});
     for (const char* node : {"node-a", "node-b"}) {
-      tokens_[node] = CreateToken(cluster_, "agent", node, node);
+      tokens_[node] = cluster_.CreateToken(
+          {"--role", "agent", "--user", node, "--node", node});
     }
     cluster_.set_cli_flags({"--token", tokens_["root"]});
   }
@@ -55,12 +41,7 @@ class QueueTest : public ::testing::Test {
   }
   CommandResult As(const std::string& user,
                    const std::vector<std::string>& args) {
-    std::vector<std::string> with = {"--token", tokens_[user]};
-    with.insert(with.end(), args.begin(), args.end());
-    cluster_.set_cli_flags({});
-    CommandResult result = cluster_.Cli(with);
-    cluster_.set_cli_flags({"--token", tokens_["root"]});
-    return result;
+    return cluster_.CliAs(tokens_[user], args);
   }
   nlohmann::json Show(const std::string& run) {
     CommandResult shown = cluster_.Cli({"show", run, "--json"});

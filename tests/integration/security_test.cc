@@ -14,17 +14,6 @@ namespace {
 
 using std::chrono::seconds;
 
-// `hpcai500d token create ...` against the cluster's database; the token.
-std::string CreateToken(TestCluster& cluster,
-                        const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {BinaryPath("hpcai500d"), "token", "create",
-                                   "--db", cluster.db_path()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  CommandResult made = RunCommand(argv, seconds(30));
-  EXPECT_EQ(made.exit_code, 0) << made.err;
-  return made.out.substr(0, made.out.find('\n'));
-}
-
 class Security : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -33,10 +22,10 @@ class Security : public ::testing::Test {
     for (auto [user, role] :
          {std::pair{"root", "admin"}, std::pair{"vera", "viewer"},
           std::pair{"alice", "operator"}, std::pair{"bob", "operator"}}) {
-      tokens_[user] = CreateToken(cluster_, {"--role", role, "--user", user});
+      tokens_[user] = cluster_.CreateToken({"--role", role, "--user", user});
     }
     tokens_["agent-a"] =
-        CreateToken(cluster_, {"--role", "agent", "--node", "node-a"});
+        cluster_.CreateToken({"--role", "agent", "--node", "node-a"});
     cluster_.set_cli_flags({"--token", tokens_["root"]});
   }
   void TearDown() override {
@@ -44,12 +33,7 @@ class Security : public ::testing::Test {
   }
   CommandResult As(const std::string& user,
                    const std::vector<std::string>& args) {
-    std::vector<std::string> with = {"--token", tokens_[user]};
-    with.insert(with.end(), args.begin(), args.end());
-    cluster_.set_cli_flags({});
-    CommandResult result = cluster_.Cli(with);
-    cluster_.set_cli_flags({"--token", tokens_["root"]});
-    return result;
+    return cluster_.CliAs(tokens_[user], args);
   }
   std::string Spec() {
     return cluster_.WriteSpec(
