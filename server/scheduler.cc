@@ -319,8 +319,16 @@ void Scheduler::Allocate(int64_t run_id, const std::string& queue,
     node.used_slots += ranks_per_node;
     node.used_gpus += gpus_per_node;
   }
-  allocations_[run_id] =
-      Allocation{queue, nodes, ranks_per_node, gpus_per_node, start_ms, end_ms};
+  // A run stored before queues existed (or in a queue since removed)
+  // counts as the default queue's.
+  const Queue* known = FindQueue(queue);
+  if (known == nullptr) known = FindQueue("");
+  allocations_[run_id] = Allocation{known != nullptr ? known->name : queue,
+                                    nodes,
+                                    ranks_per_node,
+                                    gpus_per_node,
+                                    start_ms,
+                                    end_ms};
 }
 
 void Scheduler::Deallocate(int64_t run_id) {

@@ -211,6 +211,8 @@ TEST(Scheduler, QueuesPlaceRunsOnTheirOwnNodes) {
   EXPECT_THAT(scheduler.Reason(3), HasSubstr("of queue gpu"));
   EXPECT_THAT(scheduler.QueuesOf("g1"), ElementsAre("gpu"));
   EXPECT_EQ(scheduler.FindQueue("")->name, "cpu");
+  scheduler.Allocate(9, "", {"c1"}, 0, 0, 0, 0);  // restored, no queue
+  EXPECT_EQ(scheduler.Load("cpu").running_runs, 2);
   const Scheduler::QueueLoad gpu = scheduler.Load("gpu");
   EXPECT_EQ(gpu.nodes, 1);
   EXPECT_EQ(gpu.idle_nodes, 0);
