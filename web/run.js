@@ -44,6 +44,8 @@ function overview(run) {
     ['Workload / config', `${spec.workload} / ${spec.config}`],
     ['System', spec.system],
     ['User', run.user || '-'],
+    ['Queue', `${run.queue || 'default'}, priority ${run.priority || 0}`],
+    ...(run.reason ? [['Waiting', run.reason]] : []),
     ...(run.invalidated_by ?
             [[
               'Invalidated',
