@@ -147,11 +147,13 @@ grpc::Status Authorize(AccessControl& access,
 // never two at once, so it needs no lock.
 //
 // Writes: Send() (the coordinator's AgentChannel, called with its mutex
-// held) queues the message and starts a write when none is in flight;
-// OnWriteDone starts the next. Neither blocks or calls back into the
-// coordinator. The stream ends on the read path only: when the agent
-// leaves, the call is cancelled (keepalive, shutdown, a failed write) or
-// the session was replaced. Then it leaves the coordinator, which sends
+// held) queues the message and starts a write when none is in flight,
+// unless the read path is in the coordinator: it then starts the write
+// itself once the coordinator's mutex is free, so the send to the socket
+// happens outside that lock. OnWriteDone starts the next. Neither blocks or
+// calls back into the coordinator. The stream ends on the read path only: when
+// the agent leaves, the call is cancelled (keepalive, shutdown, a failed write)
+// or the session was replaced. Then it leaves the coordinator, which sends
 // nothing after Disconnect() returns, and finishes once the write in
 // flight, if any, is done; messages still queued are dropped, as the agent
 // is gone.
@@ -177,16 +179,15 @@ class AgentStream final
   }
 
   void Send(const v1::CoordinatorMessage& message) override {
-    const v1::CoordinatorMessage* next = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (ended_) return;
       outgoing_.push_back(message);
-      if (writing_) return;
-      writing_ = true;
-      next = &outgoing_.front();  // deque: stays put while others are added
+      // The read path starts the write once the coordinator let go of its
+      // mutex (most messages answer the agent's own: heartbeats, acks).
+      if (handling_) return;
     }
-    StartWrite(next);
+    StartWriteIfIdle();
   }
 
   void OnReadDone(bool ok) override {
@@ -195,14 +196,20 @@ class AgentStream final
       return;
     }
     if (!session_.has_value()) {
+      SetHandling(true);
       grpc::Status registered = Register();
+      SetHandling(false);
+      StartWriteIfIdle();
       if (!registered.ok()) {
         End(registered);
         return;
       }
     } else {
+      SetHandling(true);
       absl::Status handled =
           coordinator_->HandleAgentMessage(*session_, incoming_);
+      SetHandling(false);
+      StartWriteIfIdle();
       if (absl::IsFailedPrecondition(handled)) {  // replaced
         End(grpc::Status::OK);
         return;
@@ -307,6 +314,24 @@ class AgentStream final
     return grpc::Status::OK;
   }
 
+  void SetHandling(bool handling) {
+    absl::MutexLock lock(&mu_);
+    handling_ = handling;
+  }
+
+  // Starts writing the oldest queued message unless a write is in flight
+  // (OnWriteDone goes on from there) or the stream ended.
+  void StartWriteIfIdle() {
+    const v1::CoordinatorMessage* next = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (ended_ || writing_ || outgoing_.empty()) return;
+      writing_ = true;
+      next = &outgoing_.front();  // deque: stays put while others are added
+    }
+    StartWrite(next);
+  }
+
   // Leaves the coordinator and finishes with `status` once no write is in
   // flight (else OnWriteDone finishes).
   void End(grpc::Status status) {
@@ -339,6 +364,8 @@ class AgentStream final
   // Front: the message being written while writing_.
   std::deque<v1::CoordinatorMessage> outgoing_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  // The read path is in the coordinator: Send() leaves the write to it.
+  bool handling_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;  // no more writes
   // The status End() left for OnWriteDone to finish with.
   std::optional<grpc::Status> finish_ ABSL_GUARDED_BY(mu_);
