@@ -15,12 +15,12 @@
 // It prints one RESULT line per figure with its goal (< 25% of one core,
 // p99 < 1 s) and the command line.
 //
-// The coordinator caps the queued runs of each user (AccessLimits, 1,000,
-// compiled in), and with auth off every caller is the one user "local". So
-// the bench turns auth on: before starting hpcai500d it makes operator
-// tokens for enough submitting users and admin tokens for the agents (a few
-// agents per token, under the per-user request rate) with `hpcai500d token
-// create`.
+// hpcai500d runs with --max-queued-per-user 0 (no cap) and
+// --heartbeat-interval-s set to the simulated agents' beat (whole seconds,
+// at least 1). Auth is on, as on a cluster: before starting hpcai500d the
+// bench makes operator tokens for the submitting users and admin tokens for
+// the agents (a few agents per token, under the per-user request rate) with
+// `hpcai500d token create`.
 //
 //   hpcai500-scheduler-bench [--agents 1000] [--queued 10000] [--steady-s 60]
 //       [--churn 200] [--churn-interval-ms 50] [--submit-rate 100]
@@ -84,12 +84,9 @@ constexpr char kUsage[] =
 // Issue 13's goals.
 constexpr double kCpuGoalPercent = 25;
 constexpr double kLatencyGoalMs = 1000;
-// Submitting users: each keeps well under AccessLimits'
-// max_queued_runs_per_user (1,000).
-constexpr int kQueuedPerUser = 800;
-// At least this many, so that their request rates together (AccessLimits:
-// 50 per second each) stay above what the coordinator can take.
-constexpr int kMinUsers = 10;
+// Submitting users: their request rates together (AccessLimits: 50 per
+// second each) stay above what the coordinator can take.
+constexpr int kUsers = 10;
 // Agents per admin token: their registrations fit one token bucket's burst
 // (AccessLimits: 200).
 constexpr int kAgentsPerToken = 150;
@@ -301,7 +298,7 @@ class CoordinatorProcess {
   // and waits until it listens. Unavailable when it does not within 60 s.
   static absl::StatusOr<std::unique_ptr<CoordinatorProcess>> Start(
       const std::string& binary, const std::string& db, const std::string& log,
-      int node_timeout_s) {
+      int node_timeout_s, int heartbeat_interval_s) {
     const pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
@@ -310,9 +307,11 @@ class CoordinatorProcess {
       dup2(fd, 1);
       dup2(fd, 2);
       const std::string timeout = absl::StrCat(node_timeout_s);
+      const std::string interval = absl::StrCat(heartbeat_interval_s);
       execl(binary.c_str(), binary.c_str(), "--grpc", "127.0.0.1:0", "--http",
             "127.0.0.1:0", "--db", db.c_str(), "--node-timeout-s",
-            timeout.c_str(), static_cast<char*>(nullptr));
+            timeout.c_str(), "--heartbeat-interval-s", interval.c_str(),
+            "--max-queued-per-user", "0", static_cast<char*>(nullptr));
       _exit(127);
     }
     std::unique_ptr<CoordinatorProcess> process(new CoordinatorProcess(pid));
@@ -883,8 +882,7 @@ class SchedulerBench {
   absl::Status StartCoordinator() {
     const std::string db = options_.dir + "/scheduler-bench.db";
     const std::string log = options_.dir + "/tokens.log";
-    const int users = std::max(
-        kMinUsers, (options_.queued + kQueuedPerUser - 1) / kQueuedPerUser);
+    const int users = kUsers;
     const int agent_tokens =
         (options_.agents + kAgentsPerToken - 1) / kAgentsPerToken;
     for (int i = 0; i < users; ++i) {
@@ -902,13 +900,14 @@ class SchedulerBench {
       agent_tokens_.push_back(*token);
     }
     absl::StatusOr<std::unique_ptr<CoordinatorProcess>> started =
-        CoordinatorProcess::Start(options_.hpcai500d, db,
-                                  options_.dir + "/hpcai500d.log",
-                                  options_.node_timeout_s);
+        CoordinatorProcess::Start(
+            options_.hpcai500d, db, options_.dir + "/hpcai500d.log",
+            options_.node_timeout_s, std::max(1, options_.heartbeat_ms / 1000));
     if (!started.ok()) return started.status();
     coordinator_ = *std::move(started);
     Note(absl::StrFormat(
-        "hpcai500d pid %d at %s, --node-timeout-s %d; auth on: %d "
+        "hpcai500d pid %d at %s, --node-timeout-s %d "
+        "--max-queued-per-user 0; auth on: %d "
         "submitting users (operator tokens), %d admin tokens for the agents",
         coordinator_->pid(), coordinator_->address(), options_.node_timeout_s,
         users, agent_tokens));

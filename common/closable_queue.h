@@ -1,7 +1,7 @@
 // A queue that one or more producer threads fill and one consumer thread
 // drains, waiting with a timeout, until someone closes it: the hand-off
 // between a gRPC stream's reading thread and the thread that acts on what it
-// read (the agent's inbox, the coordinator's outbox to one agent).
+// read (the agent's inbox).
 //
 // Thread-safe: every method may be called from any thread; waits release the
 // mutex, and nothing is called back.

@@ -2,15 +2,14 @@
 
 #include <grpc/grpc.h>
 
+#include <deque>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/closable_queue.h"
 #include "common/log.h"
 #include "server/tls.h"
 
@@ -51,6 +50,29 @@ std::string BearerToken(
              : "";
 }
 
+// The caller a call's metadata vouches for (AccessControl::Authenticate). A
+// refusal is logged and audited, naming `method` and `peer`.
+absl::StatusOr<Principal> AuthenticateCall(
+    AccessControl& access,
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    absl::string_view method, const std::string& peer) {
+  absl::StatusOr<Principal> who = access.Authenticate(BearerToken(metadata));
+  if (!who.ok()) {
+    LogWarning(absl::StrCat("refusing ", method, " from ", peer, ": ",
+                            who.status().message()));
+    access.Audit(nullptr, "refused", method, peer, /*allowed=*/false,
+                 who.status().message());
+  }
+  return who;
+}
+
+// The method AgentStream serves without an interceptor.
+const std::string& AgentConnectMethod() {
+  static const std::string* const method = new std::string(
+      absl::StrCat("/", v1::AgentService::service_full_name(), "/Connect"));
+  return *method;
+}
+
 class AuthInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuthInterceptor(grpc::experimental::ServerRpcInfo* info,
@@ -65,17 +87,13 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
       auto* metadata = methods->GetRecvInitialMetadata();
       metadata->erase(kPrincipalKey);
       absl::StatusOr<Principal> who =
-          access_->Authenticate(BearerToken(*metadata));
+          AuthenticateCall(*access_, *metadata, info_->method(),
+                           info_->server_context()->peer());
       if (who.ok()) {
         principal_ =
             absl::StrCat(who->user, "|", RoleName(who->role), "|", who->node);
         metadata->emplace(kPrincipalKey, principal_);
       } else {
-        const std::string peer = info_->server_context()->peer();
-        LogWarning(absl::StrCat("refusing ", info_->method(), " from ", peer,
-                                ": ", who.status().message()));
-        access_->Audit(nullptr, "refused", info_->method(), peer,
-                       /*allowed=*/false, who.status().message());
         grpc_call_cancel_with_status(
             info_->server_context()->c_call(),
             static_cast<grpc_status_code>(who.status().code()),
@@ -91,24 +109,6 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
   std::string principal_;  // what the metadata points into, for the call
 };
 
-// The queue of messages the coordinator has for one agent; the stream's
-// owner thread drains it.
-class Outbox final : public AgentChannel {
- public:
-  void Send(const v1::CoordinatorMessage& message) override {
-    queue_.Push(message);
-  }
-  void Close() { queue_.Close(); }
-  // The next message; nullopt after `timeout` or once closed.
-  std::optional<v1::CoordinatorMessage> Pop(absl::Duration timeout,
-                                            bool* closed) {
-    return queue_.Pop(timeout, closed);
-  }
-
- private:
-  ClosableQueue<v1::CoordinatorMessage> queue_;
-};
-
 constexpr absl::Duration kPollInterval = absl::Milliseconds(200);
 
 }  // namespace
@@ -122,6 +122,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 grpc::experimental::Interceptor*
 AuthInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
+  if (info->method() == AgentConnectMethod()) return nullptr;
   return new AuthInterceptor(info, access_);
 }
 
@@ -152,6 +153,238 @@ grpc::Status AuditedAnswer(AccessControl& access, const Principal& who,
   *response = *std::move(result);
   return grpc::Status::OK;
 }
+
+// One agent's stream on the callback API; it deletes itself in OnDone().
+//
+// Reads: one at a time, each handed to the coordinator before the next is
+// asked for, so an agent's messages are handled in the order it sent them.
+// The first must be a Register. Only gRPC calls the read path (OnReadDone),
+// never two at once, so it needs no lock.
+//
+// Writes: Send() (the coordinator's AgentChannel, called with its mutex
+// held) queues the message and starts a write when none is in flight,
+// unless the read path is in the coordinator: it then starts the write
+// itself once the coordinator's mutex is free, so the send to the socket
+// happens outside that lock. OnWriteDone starts the next. Neither blocks or
+// calls back into the coordinator. The stream ends on the read path only: when
+// the agent leaves, the call is cancelled (keepalive, shutdown, a failed write)
+// or the session was replaced. Then it leaves the coordinator, which sends
+// nothing after Disconnect() returns, and finishes once the write in
+// flight, if any, is done; messages still queued are dropped, as the agent
+// is gone.
+class AgentStream final
+    : public grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>,
+      public AgentChannel {
+ public:
+  // Authenticates and authorizes the caller and counts the stream, or
+  // finishes at once with the refusal. The arguments are borrowed for the
+  // stream's life.
+  AgentStream(grpc::CallbackServerContext* context, Coordinator* coordinator,
+              AccessControl* access, bool check_certificates)
+      : context_(context),
+        coordinator_(coordinator),
+        access_(access),
+        check_certificates_(check_certificates) {
+    grpc::Status allowed = Admit();
+    if (!allowed.ok()) {
+      Finish(allowed);
+      return;
+    }
+    StartRead(&incoming_);
+  }
+
+  void Send(const v1::CoordinatorMessage& message) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (ended_) return;
+      outgoing_.push_back(message);
+      // The read path starts the write once the coordinator let go of its
+      // mutex (most messages answer the agent's own: heartbeats, acks).
+      if (handling_) return;
+    }
+    StartWriteIfIdle();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the agent left, or the call was cancelled
+      End(grpc::Status::OK);
+      return;
+    }
+    if (!session_.has_value()) {
+      SetHandling(true);
+      grpc::Status registered = Register();
+      SetHandling(false);
+      StartWriteIfIdle();
+      if (!registered.ok()) {
+        End(registered);
+        return;
+      }
+    } else {
+      SetHandling(true);
+      absl::Status handled =
+          coordinator_->HandleAgentMessage(*session_, incoming_);
+      SetHandling(false);
+      StartWriteIfIdle();
+      if (absl::IsFailedPrecondition(handled)) {  // replaced
+        End(grpc::Status::OK);
+        return;
+      }
+      if (!handled.ok()) {
+        LogWarning(absl::StrCat("node ", node_, ": ", handled.message()));
+      }
+    }
+    StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    // While writing_ is set End() cannot finish, so `this` stays; the
+    // pending read fails and ends the stream.
+    if (!ok) context_->TryCancel();
+    const v1::CoordinatorMessage* next = nullptr;
+    std::optional<grpc::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      outgoing_.pop_front();
+      if (!ok) {  // the agent is gone: write nothing more
+        ended_ = true;
+        outgoing_.clear();
+      }
+      if (!ended_ && !outgoing_.empty()) {
+        next = &outgoing_.front();
+      } else {
+        writing_ = false;
+        finish = std::exchange(finish_, std::nullopt);
+      }
+    }
+    if (next != nullptr) {
+      StartWrite(next);
+    } else if (finish.has_value()) {
+      Finish(*finish);  // `this` may be gone after this call
+    }
+  }
+
+  void OnDone() override {
+    if (counted_) access_->CloseAgentStream();
+    delete this;
+  }
+
+ private:
+  // The caller's token, its right to register a node and the stream cap;
+  // counts the stream when all pass.
+  grpc::Status Admit() {
+    absl::StatusOr<Principal> who =
+        AuthenticateCall(*access_, context_->client_metadata(),
+                         AgentConnectMethod(), context_->peer());
+    if (!who.ok()) return ToGrpcStatus(who.status());
+    who_ = *std::move(who);
+    grpc::Status allowed = ToGrpcStatus(access_->Require(
+        who_, Action::kRegisterNode, "register a node", context_->peer()));
+    if (!allowed.ok()) return allowed;
+    grpc::Status open = ToGrpcStatus(access_->OpenAgentStream());
+    counted_ = open.ok();
+    return open;
+  }
+
+  // The first message: a Register for the node the caller may act as (its
+  // token's node, and its certificate's with --tls-client-ca). Refusals
+  // are audited, as is the registration.
+  grpc::Status Register() {
+    if (!incoming_.has_register_()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "the first message of an agent stream must be a "
+                          "Register");
+    }
+    node_ = incoming_.register_().name();
+    const std::string target = absl::StrCat("node ", node_.substr(0, 64));
+    const std::string peer = context_->peer();
+    if (!who_.node.empty() && who_.node != node_) {
+      const std::string why = absl::StrCat(
+          "the token of ", who_.user, " is bound to node ", who_.node,
+          "; it cannot register as ", node_.substr(0, 64));
+      LogWarning(absl::StrCat("refusing an agent from ", peer, ": ", why));
+      access_->Audit(&who_, "register", target, peer, /*allowed=*/false, why);
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, why);
+    }
+    if (check_certificates_) {
+      absl::Status vouched =
+          CheckAgentCertificate(*context_->auth_context(), node_);
+      if (!vouched.ok()) {
+        LogWarning(absl::StrCat("refusing an agent from ", peer, ": ",
+                                vouched.message()));
+        access_->Audit(&who_, "register", target, peer, /*allowed=*/false,
+                       vouched.message());
+        return ToGrpcStatus(vouched);
+      }
+    }
+    absl::StatusOr<int64_t> session =
+        coordinator_->Connect(incoming_.register_(), this);
+    access_->Audit(&who_, "register", target, peer, session.ok(),
+                   session.ok() ? "" : session.status().message());
+    if (!session.ok()) {
+      LogWarning(absl::StrCat("refusing an agent from ", peer, ": ",
+                              session.status().message()));
+      return ToGrpcStatus(session.status());
+    }
+    session_ = *session;
+    return grpc::Status::OK;
+  }
+
+  void SetHandling(bool handling) {
+    absl::MutexLock lock(&mu_);
+    handling_ = handling;
+  }
+
+  // Starts writing the oldest queued message unless a write is in flight
+  // (OnWriteDone goes on from there) or the stream ended.
+  void StartWriteIfIdle() {
+    const v1::CoordinatorMessage* next = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (ended_ || writing_ || outgoing_.empty()) return;
+      writing_ = true;
+      next = &outgoing_.front();  // deque: stays put while others are added
+    }
+    StartWrite(next);
+  }
+
+  // Leaves the coordinator and finishes with `status` once no write is in
+  // flight (else OnWriteDone finishes).
+  void End(grpc::Status status) {
+    if (session_.has_value()) coordinator_->Disconnect(*session_);
+    {
+      absl::MutexLock lock(&mu_);
+      ended_ = true;
+      if (writing_) {
+        finish_ = std::move(status);
+        return;
+      }
+    }
+    Finish(status);  // `this` may be gone after this call
+  }
+
+  // Constant after construction.
+  grpc::CallbackServerContext* const context_;
+  Coordinator* const coordinator_;
+  AccessControl* const access_;
+  const bool check_certificates_;
+
+  // The read path's: set before the first read, or by it.
+  Principal who_;
+  bool counted_ = false;  // by AccessControl::OpenAgentStream
+  std::string node_;
+  std::optional<int64_t> session_;  // once registered
+  v1::AgentMessage incoming_;
+
+  absl::Mutex mu_;
+  // Front: the message being written while writing_.
+  std::deque<v1::CoordinatorMessage> outgoing_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  // The read path is in the coordinator: Send() leaves the write to it.
+  bool handling_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;  // no more writes
+  // The status End() left for OnWriteDone to finish with.
+  std::optional<grpc::Status> finish_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace
 
@@ -388,89 +621,10 @@ grpc::Status ClientServiceImpl::ListAudit(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status AgentServiceImpl::Connect(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>*
-        stream) {
-  Principal who;
-  grpc::Status allowed = Authorize(*access_, *context, Action::kRegisterNode,
-                                   "register a node", &who);
-  if (!allowed.ok()) return allowed;
-  if (absl::Status open = access_->OpenAgentStream(); !open.ok()) {
-    return ToGrpcStatus(open);
-  }
-  grpc::Status status = ServeAgent(context, who, stream);
-  access_->CloseAgentStream();
-  return status;
-}
-
-grpc::Status AgentServiceImpl::ServeAgent(
-    grpc::ServerContext* context, const Principal& who,
-    grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>*
-        stream) {
-  v1::AgentMessage first;
-  if (!stream->Read(&first)) return grpc::Status::OK;  // left at once
-  if (!first.has_register_()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "the first message of an agent stream must be a "
-                        "Register");
-  }
-  const std::string node = first.register_().name();
-  const std::string target = absl::StrCat("node ", node.substr(0, 64));
-  if (!who.node.empty() && who.node != node) {
-    const std::string why =
-        absl::StrCat("the token of ", who.user, " is bound to node ", who.node,
-                     "; it cannot register as ", node.substr(0, 64));
-    LogWarning(
-        absl::StrCat("refusing an agent from ", context->peer(), ": ", why));
-    access_->Audit(&who, "register", target, context->peer(),
-                   /*allowed=*/false, why);
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, why);
-  }
-  if (check_agent_certificates_) {
-    absl::Status vouched =
-        CheckAgentCertificate(*context->auth_context(), node);
-    if (!vouched.ok()) {
-      LogWarning(absl::StrCat("refusing an agent from ", context->peer(), ": ",
-                              vouched.message()));
-      access_->Audit(&who, "register", target, context->peer(),
-                     /*allowed=*/false, vouched.message());
-      return ToGrpcStatus(vouched);
-    }
-  }
-  Outbox outbox;
-  absl::StatusOr<int64_t> session =
-      coordinator_->Connect(first.register_(), &outbox);
-  access_->Audit(&who, "register", target, context->peer(), session.ok(),
-                 session.ok() ? "" : session.status().message());
-  if (!session.ok()) {
-    LogWarning(absl::StrCat("refusing an agent from ", context->peer(), ": ",
-                            session.status().message()));
-    return ToGrpcStatus(session.status());
-  }
-  std::thread reader([&] {
-    v1::AgentMessage message;
-    while (stream->Read(&message)) {
-      absl::Status handled =
-          coordinator_->HandleAgentMessage(*session, message);
-      if (absl::IsFailedPrecondition(handled)) break;  // replaced
-      if (!handled.ok()) {
-        LogWarning(absl::StrCat("node ", node, ": ", handled.message()));
-      }
-    }
-    outbox.Close();
-  });
-  bool closed = false;
-  while (!closed) {
-    if (context->IsCancelled()) break;
-    std::optional<v1::CoordinatorMessage> message =
-        outbox.Pop(kPollInterval, &closed);
-    if (message.has_value() && !stream->Write(*message)) break;
-  }
-  coordinator_->Disconnect(*session);
-  if (!closed) context->TryCancel();  // unblocks the reader's Read
-  reader.join();
-  return grpc::Status::OK;
+grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
+AgentServiceImpl::Connect(grpc::CallbackServerContext* context) {
+  return new AgentStream(context, coordinator_, access_,
+                         check_agent_certificates_);
 }
 
 }  // namespace hpcai500

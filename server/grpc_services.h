@@ -1,13 +1,15 @@
 // The gRPC face of the coordinator: ClientServiceImpl and AgentServiceImpl
 // only convert between proto and the Coordinator's calls; the logic lives in
-// Coordinator. They use gRPC's synchronous API: every long-lived stream (one
-// per agent, one per watcher) holds a server thread, which is fine at the
-// scale of one cluster's agents and a few watchers.
+// Coordinator.
 //
-// An agent's stream has two threads: a reader (started by the handler) that
-// passes each AgentMessage to the coordinator, and the handler thread itself,
-// the stream's owner, which writes the messages the coordinator queued for
-// that node. No lock is held across a Read or a Write.
+// ClientService uses gRPC's synchronous API: a watch stream holds a server
+// thread, which is fine for a few watchers. AgentService uses the callback
+// API, so an agent's stream holds no thread: at 1,000 nodes a thread (or
+// two) per stream cost most of a core in wake-ups alone. An agent's
+// messages are handed to the coordinator one at a time, in order, on gRPC's
+// callback threads; the coordinator's messages for the node are queued and
+// written one at a time as each write completes. No lock is held across a
+// gRPC call that could call back.
 //
 // Thread-safe.
 #ifndef HPCAI500_SERVER_GRPC_SERVICES_H_
@@ -96,7 +98,10 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   AccessControl* const access_;
 };
 
-class AgentServiceImpl final : public v1::AgentService::Service {
+// An agent stream is authenticated once, when it opens (the interceptor
+// leaves it alone), checked as the other calls are, and counted against
+// AccessLimits::max_agent_streams.
+class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   // `coordinator` and `access` are borrowed and must outlive the service.
   // With `check_agent_certificates` (hpcai500d --tls-client-ca), Connect
@@ -108,18 +113,10 @@ class AgentServiceImpl final : public v1::AgentService::Service {
         access_(access),
         check_agent_certificates_(check_agent_certificates) {}
 
-  grpc::Status Connect(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::AgentMessage>*
-          stream) override;
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(
+      grpc::CallbackServerContext* context) override;
 
  private:
-  // The stream of an agent allowed to register: its Register (refused when
-  // `who` is bound to another node), then its messages until it leaves.
-  grpc::Status ServeAgent(grpc::ServerContext* context, const Principal& who,
-                          grpc::ServerReaderWriter<v1::CoordinatorMessage,
-                                                   v1::AgentMessage>* stream);
-
   Coordinator* const coordinator_;
   AccessControl* const access_;
   const bool check_agent_certificates_;
@@ -129,6 +126,9 @@ class AgentServiceImpl final : public v1::AgentService::Service {
 // the metadata `authorization: Bearer <token>` (AccessControl::Authenticate)
 // and hands it to the handler; a call without a valid token while auth is on
 // is audited and cancelled UNAUTHENTICATED before its handler does any work.
+// It creates no interceptor for AgentService.Connect, whose long-lived
+// stream authenticates itself once instead of passing every read and write
+// through the chain.
 class AuthInterceptorFactory final
     : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:

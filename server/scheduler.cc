@@ -152,20 +152,24 @@ std::string Scheduler::Needs(const Request& request) const {
   return needs;
 }
 
-int64_t Scheduler::ReadyMs(const std::string& name, const NodeState& node,
-                           const Request& request, int64_t now_ms) const {
-  if (FreeFor(node, request)) return now_ms;
-  // What ends on this node, soonest first (kNever: no time limit).
-  std::vector<std::tuple<int64_t, int, int>> ends;
+std::map<std::string, Scheduler::EndsOnNode> Scheduler::EndsByNode(
+    int64_t now_ms) const {
+  std::map<std::string, EndsOnNode> ends;
   for (const auto& [run_id, allocation] : allocations_) {
-    if (std::find(allocation.nodes.begin(), allocation.nodes.end(), name) ==
-        allocation.nodes.end()) {
-      continue;
-    }
     const int64_t end =
         allocation.end_ms == 0 ? kNever : std::max(allocation.end_ms, now_ms);
-    ends.emplace_back(end, allocation.ranks_per_node, allocation.gpus_per_node);
+    for (const std::string& name : allocation.nodes) {
+      ends[name].emplace_back(end, allocation.ranks_per_node,
+                              allocation.gpus_per_node);
+    }
   }
+  return ends;
+}
+
+int64_t Scheduler::ReadyMs(const NodeState& node, EndsOnNode ends,
+                           const Request& request, int64_t now_ms) const {
+  if (FreeFor(node, request)) return now_ms;
+  // What ends on this node, soonest first.
   std::sort(ends.begin(), ends.end());
   int free_slots = node.offer.slots - node.used_slots;
   int free_gpus = node.offer.gpus - node.used_gpus;
@@ -184,9 +188,16 @@ int64_t Scheduler::ReadyMs(const std::string& name, const NodeState& node,
 Scheduler::Reservation Scheduler::Reserve(const Request& request,
                                           int64_t now_ms) const {
   std::vector<std::pair<int64_t, std::string>> ready;  // (when, node)
+  std::map<std::string, EndsOnNode> ends = EndsByNode(now_ms);
   for (const auto& [name, node] : nodes_) {
     if (Up(node) && Eligible(node, request)) {
-      ready.emplace_back(ReadyMs(name, node, request, now_ms), name);
+      auto on_node = ends.find(name);
+      ready.emplace_back(
+          ReadyMs(
+              node,
+              on_node == ends.end() ? EndsOnNode{} : std::move(on_node->second),
+              request, now_ms),
+          name);
     }
   }
   std::sort(ready.begin(), ready.end());

@@ -28,6 +28,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -177,9 +178,15 @@ class Scheduler {
     return node.schedulable && !node.draining;
   }
   bool FreeFor(const NodeState& node, const Request& request) const;
+  // What ends on each node: (end, ranks, GPUs) of each allocation there,
+  // the end kNever for a run without a time limit. One walk over the
+  // allocations, so a reservation costs O(nodes + allocations), not their
+  // product.
+  using EndsOnNode = std::vector<std::tuple<int64_t, int, int>>;
+  std::map<std::string, EndsOnNode> EndsByNode(int64_t now_ms) const;
   // When `node` will have room for `request` by the time limits of what
-  // it runs (kNever when a run there has none).
-  int64_t ReadyMs(const std::string& name, const NodeState& node,
+  // it runs, `ends` (kNever when a run there has none).
+  int64_t ReadyMs(const NodeState& node, EndsOnNode ends,
                   const Request& request, int64_t now_ms) const;
   Reservation Reserve(const Request& request, int64_t now_ms) const;
   // A one-line description of what `request` needs of a node.

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -43,8 +44,8 @@ class GrpcServicesTest : public ::testing::Test {
           std::tuple{"agent-a", Role::kAgent, "node-a"}}) {
       tokens_[user] = tokens->Create(user, role, node, 1)->text;
     }
-    access_ = std::make_unique<AccessControl>(store_.get(), &clock_,
-                                              *std::move(tokens), "s3cret");
+    access_ = std::make_unique<AccessControl>(
+        store_.get(), &clock_, *std::move(tokens), "s3cret", limits_);
     client_service_ =
         std::make_unique<ClientServiceImpl>(coordinator_.get(), access_.get());
     agent_service_ =
@@ -125,6 +126,20 @@ class GrpcServicesTest : public ::testing::Test {
   // The audit rows, newest first.
   std::vector<v1::AuditEntry> AuditRows() { return *store_->ListAudit(100, 0); }
 
+  // Whether the coordinator sees `node` connected, within about 5 s.
+  bool NodeConnectedSoon(const std::string& node, bool connected) {
+    for (int i = 0; i < 500; ++i) {
+      absl::StatusOr<v1::ListNodesResponse> nodes = coordinator_->ListNodes();
+      if (!nodes.ok()) return false;
+      for (const v1::Node& n : nodes->nodes()) {
+        if (n.name() == node && n.connected() == connected) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  AccessLimits limits_;  // set before SetUp() to change them
   std::string dir_;
   RealClock clock_;
   std::unique_ptr<Store> store_;
@@ -325,6 +340,81 @@ TEST_F(GrpcServicesTest, RevokedTokenIsRefused) {
   const std::string id = tokens_["alice"].substr(5, 16);
   ASSERT_TRUE(store_->RevokeToken(id, 2).ok());
   EXPECT_EQ(SubmitAs("alice").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(GrpcServicesTest, AgentStreamAnswersEveryHeartbeatInOrder) {
+  grpc::ClientContext context;
+  Authorize(&context);
+  auto stream = agent_->Connect(&context);
+  v1::AgentMessage hello;
+  hello.mutable_register_()->set_name("node-1");
+  hello.mutable_register_()->set_slots(1);
+  ASSERT_TRUE(stream->Write(hello));
+  // Many answers queue while the agent does not read: each goes out once
+  // the write before it completed, none is lost or reordered.
+  v1::AgentMessage beat;
+  beat.mutable_heartbeat();
+  constexpr int kBeats = 200;
+  for (int i = 0; i < kBeats; ++i) ASSERT_TRUE(stream->Write(beat));
+  v1::CoordinatorMessage reply;
+  ASSERT_TRUE(stream->Read(&reply));
+  EXPECT_TRUE(reply.has_registered());
+  int64_t last_ms = 0;
+  for (int i = 0; i < kBeats; ++i) {
+    ASSERT_TRUE(stream->Read(&reply)) << i;
+    ASSERT_TRUE(reply.has_heartbeat()) << i;
+    EXPECT_GE(reply.heartbeat().time_ms(), last_ms);
+    last_ms = reply.heartbeat().time_ms();
+  }
+  context.TryCancel();
+  stream->Finish().IgnoreError();
+}
+
+TEST_F(GrpcServicesTest, AgentLeavingEndsItsStreamAndDisconnectsItsNode) {
+  grpc::ClientContext context;
+  Authorize(&context);
+  auto stream = agent_->Connect(&context);
+  v1::AgentMessage hello;
+  hello.mutable_register_()->set_name("node-1");
+  hello.mutable_register_()->set_slots(1);
+  ASSERT_TRUE(stream->Write(hello));
+  v1::CoordinatorMessage reply;
+  ASSERT_TRUE(stream->Read(&reply));
+  ASSERT_TRUE(NodeConnectedSoon("node-1", true));
+  ASSERT_TRUE(stream->WritesDone());
+  // The coordinator ends its side at once (no writer waits out a poll).
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_TRUE(NodeConnectedSoon("node-1", false));
+}
+
+// The same with at most one agent stream open.
+class OneAgentStreamTest : public GrpcServicesTest {
+ protected:
+  OneAgentStreamTest() { limits_.max_agent_streams = 1; }
+};
+
+TEST_F(OneAgentStreamTest, SecondStreamIsRefusedUntilTheFirstEnds) {
+  grpc::ClientContext first;
+  v1::CoordinatorMessage reply;
+  ASSERT_TRUE(RegisterAs("s3cret", "node-1", &first, &reply).ok());
+  ASSERT_TRUE(reply.has_registered());
+  {
+    grpc::ClientContext second;
+    grpc::Status refused = RegisterAs("s3cret", "node-2", &second, &reply);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << refused.error_message();
+  }
+  first.TryCancel();  // the agent goes away: its stream's slot is freed
+  EXPECT_TRUE(NodeConnectedSoon("node-1", false));
+  grpc::Status again;
+  for (int i = 0; i < 500; ++i) {
+    grpc::ClientContext third;
+    again = RegisterAs("s3cret", "node-2", &third, &reply);
+    third.TryCancel();
+    if (again.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
 TEST(ToGrpcStatus, KeepsCodeAndMessage) {
