@@ -64,6 +64,13 @@ TEST(AgentUsage, NamesTheCheckpointFlags) {
   EXPECT_NE(usage.find("--shared-checkpoints"), std::string::npos);
 }
 
+TEST(AgentUsage, NamesTheNetworkAndEnvironmentFlags) {
+  const std::string usage = kAgentUsage;
+  EXPECT_NE(usage.find("--iface NAME"), std::string::npos);
+  EXPECT_NE(usage.find("GLOO_SOCKET_IFNAME"), std::string::npos);
+  EXPECT_NE(usage.find("--env NAME"), std::string::npos);
+}
+
 TEST(ParseAgentArgs, ReadsEveryFlag) {
   TempDir dir;
   AppendToFile(dir.path() + "/token", "s3cret\n");
