@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/files.h"
+#include "agent/worker_env.h"
 #include "common/closable_queue.h"
 #include "common/log.h"
 #include "common/tls_files.h"
@@ -50,7 +51,8 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   out.node.workdir = options.workdir;
   out.node.worker_path = options.worker_path;
   out.node.cpus = options.cpus;
-  out.node.base_env = CurrentEnvironment();
+  out.node.base_env = WorkerBaseEnv(CurrentEnvironment(),
+                                    options.worker_env_names, options.iface);
   out.node.data_dirs = options.data_dirs;
   out.node.checkpoint_root = options.checkpoint_root;
   out.kill_grace_ms = options.kill_grace_ms;
@@ -119,6 +121,7 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
       options_.workdir, ", checkpoints ", options_.checkpoint_root,
       options_.shared_checkpoints ? " (shared)" : "", ", slots ",
       options_.slots, ", address ", options_.address,
+      options_.iface.empty() ? "" : absl::StrCat(", iface ", options_.iface),
       taken > 0
           ? absl::StrCat(", took up ", taken, " worker rank(s) from before")
           : ""));

@@ -1,5 +1,9 @@
 #include "agent/options.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -17,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/inventory.h"
+#include "agent/worker_env.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "common/token.h"
@@ -98,7 +103,7 @@ absl::Status AddDataDir(absl::string_view arg,
 struct AgentFlags {
   AgentOptions options;  // the flags that are taken as given
   std::string slots, workdir, labels, kill_grace, checkpoint_root;
-  std::string nvml_library;
+  std::string nvml_library, address;
   std::vector<std::string> data;
   TokenFlags token;
   TlsFileFlags tls;
@@ -111,7 +116,9 @@ std::unique_ptr<CLI::App> NewAgentFlagApp(AgentFlags& flags) {
   AddValueFlag(*app, "name", &flags.options.name);
   AddValueFlag(*app, "slots", &flags.slots);
   AddValueFlag(*app, "workdir", &flags.workdir);
-  AddValueFlag(*app, "address", &flags.options.address);
+  AddValueFlag(*app, "address", &flags.address);
+  AddValueFlag(*app, "iface", &flags.options.iface);
+  AddRepeatedFlag(*app, "env", &flags.options.worker_env_names);
   AddValueFlag(*app, "worker", &flags.options.worker_path);
   AddValueFlag(*app, "labels", &flags.labels);
   AddValueFlag(*app, "kill-grace-seconds", &flags.kill_grace);
@@ -203,6 +210,63 @@ absl::Status ApplyLabels(absl::string_view text,
   return absl::OkStatus();
 }
 
+// The first IPv4 address of interface `iface`. NotFound when it has none.
+absl::StatusOr<std::string> InterfaceIpv4Address(const std::string& iface) {
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) {
+    return absl::InternalError("cannot list the network interfaces");
+  }
+  std::string found;
+  for (ifaddrs* a = all; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET ||
+        iface != a->ifa_name) {
+      continue;
+    }
+    char text[INET_ADDRSTRLEN] = {0};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) != nullptr) {
+      found = text;
+    }
+  }
+  ::freeifaddrs(all);
+  if (found.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("interface ", iface, " has no IPv4 address"));
+  }
+  return found;
+}
+
+// --iface (an interface of this node) and --address (default: the
+// interface's IPv4 address, else 127.0.0.1).
+absl::Status ApplyNetwork(const std::string& address, AgentOptions& options) {
+  if (!options.iface.empty()) {
+    if (options.iface.size() >= IF_NAMESIZE ||
+        ::if_nametoindex(options.iface.c_str()) == 0) {
+      return Bad("--iface", absl::StrCat("no network interface '",
+                                         options.iface, "' on this node"));
+    }
+  }
+  if (!address.empty()) {
+    options.address = address;
+  } else if (!options.iface.empty()) {
+    absl::StatusOr<std::string> found = InterfaceIpv4Address(options.iface);
+    if (!found.ok()) {
+      return Bad("--iface",
+                 absl::StrCat(found.status().message(), "; give --address"));
+    }
+    options.address = *std::move(found);
+  }
+  for (const std::string& name : options.worker_env_names) {
+    if (!IsEnvName(name)) {
+      return Bad("--env",
+                 absl::StrCat("must name a variable ([A-Za-z_][A-Za-z0-9_]*), "
+                              "got '",
+                              name, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The inventory (with the NVML library --nvml-library names, if given) and
 // the GPU count: NVML's where it loads, else /dev/nvidia<N>.
 void ReadNodeInventory(const std::string& nvml_flag, AgentOptions& options) {
@@ -264,6 +328,7 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
   RETURN_IF_ERROR(ApplyCounts(flags, options));
   RETURN_IF_ERROR(ApplyPaths(flags, options));
   RETURN_IF_ERROR(ApplyLabels(flags.labels, options.labels));
+  RETURN_IF_ERROR(ApplyNetwork(flags.address, options));
   for (const std::string& arg : flags.data) {
     RETURN_IF_ERROR(AddDataDir(arg, &options.data_dirs));
   }

@@ -22,7 +22,15 @@ struct AgentOptions {
   std::string name;         // node name
   int slots = 0;            // ranks this node hosts
   std::string workdir;      // absolute
+  // --address: where other nodes reach this one (rank 0's rendezvous);
+  // default the --iface interface's IPv4 address, else 127.0.0.1.
   std::string address = "127.0.0.1";
+  // --iface NAME: the network interface workers' Gloo and NCCL bind to
+  // (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME); empty: their own choice.
+  std::string iface;
+  // --env NAME: further variables of the agent's environment that workers
+  // inherit beyond the allowlist of agent/worker_env.h.
+  std::vector<std::string> worker_env_names;
   std::string worker_path;
   std::map<std::string, std::string> labels;
   std::string auth_token;  // sent as "authorization: Bearer <token>"
@@ -58,7 +66,16 @@ inline constexpr char kAgentUsage[] =
     "         [--kill-grace-seconds S] [--data DATASET=DIR]...\n"
     "         [--checkpoint-root DIR [--shared-checkpoints]]\n"
     "         [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
-    "         [--nvml-library PATH]\n"
+    "         [--nvml-library PATH] [--iface NAME] [--env NAME]...\n"
+    "  --address ADDR      the address other nodes reach this one at (rank\n"
+    "                      0's rendezvous); default --iface's IPv4 address,\n"
+    "                      else 127.0.0.1\n"
+    "  --iface NAME        the interface workers' Gloo and NCCL bind to\n"
+    "                      (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME)\n"
+    "  --env NAME          pass the agent's variable NAME on to workers;\n"
+    "                      repeatable. Workers otherwise get only PATH, HOME,\n"
+    "                      LANG, LC_*, TZ, LD_LIBRARY_PATH, NCCL_*, GLOO_*,\n"
+    "                      OMPI_MCA_*, UCX_*, CUDA_* and their rank layout\n"
     "  --token-file FILE   send the file's token as 'authorization: Bearer\n"
     "                      ...'; --token gives it inline; without either,\n"
     "                      $HPCAI500_TOKEN if set\n"
@@ -94,8 +111,11 @@ inline constexpr char kAgentUsage[] =
 // every --data DIR is an existing directory (made absolute). The token is
 // --token, else --token-file's, else `token_env` ($HPCAI500_TOKEN; see
 // common/token.h). The --tls-* files are read and checked
-// (LoadClientTlsFiles). InvalidArgument names the flag and the problem; a
-// token or TLS file that cannot be read is NotFound.
+// (LoadClientTlsFiles). --iface must name an interface of this node; without
+// --address, the address is that interface's first IPv4 address (an
+// interface without one is refused). Every --env must be a variable name.
+// InvalidArgument names the flag and the problem; a token or TLS file that
+// cannot be read is NotFound.
 absl::StatusOr<AgentOptions> ParseAgentArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& token_env = std::nullopt);

@@ -4,6 +4,8 @@
 //   fail      a message on stderr, exit 3
 //   hang      starts a child in its group, then waits for a signal
 //   stubborn  like hang, but it and its child ignore SIGTERM
+//   environment  prints each variable of its environment ("ENV K=V"), then
+//             as succeed
 // It prints its rank environment and its child's pid to stdout.
 #include <signal.h>
 #include <unistd.h>
@@ -12,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+extern char** environ;
 
 namespace {
 
@@ -44,7 +48,11 @@ int main(int argc, char** argv) {
       Env("RANK").c_str(), Env("WORLD_SIZE").c_str(), Env("LOCAL_RANK").c_str(),
       Env("MASTER_ADDR").c_str(), Env("MASTER_PORT").c_str());
   std::fflush(stdout);
-  if (mode == "succeed") {
+  if (mode == "environment") {
+    for (char** e = environ; *e != nullptr; ++e) std::printf("ENV %s\n", *e);
+    std::fflush(stdout);
+  }
+  if (mode == "succeed" || mode == "environment") {
     FILE* events = std::fopen(events_path.c_str(), "a");
     if (events == nullptr) return 4;
     WriteEvent(events, 1, "run_start", "INTERVAL_START", "");

@@ -64,6 +64,13 @@ TEST(AgentUsage, NamesTheCheckpointFlags) {
   EXPECT_NE(usage.find("--shared-checkpoints"), std::string::npos);
 }
 
+TEST(AgentUsage, NamesTheNetworkAndEnvironmentFlags) {
+  const std::string usage = kAgentUsage;
+  EXPECT_NE(usage.find("--iface NAME"), std::string::npos);
+  EXPECT_NE(usage.find("GLOO_SOCKET_IFNAME"), std::string::npos);
+  EXPECT_NE(usage.find("--env NAME"), std::string::npos);
+}
+
 TEST(ParseAgentArgs, ReadsEveryFlag) {
   TempDir dir;
   AppendToFile(dir.path() + "/token", "s3cret\n");
@@ -79,6 +86,28 @@ TEST(ParseAgentArgs, ReadsEveryFlag) {
   EXPECT_EQ(options->labels.at("zone"), "b");
   EXPECT_EQ(options->auth_token, "s3cret");
   EXPECT_EQ(options->kill_grace_ms, 3000);
+}
+
+TEST(ParseAgentArgs, IfaceWithoutAddressTakesTheInterfacesIpv4Address) {
+  absl::StatusOr<AgentOptions> options =
+      ParseAgentArgs({"--coordinator", "h:1", "--name", "n", "--iface", "lo"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->iface, "lo");
+  EXPECT_EQ(options->address.rfind("127.", 0), 0u) << options->address;
+
+  options = ParseAgentArgs({"--coordinator", "h:1", "--name", "n", "--iface",
+                            "lo", "--address", "10.9.8.7"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->address, "10.9.8.7");
+}
+
+TEST(ParseAgentArgs, EnvNamesAreRepeatable) {
+  absl::StatusOr<AgentOptions> options =
+      ParseAgentArgs({"--coordinator", "h:1", "--name", "n", "--env",
+                      "SITE_LICENSE", "--env", "_x9"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->worker_env_names,
+            (std::vector<std::string>{"SITE_LICENSE", "_x9"}));
 }
 
 TEST(ParseAgentArgs, RefusalsNameTheFlag) {
@@ -100,6 +129,10 @@ TEST(ParseAgentArgs, RefusalsNameTheFlag) {
             "--token-file"},
            {{"--coordinator", "h:1", "--name", "n", "--name", "m"}, "--name"},
            {{"--coordinator", "h:1", "--name", "n", "--address="}, "--address"},
+           {{"--coordinator", "h:1", "--name", "n", "--iface", "no-such-if0"},
+            "--iface"},
+           {{"--coordinator", "h:1", "--name", "n", "--env", "1BAD"}, "--env"},
+           {{"--coordinator", "h:1", "--name", "n", "--env", "A=B"}, "--env"},
            {{"--coordinator", "h:1", "--name", "n", "--checkpoint-root="},
             "--checkpoint-root"},
            {{"--coordinator", "h:1", "--name", "n", "--checkpoint-root", "/a",

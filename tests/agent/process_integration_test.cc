@@ -9,7 +9,10 @@
 #include <thread>
 #include <vector>
 
+extern char** environ;
+
 #include "agent/supervisor.h"
+#include "agent/worker_env.h"
 #include "gtest/gtest.h"
 #include "tests/agent/test_util.h"
 
@@ -37,14 +40,17 @@ v1::Assignment Start(const std::string& mode) {
 
 class ProcessIntegrationTest : public ::testing::Test {
  protected:
-  ProcessIntegrationTest() {
+  ProcessIntegrationTest() { StartSupervisor({"PATH=/usr/bin:/bin"}); }
+
+  // A fresh supervisor whose workers get `base_env`.
+  void StartSupervisor(std::vector<std::string> base_env) {
     SupervisorOptions options;
     options.address = "127.0.0.1";
     options.node.workdir = dir_.path();
     options.node.checkpoint_root = dir_.path() + "/checkpoints";
     options.node.worker_path = AGENT_FAKE_WORKER;
     options.node.cpus = 2;
-    options.node.base_env = {"PATH=/usr/bin:/bin"};
+    options.node.base_env = std::move(base_env);
     options.kill_grace_ms = 500;
     supervisor_ = std::make_unique<Supervisor>(options, &processes_, &clock_);
   }
@@ -170,6 +176,31 @@ TEST_F(ProcessIntegrationTest, EventsArriveBeforeTheExit) {
   EXPECT_EQ(seqs, (std::vector<int64_t>{1, 2}));
   ASSERT_TRUE(out.back().has_worker_exited());
   EXPECT_EQ(out.back().worker_exited().exit_code(), 0);
+}
+
+TEST_F(ProcessIntegrationTest, WorkerSeesTheAllowlistedEnvironmentOnly) {
+  ::setenv("AWS_SECRET_ACCESS_KEY", "hunter2", /*overwrite=*/1);
+  ::setenv("NCCL_DEBUG", "INFO", 1);
+  ::setenv("SITE_LICENSE", "abc", 1);
+  std::vector<std::string> agent_env;
+  for (char** e = environ; *e != nullptr; ++e) agent_env.push_back(*e);
+  StartSupervisor(WorkerBaseEnv(agent_env, {"SITE_LICENSE"}, "lo"));
+  supervisor_->HandleAssignment(Start("environment"));
+  std::vector<v1::AgentMessage> out = PollUntilExit();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.back().worker_exited().exit_code(), 0);
+  const std::string seen = ReadFile(RankFile(".stdout"));
+  for (const char* line :
+       {"ENV NCCL_DEBUG=INFO\n", "ENV SITE_LICENSE=abc\n",
+        "ENV GLOO_SOCKET_IFNAME=lo\n", "ENV NCCL_SOCKET_IFNAME=lo\n",
+        "ENV RANK=1\n", "ENV MASTER_ADDR=127.0.0.1\n"}) {
+    EXPECT_NE(seen.find(line), std::string::npos) << line << seen;
+  }
+  EXPECT_EQ(seen.find("AWS_SECRET_ACCESS_KEY"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("hunter2"), std::string::npos) << seen;
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  ::unsetenv("NCCL_DEBUG");
+  ::unsetenv("SITE_LICENSE");
 }
 
 TEST_F(ProcessIntegrationTest, MissingWorkerBinaryIsAStartError) {

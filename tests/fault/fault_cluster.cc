@@ -141,21 +141,33 @@ int64_t FaultCluster::LostEvents(const std::string& name,
                                  int rank, bool acked_only) {
   const std::string base =
       AttemptDir(name, run_id, attempt) + "/rank-" + std::to_string(rank);
-  int64_t written = 0;
   if (acked_only) {
-    written = std::atoll(ReadFile(base + ".acked").c_str());
-  } else {
-    const std::string text = ReadFile(base + ".events");
-    written = std::count(text.begin(), text.end(), '\n');
+    return MissingUpTo(run_id, attempt, rank,
+                       AckedSeq(name, run_id, attempt, rank));
   }
+  const std::string text = ReadFile(base + ".events");
+  return MissingUpTo(run_id, attempt, rank,
+                     std::count(text.begin(), text.end(), '\n'));
+}
+
+int64_t FaultCluster::MissingUpTo(const std::string& run_id, int attempt,
+                                  int rank, int64_t seq) {
   const int64_t stored =
       QueryRow(db_path(),
                "SELECT COUNT(DISTINCT seq) FROM events WHERE run_id = ?1 AND "
                "attempt = ?2 AND rank = ?3 AND seq <= ?4",
                {run_id, std::to_string(attempt), std::to_string(rank),
-                std::to_string(written)},
+                std::to_string(seq)},
                1)[0];
-  return written - stored;
+  return seq - stored;
+}
+
+int64_t FaultCluster::AckedSeq(const std::string& name,
+                               const std::string& run_id, int attempt,
+                               int rank) const {
+  return std::atoll(ReadFile(AttemptDir(name, run_id, attempt) + "/rank-" +
+                             std::to_string(rank) + ".acked")
+                        .c_str());
 }
 
 std::string PrintFaultSummary(const std::string& fault,

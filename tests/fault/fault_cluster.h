@@ -70,6 +70,13 @@ class FaultCluster : public TestCluster {
   // stored for it.
   int64_t LostEvents(const std::string& name, const std::string& run_id,
                      int attempt, int rank, bool acked_only);
+  // Of seqs 1..`seq` of `rank` in `attempt`, how many the store lacks.
+  int64_t MissingUpTo(const std::string& run_id, int attempt, int rank,
+                      int64_t seq);
+  // The highest seq agent `name` has had acknowledged for that rank (0 when
+  // none).
+  int64_t AckedSeq(const std::string& name, const std::string& run_id,
+                   int attempt, int rank) const;
 };
 
 // Prints the fault tests' summary line to stdout and returns it.

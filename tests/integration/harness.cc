@@ -117,7 +117,7 @@ TestCluster::~TestCluster() {
 }
 
 std::string TestCluster::grpc_address() const {
-  return "127.0.0.1:" + std::to_string(grpc_port_);
+  return grpc_host_ + ":" + std::to_string(grpc_port_);
 }
 
 bool TestCluster::StartCoordinator(const std::vector<std::string>& extra_args) {
@@ -157,15 +157,17 @@ bool TestCluster::StartAgent(const std::string& name, int slots,
 
 void TestCluster::LaunchAgent(const std::string& name, int slots,
                               const std::vector<std::string>& extra_args) {
-  std::vector<std::string> argv = {BinaryPath("hpcai500-agent"),
-                                   "--coordinator",
-                                   grpc_address(),
-                                   "--name",
-                                   name,
-                                   "--slots",
-                                   std::to_string(slots),
-                                   "--workdir",
-                                   agent_workdir(name)};
+  std::vector<std::string> argv = agent_prefixes_[name];
+  const std::vector<std::string> agent = {BinaryPath("hpcai500-agent"),
+                                          "--coordinator",
+                                          grpc_address(),
+                                          "--name",
+                                          name,
+                                          "--slots",
+                                          std::to_string(slots),
+                                          "--workdir",
+                                          agent_workdir(name)};
+  argv.insert(argv.end(), agent.begin(), agent.end());
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   agents_[name] = StartLogged(argv, agent_log(name));
 }

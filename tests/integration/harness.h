@@ -85,11 +85,23 @@ class TestCluster {
   // failure) and sets *status to the HTTP status code.
   std::string HttpGet(const std::string& path, int* status);
 
+  // The host hpcai500d's gRPC port binds to and every client (agents, CLI)
+  // dials; 127.0.0.1 unless set before StartCoordinator.
+  void set_grpc_host(std::string host) { grpc_host_ = std::move(host); }
+  // Runs agent `name` behind `prefix` (e.g. {"/usr/sbin/ip", "netns",
+  // "exec", NS}: a command that execs the rest); set before StartAgent.
+  void set_agent_prefix(const std::string& name,
+                        std::vector<std::string> prefix) {
+    agent_prefixes_[name] = std::move(prefix);
+  }
+
   // Keep the folder for inspection (called when a test failed).
   void KeepFiles() { keep_ = true; }
 
  private:
   std::string dir_;
+  std::string grpc_host_ = "127.0.0.1";
+  std::map<std::string, std::vector<std::string>> agent_prefixes_;
   int grpc_port_ = 0;
   int http_port_ = 0;
   bool keep_ = false;

@@ -1,0 +1,196 @@
+// Across hosts: hpcai500d in the root namespace on a bridge's address, one
+// agent in each of two network namespaces (--address and --iface its veth),
+// so ranks rendezvous and train over a real link. A 2-node run completes and
+// is scored; then one host's link is cut mid-run: the run gets a new attempt
+// after the node timeout, the cut-off agent fences its worker by itself, and
+// once the link is back the run completes on attempt 2 with no event lost or
+// stored twice.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "tests/fault/fault_cluster.h"
+#include "tests/netns/netns_lab.h"
+
+namespace hpcai500::testing {
+namespace {
+
+using std::chrono::seconds;
+
+const char* const kNodes[NetnsLab::kHosts] = {"host-a", "host-b"};
+
+// Keeps the cluster's files when the test failed, also on a fatal failure;
+// declared after the cluster, so it runs first.
+class KeepFilesOnFailure {
+ public:
+  explicit KeepFilesOnFailure(FaultCluster& cluster) : cluster_(cluster) {}
+  ~KeepFilesOnFailure() {
+    if (::testing::Test::HasFailure()) cluster_.KeepFiles();
+  }
+
+ private:
+  FaultCluster& cluster_;
+};
+
+// The lab, or a skip (or failure) saying why there is none.
+#define MAKE_LAB_OR_SKIP(lab)                                               \
+  std::string skip_reason, lab_error;                                       \
+  std::unique_ptr<NetnsLab> lab = NetnsLab::Make(&skip_reason, &lab_error); \
+  if (lab == nullptr && !skip_reason.empty()) GTEST_SKIP() << skip_reason;  \
+  ASSERT_NE(lab, nullptr) << lab_error
+
+// hpcai500d on the bridge's address (not loopback, so --insecure: the test
+// uses neither tokens nor TLS) and one agent per namespace.
+void StartCluster(FaultCluster& cluster, const NetnsLab& lab) {
+  cluster.set_grpc_host(lab.bridge_address());
+  ASSERT_TRUE(cluster.StartCoordinator({"--insecure", "--node-timeout-s", "5"}))
+      << "hpcai500d did not come up on " << cluster.grpc_address();
+  for (int i = 0; i < NetnsLab::kHosts; ++i) {
+    cluster.set_agent_prefix(kNodes[i], lab.ExecPrefix(i));
+    ASSERT_TRUE(cluster.StartAgent(
+        kNodes[i], 1, {"--address", lab.address(i), "--iface", lab.iface(i)}))
+        << kNodes[i] << " did not connect from " << lab.ns(i);
+  }
+}
+
+// Which host holds `rank` in `attempt` (-1 when none has its pid file).
+int HostOfRank(FaultCluster& cluster, const std::string& run_id, int attempt,
+               int rank) {
+  for (int i = 0; i < NetnsLab::kHosts; ++i) {
+    if (cluster.WorkerPid(kNodes[i], run_id, attempt, rank) > 0) return i;
+  }
+  return -1;
+}
+
+// Events of `attempt` the workers wrote (or, when acked_only, had
+// acknowledged) that the store lacks, over both ranks.
+int64_t Lost(FaultCluster& cluster, const std::string& run_id, int attempt,
+             bool acked_only) {
+  int64_t lost = 0;
+  for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
+    const int host = HostOfRank(cluster, run_id, attempt, rank);
+    if (host < 0) {
+      ADD_FAILURE() << "no host ran rank " << rank << " of attempt " << attempt;
+      continue;
+    }
+    lost += cluster.LostEvents(kNodes[host], run_id, attempt, rank, acked_only);
+  }
+  return lost;
+}
+
+TEST(AcrossHosts, TwoNodeRunBetweenNamespacesIsScored) {
+  MAKE_LAB_OR_SKIP(lab);
+  FaultCluster cluster;
+  KeepFilesOnFailure keep(cluster);
+  StartCluster(cluster, *lab);
+  if (HasFatalFailure()) return;
+  const std::string run_id =
+      cluster.SubmitRun("across-hosts", /*seed=*/1, /*nodes=*/2);
+  ASSERT_FALSE(run_id.empty());
+  const std::string state = cluster.WaitForEnd(run_id, seconds(300));
+  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+  const nlohmann::json run = cluster.ShowRun(run_id);
+  ASSERT_EQ(run["attempts"].size(), 1u) << run.dump();
+  EXPECT_EQ(run["attempts"][0]["nodes"].size(), 2u) << run.dump();
+  EXPECT_EQ(run["epochs"].size(), 2u) << run.dump();
+  EXPECT_TRUE(run["score"].is_object()) << run.dump();
+  EXPECT_EQ(cluster.CountResults(run_id), 1);
+  ASSERT_TRUE(WaitFor([&] { return Lost(cluster, run_id, 1, false) == 0; },
+                      seconds(30)));
+  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
+  EXPECT_GT(stored.distinct, 20);
+  const int64_t twice = stored.rows - stored.distinct;
+  PrintFaultSummary("none (2 nodes in 2 network namespaces over a bridge)",
+                    "run " + state + ", result stored " +
+                        std::to_string(cluster.CountResults(run_id)) + "x",
+                    Lost(cluster, run_id, 1, false), twice);
+  EXPECT_EQ(twice, 0);
+}
+
+TEST(AcrossHosts, LinkCutMidRunGivesANewAttemptAndTheCutAgentFences) {
+  MAKE_LAB_OR_SKIP(lab);
+  FaultCluster cluster;
+  KeepFilesOnFailure keep(cluster);
+  StartCluster(cluster, *lab);
+  if (HasFatalFailure()) return;
+  const std::string run_id =
+      cluster.SubmitRun("link-cut", /*seed=*/1, /*nodes=*/2);
+  ASSERT_FALSE(run_id.empty());
+  ASSERT_TRUE(WaitFor(
+      // Both ranks train: each has begun its first epoch.
+      [&] { return cluster.CountStoredKey(run_id, 1, "epoch_start") >= 2; },
+      seconds(120)));
+  // Cut the host of rank 1 (not the rendezvous host).
+  const int cut = HostOfRank(cluster, run_id, 1, 1);
+  ASSERT_GE(cut, 0);
+  const pid_t worker = cluster.WorkerPid(kNodes[cut], run_id, 1, 1);
+  ASSERT_GT(worker, 0);
+  ASSERT_TRUE(ProcessAlive(worker));
+  // What the agents had had acknowledged when the link went: all of it must
+  // be stored. (What the cut host writes afterwards belongs to an attempt
+  // that is fenced by the time it can be sent: acknowledged and dropped.)
+  int64_t acked_at_cut[NetnsLab::kHosts];
+  for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
+    const int host = HostOfRank(cluster, run_id, 1, rank);
+    ASSERT_GE(host, 0);
+    acked_at_cut[rank] = cluster.AckedSeq(kNodes[host], run_id, 1, rank);
+  }
+  const auto cut_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(lab->SetLink(cut, /*up=*/false));
+
+  // The coordinator gives up on the host after the node timeout and requeues
+  // the run (its attempt 2 waits for two nodes), and the host's agent,
+  // hearing nothing, stops its worker by itself.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const nlohmann::json run = cluster.ShowRun(run_id);
+        return run.is_object() && !run["attempts"].empty() &&
+               run["attempts"][0].value("state", "") == "requeued";
+      },
+      seconds(60)));
+  const auto requeued_s = std::chrono::duration_cast<seconds>(
+                              std::chrono::steady_clock::now() - cut_at)
+                              .count();
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(worker); }, seconds(30)))
+      << "the cut-off agent left its worker " << worker << " running";
+  const bool fenced_while_cut = !ProcessAlive(worker);
+  const int64_t stored_before = cluster.CountStoredEvents(run_id, 1).rows;
+
+  ASSERT_TRUE(lab->SetLink(cut, /*up=*/true));
+  const std::string state = cluster.WaitForEnd(run_id, seconds(300));
+  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+  const nlohmann::json run = cluster.ShowRun(run_id);
+  ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
+  EXPECT_EQ(run["attempts"][0]["state"], "requeued") << run.dump();
+  EXPECT_EQ(run["attempts"][1]["nodes"].size(), 2u) << run.dump();
+  EXPECT_EQ(cluster.CountResults(run_id), 1);
+  const int64_t stale_stored =
+      cluster.CountStoredEvents(run_id, 1).rows - stored_before;
+  EXPECT_EQ(stale_stored, 0) << "events of the fenced attempt were stored";
+
+  // Attempt 1: what was acknowledged before the cut; attempt 2: everything.
+  ASSERT_TRUE(WaitFor([&] { return Lost(cluster, run_id, 2, false) == 0; },
+                      seconds(30)));
+  int64_t lost = Lost(cluster, run_id, 2, /*acked_only=*/false);
+  for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
+    lost += cluster.MissingUpTo(run_id, 1, rank, acked_at_cut[rank]);
+  }
+  EXPECT_GT(acked_at_cut[0] + acked_at_cut[1], 0);
+  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
+  EXPECT_GT(stored.distinct, 20);
+  const int64_t twice = stored.rows - stored.distinct;
+  PrintFaultSummary(
+      std::string("link of ") + kNodes[cut] + " cut mid-run (namespaces)",
+      "requeued " + std::to_string(requeued_s) + " s after the cut, worker " +
+          (fenced_while_cut ? "fenced by its cut-off agent" : "left running") +
+          ", run " + state + " on attempt 2, result stored " +
+          std::to_string(cluster.CountResults(run_id)) + "x",
+      lost, twice);
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(twice, 0);
+}
+
+}  // namespace
+}  // namespace hpcai500::testing
