@@ -215,8 +215,10 @@ std::string ParseCpuModel(absl::string_view cpuinfo) {
 
 int64_t ParseMemTotalBytes(absl::string_view meminfo) {
   // "MemTotal:       16303960 kB"
-  std::vector<absl::string_view> words = absl::StrSplit(
-      ColonField(meminfo, "MemTotal"), ' ', absl::SkipWhitespace());
+  // The words point into `field`, which must outlive them.
+  const std::string field = ColonField(meminfo, "MemTotal");
+  std::vector<absl::string_view> words =
+      absl::StrSplit(field, ' ', absl::SkipWhitespace());
   int64_t kib = 0;
   if (words.size() != 2 || words[1] != "kB" ||
       !absl::SimpleAtoi(words[0], &kib) || kib <= 0 || kib > INT64_MAX / 1024) {
