@@ -180,11 +180,13 @@ class AgentStream final
   // finishes at once with the refusal. The arguments are borrowed for the
   // stream's life.
   AgentStream(grpc::CallbackServerContext* context, Coordinator* coordinator,
-              AccessControl* access, bool check_certificates)
+              AccessControl* access, bool check_certificates, LiveStreams* live)
       : context_(context),
         coordinator_(coordinator),
         access_(access),
-        check_certificates_(check_certificates) {
+        check_certificates_(check_certificates),
+        live_(live) {
+    live_->Add();
     grpc::Status allowed = Admit();
     if (!allowed.ok()) {
       Finish(allowed);
@@ -265,7 +267,9 @@ class AgentStream final
 
   void OnDone() override {
     if (counted_) access_->CloseAgentStream();
+    LiveStreams* live = live_;
     delete this;
+    live->Remove();  // last: what the stream borrowed may go now
   }
 
  private:
@@ -367,6 +371,7 @@ class AgentStream final
   Coordinator* const coordinator_;
   AccessControl* const access_;
   const bool check_certificates_;
+  LiveStreams* const live_;  // the service's count of live streams
 
   // The read path's: set before the first read, or by it.
   Principal who_;
@@ -624,7 +629,28 @@ grpc::Status ClientServiceImpl::ListAudit(grpc::ServerContext* context,
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
 AgentServiceImpl::Connect(grpc::CallbackServerContext* context) {
   return new AgentStream(context, coordinator_, access_,
-                         check_agent_certificates_);
+                         check_agent_certificates_, &live_);
+}
+
+AgentServiceImpl::~AgentServiceImpl() { WaitForStreams(); }
+
+void AgentServiceImpl::WaitForStreams() { live_.WaitForNone(); }
+
+void LiveStreams::Add() {
+  absl::MutexLock lock(&mu_);
+  ++count_;
+}
+
+void LiveStreams::Remove() {
+  absl::MutexLock lock(&mu_);
+  --count_;
+}
+
+void LiveStreams::WaitForNone() {
+  absl::MutexLock lock(&mu_);
+  auto none = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return count_ == 0; };
+  mu_.Await(absl::Condition(&none));
 }
 
 }  // namespace hpcai500

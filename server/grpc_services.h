@@ -21,7 +21,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/hpcai500.grpc.pb.h"
 #include "server/access_control.h"
 #include "server/coordinator.h"
@@ -101,6 +103,20 @@ class ClientServiceImpl final : public v1::ClientService::Service {
 // An agent stream is authenticated once, when it opens (the interceptor
 // leaves it alone), checked as the other calls are, and counted against
 // AccessLimits::max_agent_streams.
+// The agent streams alive: their owner waits for the last one's end before
+// what they borrow goes away (gRPC may run a stream's OnDone after
+// Server::Shutdown returned).
+class LiveStreams {
+ public:
+  void Add();
+  void Remove();
+  void WaitForNone();
+
+ private:
+  absl::Mutex mu_;
+  int count_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   // `coordinator` and `access` are borrowed and must outlive the service.
@@ -113,13 +129,22 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
         access_(access),
         check_agent_certificates_(check_agent_certificates) {}
 
+  // Waits for every stream to end (WaitForStreams).
+  ~AgentServiceImpl() override;
+
   grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
+
+  // Blocks until every agent stream has ended: call after the server's
+  // Shutdown() and before destroying the coordinator or the access control
+  // the streams borrow.
+  void WaitForStreams();
 
  private:
   Coordinator* const coordinator_;
   AccessControl* const access_;
   const bool check_agent_certificates_;
+  LiveStreams live_;
 };
 
 // The authentication hook of the interceptor chain: it finds the caller from

@@ -75,6 +75,7 @@ class GrpcServicesTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::seconds(1));
     server_.reset();
+    agent_service_->WaitForStreams();  // their OnDone may still run
     coordinator_.reset();
     store_.reset();
     access_.reset();
