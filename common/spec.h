@@ -59,8 +59,9 @@ absl::Status CheckOneOf(absl::string_view what, absl::string_view value) {
 }
 
 // Whole seconds ("3600", any sign: the caller checks the range) or a
-// duration with units ("90m", "1h30m", "45s"), as time_limit takes it; InvalidArgument "<what>: must be seconds or a
-// duration like 90m or 1h30m, got '...'".
+// duration with units ("90m", "1h30m", "45s"), as time_limit takes it;
+// InvalidArgument "<what>: must be seconds or a duration like 90m or 1h30m, got
+// '...'".
 absl::StatusOr<int64_t> DurationSeconds(absl::string_view text,
                                         absl::string_view what);
 

@@ -72,7 +72,8 @@ TEST(RunSpec, RoundTripsThroughYaml) {
   ASSERT_TRUE(spec.ok());
   absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
 }
 
 struct Refusal {
@@ -163,7 +164,8 @@ TEST(RunSpec, QueuePriorityAndConstraintsRoundTrip) {
   EXPECT_EQ(spec->constraints().at("gpu_model"), "h200");
   absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
   ASSERT_TRUE(again.ok()) << again.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
   spec = Parse(std::string(kGood) + "constraints: {rack: 3}\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_FALSE(spec->has_priority());  // the queue's default
