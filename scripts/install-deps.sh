@@ -35,6 +35,9 @@ PACKAGES=(
   # API tokens checked as keyed hashes (HMAC-SHA256); the tests make
   # throw-away certificates with the openssl command.
   libssl-dev openssl
+  # The netns tests (tests/netns): network namespaces, veth pairs and a
+  # bridge made with ip.
+  iproute2
 )
 
 missing=()
