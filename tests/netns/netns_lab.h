@@ -48,7 +48,7 @@ class NetnsLab {
   NetnsLab() = default;
   // Runs `ip` with args; true on exit 0 (else the output in *error).
   bool Ip(const std::vector<std::string>& args, std::string* error = nullptr);
-  bool Build(std::string* error);
+  bool Build(std::string* skip, std::string* error);
 
   std::string ip_;
   std::string bridge_, bridge_address_;
