@@ -286,33 +286,29 @@ absl::StatusOr<v1::Node> Coordinator::DrainNode(const std::string& name,
     return absl::InvalidArgumentError(
         "reason: required (--reason), at most 1024 bytes");
   }
-  absl::MutexLock lock(&mu_);
-  auto it = nodes_.nodes().find(name);
-  if (it == nodes_.nodes().end()) {
-    return absl::NotFoundError(absl::StrCat("no node ", name));
-  }
-  NodeState& node = it->second;
-  node.draining = true;
-  node.drain_reason = reason;
-  scheduler_.SetDraining(name, true);
-  SaveNodeLocked(node);
-  LogInfo(absl::StrCat("node ", name, ": draining (", reason, ")"));
-  ScheduleLocked();
-  return NodeViewLocked(node);
+  return SetDraining(name, true, reason);
 }
 
 absl::StatusOr<v1::Node> Coordinator::ResumeNode(const std::string& name) {
+  return SetDraining(name, false, "");
+}
+
+absl::StatusOr<v1::Node> Coordinator::SetDraining(const std::string& name,
+                                                  bool draining,
+                                                  const std::string& reason) {
   absl::MutexLock lock(&mu_);
   auto it = nodes_.nodes().find(name);
   if (it == nodes_.nodes().end()) {
     return absl::NotFoundError(absl::StrCat("no node ", name));
   }
   NodeState& node = it->second;
-  node.draining = false;
-  node.drain_reason.clear();
-  scheduler_.SetDraining(name, false);
+  node.draining = draining;
+  node.drain_reason = reason;
+  scheduler_.SetDraining(name, draining);
   SaveNodeLocked(node);
-  LogInfo(absl::StrCat("node ", name, ": resumed"));
+  LogInfo(absl::StrCat("node ", name, ": ",
+                       draining ? absl::StrCat("draining (", reason, ")")
+                                : std::string("resumed")));
   ScheduleLocked();
   return NodeViewLocked(node);
 }

@@ -175,6 +175,11 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<PreparedSpec> PrepareSpecLocked(std::string yaml)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // DrainNode and ResumeNode: marks the node (NotFound when unknown),
+  // stores it and schedules.
+  absl::StatusOr<v1::Node> SetDraining(const std::string& name, bool draining,
+                                       const std::string& reason);
+
   // Runs from the head of the queue onto free nodes.
   void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartAttemptLocked(RunRecord& record,
