@@ -18,16 +18,10 @@ namespace {
 
 constexpr double kMsPerHour = 3'600'000.0;
 
-// A run in one of these states will not run again.
-bool Ended(const v1::RunState state) {
-  return state == v1::RUN_STATE_SUCCEEDED || state == v1::RUN_STATE_FAILED ||
-         state == v1::RUN_STATE_CANCELLED;
-}
-
 // Where an unfinished interval started at `start_ms` ends: now while the run
 // is active, the run's end once it ended (never before the start).
 int64_t OpenEnd(const v1::Run& run, int64_t start_ms, int64_t now_ms) {
-  const int64_t end = Ended(run.state()) ? run.finished_ms() : now_ms;
+  const int64_t end = IsTerminal(run.state()) ? run.finished_ms() : now_ms;
   return std::max(start_ms, end);
 }
 

@@ -24,6 +24,11 @@ std::string RunStateName(v1::RunState state) {
   }
 }
 
+bool IsTerminal(v1::RunState state) {
+  return state == v1::RUN_STATE_SUCCEEDED || state == v1::RUN_STATE_FAILED ||
+         state == v1::RUN_STATE_CANCELLED;
+}
+
 absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name) {
   std::string known;
   for (int i = v1::RunState_MIN; i <= v1::RunState_MAX; ++i) {

@@ -21,6 +21,10 @@ std::string RunStateName(v1::RunState state);
 // for any other (UNSPECIFIED has none).
 absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name);
 
+// Whether a run in `state` ended (succeeded, failed or cancelled): it will
+// not run again.
+bool IsTerminal(v1::RunState state);
+
 // The error an agent reports for a rank whose worker ended while the agent
 // was down and left no run_stop: its outcome is unknown, as after a node
 // loss.

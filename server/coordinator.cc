@@ -446,7 +446,10 @@ void Coordinator::ScheduleLocked() {
 }
 
 void Coordinator::NoteWaitingReasonsLocked() {
-  for (auto& [run_id, record] : runs_) {
+  for (const int64_t run_id : scheduler_.QueuedRunIds()) {
+    auto it = runs_.find(run_id);
+    if (it == runs_.end()) continue;
+    RunRecord& record = it->second;
     if (record.run.state() != v1::RUN_STATE_QUEUED) continue;
     std::string reason = scheduler_.Reason(run_id);
     if (reason == "Held") {

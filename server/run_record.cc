@@ -9,11 +9,6 @@
 
 namespace hpcai500 {
 
-bool IsTerminal(v1::RunState state) {
-  return state == v1::RUN_STATE_SUCCEEDED || state == v1::RUN_STATE_FAILED ||
-         state == v1::RUN_STATE_CANCELLED;
-}
-
 bool IsPlaced(v1::RunState state) {
   return state == v1::RUN_STATE_STARTING || state == v1::RUN_STATE_RUNNING;
 }

@@ -15,13 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "common/run_state.h"
 #include "proto/hpcai500.pb.h"
 #include "server/run_tracker.h"
 
 namespace hpcai500 {
 
-// Whether a run in `state` ended (succeeded, failed or cancelled).
-bool IsTerminal(v1::RunState state);
 // Whether a run in `state` holds nodes (starting or running).
 bool IsPlaced(v1::RunState state);
 

@@ -117,6 +117,13 @@ bool Scheduler::IsQueued(int64_t run_id) const {
   return requests_.count(run_id) > 0;
 }
 
+std::vector<int64_t> Scheduler::QueuedRunIds() const {
+  std::vector<int64_t> ids;
+  ids.reserve(requests_.size());
+  for (const auto& entry : requests_) ids.push_back(entry.first);
+  return ids;
+}
+
 bool Scheduler::Eligible(const NodeState& node, const Request& request) const {
   return node.offer.slots >= request.ranks_per_node &&
          node.offer.gpus >= request.gpus_per_node &&

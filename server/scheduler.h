@@ -106,6 +106,8 @@ class Scheduler {
   // Holds or releases a queued run; false when it is not queued.
   bool SetHeld(int64_t run_id, bool held);
   bool IsQueued(int64_t run_id) const;
+  // The queued runs' ids, in ascending order.
+  std::vector<int64_t> QueuedRunIds() const;
 
   // Places what can start at `now_ms` (see the top of this file), taking
   // their slots, and notes why each run left waits (Reason()).
