@@ -11,6 +11,7 @@ if (($# == 0)); then
   echo "usage: runtime-packages.sh BINARY..." >&2
   exit 64
 fi
+libraries=()
 for binary in "$@"; do
   if [[ ! -x $binary ]]; then
     echo "runtime-packages.sh: $binary is not an executable" >&2
@@ -20,10 +21,14 @@ for binary in "$@"; do
   # brings) is named, not fatal.
   ldd "$binary" | grep 'not found' | sed "s|^|runtime-packages.sh: $binary: |" >&2 || true
   # "libfoo.so.1 => /usr/lib/x86_64-linux-gnu/libfoo.so.1 (0x...)"
-  ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'
-done | sort -u | while read -r library; do
-  # The real file, which dpkg may list under /lib on a merged /usr.
-  real=$(readlink -f "$library")
-  dpkg-query -S "$real" 2>/dev/null ||
-    dpkg-query -S "${real#/usr}" 2>/dev/null || true
-done | cut -d: -f1 | sort -u
+  while read -r library; do
+    # The real file, which dpkg may list under /lib on a merged /usr.
+    real=$(readlink -f "$library")
+    libraries+=("$real" "${real#/usr}")
+  done < <(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+done
+# One query for all ("pkg:arch: /path", "pkg1, pkg2: /path"); paths no
+# package owns are refused on stderr, and dpkg-query then exits 1.
+{ dpkg-query -S "${libraries[@]}" 2>/dev/null || true; } |
+  grep -v '^diversion ' | sed 's|: /.*||' | tr ',' '\n' |
+  sed 's/^ *//; s/:.*//' | sort -u

@@ -223,5 +223,41 @@ TEST(ContainerFiles, CoordinatorExposesAndProbesThePortsItListensOn) {
   }
 }
 
+// The runtime stages install what this script lists: it must name the
+// packages of the libraries a binary really loads, and only packages.
+TEST(ContainerFiles, RuntimePackagesAreTheOwnersOfTheLinkedLibraries) {
+  if (RunProgram("/usr/bin/dpkg-query", {"--version"}).exit_code != 0) {
+    GTEST_SKIP() << "no dpkg-query: not a Debian-like system";
+  }
+  const std::string script = std::string(HPCAI500_SOURCE_DIR) +
+                             "/deploy/containers/runtime-packages.sh";
+  RunResult listed =
+      RunProgram(script, {std::string(HPCAI500_BINARY_DIR) + "/bin/hpcai500d"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  std::istringstream lines(listed.output);
+  std::set<std::string> packages;
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_TRUE(std::regex_match(line, std::regex("[a-z0-9][a-z0-9+.-]+")))
+        << "not a package name: '" << line << "'";
+    packages.insert(line);
+  }
+  EXPECT_TRUE(packages.count("libc6") > 0) << listed.output;
+  // gRPC's and SQLite's runtime libraries, whatever their versioned names.
+  for (const char* prefix : {"libgrpc++", "libsqlite3-"}) {
+    EXPECT_TRUE(std::any_of(packages.begin(), packages.end(),
+                            [&](const std::string& package) {
+                              return package.rfind(prefix, 0) == 0;
+                            }))
+        << "no " << prefix << "* in:\n"
+        << listed.output;
+  }
+  for (const std::string& package : packages) {
+    EXPECT_EQ(package.find("-dev"), std::string::npos)
+        << package << " is a development package";
+  }
+  EXPECT_EQ(RunProgram(script, {}).exit_code, 64);
+  EXPECT_EQ(RunProgram(script, {"/no/such/binary"}).exit_code, 66);
+}
+
 }  // namespace
 }  // namespace hpcai500::deploy_test

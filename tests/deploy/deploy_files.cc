@@ -258,8 +258,12 @@ std::map<std::string, std::string> ProjectExecutables() {
 
 RunResult RunBinary(const std::string& binary,
                     const std::vector<std::string>& args) {
+  return RunProgram(std::string(HPCAI500_BINARY_DIR) + "/bin/" + binary, args);
+}
+
+RunResult RunProgram(const std::string& path,
+                     const std::vector<std::string>& args) {
   RunResult result;
-  const std::string path = std::string(HPCAI500_BINARY_DIR) + "/bin/" + binary;
   int pipe_fds[2];
   if (::pipe(pipe_fds) != 0) return result;
   const pid_t pid = ::fork();
@@ -268,6 +272,7 @@ RunResult RunBinary(const std::string& binary,
     ::dup2(pipe_fds[1], 2);
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
+    ::close(0);
     std::vector<char*> argv;
     argv.push_back(const_cast<char*>(path.c_str()));
     for (const std::string& arg : args) {

@@ -99,13 +99,17 @@ int PortOf(const std::string& host_port);
 std::map<std::string, std::string> ProjectExecutables();
 
 // Runs build/bin/`binary` with `args` (no shell), stdout and stderr
-// together. exit_code is -1 when it could not run or was killed.
+// together, stdin empty. exit_code is -1 when it could not run or was killed.
 struct RunResult {
   int exit_code = -1;
   std::string output;
 };
 RunResult RunBinary(const std::string& binary,
                     const std::vector<std::string>& args);
+
+// Runs the program at `path` (absolute) the same way.
+RunResult RunProgram(const std::string& path,
+                     const std::vector<std::string>& args);
 
 // Whether build/bin/`binary` exists (the worker is not built without
 // LibTorch).
