@@ -372,6 +372,11 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
     response = TextError(http::status::method_not_allowed, request.version(),
                          "method not allowed: use GET or HEAD");
     response.set(http::field::allow, "GET, HEAD");
+  } else if (absl::string_view(request.target().data(),
+                               request.target().size()) == kHealthPath) {
+    response = MakeResponse(http::status::ok, request.version(),
+                            "text/plain; charset=utf-8", "ok\n");
+    response.set(http::field::cache_control, "no-store");
   } else if (absl::Status allowed = view_->AuthorizeRead(RequestToken(request));
              !allowed.ok()) {
     response = Refusal(allowed, request);

@@ -35,6 +35,12 @@ absl::StatusOr<std::string> PercentDecode(absl::string_view text,
 // ("application/octet-stream" when unknown).
 absl::string_view ContentTypeForPath(absl::string_view path);
 
+// The path orchestrators probe (Kubernetes liveness and readiness probes, a
+// container's HEALTHCHECK): GET or HEAD of exactly this target is answered
+// 200 "ok" without a token, since it tells nothing but that hpcai500d is up
+// and its HTTP side answers (the store is opened before it starts).
+inline constexpr absl::string_view kHealthPath = "/healthz";
+
 class HttpRouter {
  public:
   // `view` is borrowed and must outlive the router. `web_dir` is the folder
@@ -46,7 +52,8 @@ class HttpRouter {
   HttpRouter& operator=(const HttpRouter&) = delete;
 
   // Answers GET and HEAD (HEAD: GET's headers, Content-Length included, and
-  // no body); any other method gets 405. Errors are JSON {"error": "..."}
+  // no body); any other method gets 405. Every target but kHealthPath needs
+  // the view's AuthorizeRead. Errors are JSON {"error": "..."}
   // under /api/ and plain text elsewhere. Keep-alive follows the request.
   HttpResponse Handle(const HttpRequest& request) const;
 

@@ -393,5 +393,21 @@ TEST_F(HttpRouterTest, WithoutAViewerTokenReadsAreRefused) {
   EXPECT_EQ(view_.last_bearer(), "hai5_view");
 }
 
+TEST_F(HttpRouterTest, HealthProbeAnswersWithoutAToken) {
+  view_.RequireToken("hai5_view");
+  HttpResponse health = router_->Handle(Get(std::string(kHealthPath)));
+  EXPECT_EQ(health.result(), http::status::ok);
+  EXPECT_EQ(health.body(), "ok\n");
+  EXPECT_EQ(router_->Handle(Request(http::verb::head, "/healthz")).result(),
+            http::status::ok);
+  // Only the exact target: nothing else slips past the token.
+  EXPECT_EQ(router_->Handle(Get("/healthz?x=1")).result(),
+            http::status::unauthorized);
+  EXPECT_EQ(router_->Handle(Get("/healthz/../api/v1/runs")).result(),
+            http::status::unauthorized);
+  EXPECT_EQ(router_->Handle(Request(http::verb::post, "/healthz")).result(),
+            http::status::method_not_allowed);
+}
+
 }  // namespace
 }  // namespace hpcai500
