@@ -127,6 +127,9 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
       const v1::LeaderboardRequest& request) override;
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override;
+  absl::StatusOr<v1::RunRanksResponse> RunRanks(int64_t run_id) override;
+  absl::StatusOr<std::string> RankLogText(int64_t run_id, int32_t attempt,
+                                          int32_t rank, RankLog log) override;
   std::string MetricsText() override;
 
   // -------------------------------------------------------------- agents

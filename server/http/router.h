@@ -62,6 +62,10 @@ class HttpRouter {
   HttpResponse ServeApi(absl::string_view path, absl::string_view query,
                         unsigned version) const;
   HttpResponse ServeStatic(absl::string_view path, unsigned version) const;
+  // /api/v1/runs/`route`: a run (ID), its ranks' epochs (ID/ranks), or a
+  // rank's event log or stderr as a text/plain attachment
+  // (ID/attempts/N/ranks/R/events, .../stderr).
+  HttpResponse ServeRun(absl::string_view route, unsigned version) const;
 
   // Constant after construction.
   CoordinatorView* const view_;
