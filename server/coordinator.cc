@@ -504,6 +504,8 @@ std::string Coordinator::MetricsText() {
   snapshot.nodes_connected = nodes_.connected();
   snapshot.nodes_known = static_cast<int64_t>(nodes_.nodes().size());
   snapshot.events_ingested = events_ingested_;
+  snapshot.ingest_lag = ingest_lag_.Read();
+  snapshot.scheduler_pass = scheduler_pass_.Read();
   return PrometheusText(snapshot);
 }
 
@@ -511,8 +513,14 @@ std::string Coordinator::MetricsText() {
 
 void Coordinator::ScheduleLocked() {
   const int64_t passes = scheduler_.passes();
-  for (const Scheduler::Placement& placement :
-       scheduler_.Schedule(clock_->NowMs())) {
+  // Measured on the real clock (a test's fake clock does not move).
+  const absl::Time start = absl::Now();
+  const std::vector<Scheduler::Placement> placements =
+      scheduler_.Schedule(clock_->NowMs());
+  if (scheduler_.passes() != passes) {
+    scheduler_pass_.Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  for (const Scheduler::Placement& placement : placements) {
     auto it = runs_.find(placement.run_id);
     if (it == runs_.end()) {
       scheduler_.Deallocate(placement.run_id);

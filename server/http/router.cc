@@ -1,6 +1,7 @@
 #include "server/http/router.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -387,6 +388,7 @@ location.reload();};</script>
 }  // namespace
 
 HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
+  const auto start = std::chrono::steady_clock::now();
   HttpResponse response;
   if (request.method() != http::verb::get &&
       request.method() != http::verb::head) {
@@ -407,6 +409,13 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
     response.body().clear();
     response.content_length(length);
   }
+  absl::string_view target(request.target().data(), request.target().size());
+  request_metrics_.Observe(
+      RouteLabel(target.substr(0, target.find('?'))),
+      absl::string_view(request.method_string().data(),
+                        request.method_string().size()),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
   return response;
 }
 
@@ -430,8 +439,9 @@ HttpResponse HttpRouter::Route(const HttpRequest& request) const {
       return TextError(http::status::bad_request, version,
                        "/metrics takes no query parameters");
     }
-    HttpResponse response = MakeResponse(http::status::ok, version,
-                                         kMetricsType, view_->MetricsText());
+    HttpResponse response =
+        MakeResponse(http::status::ok, version, kMetricsType,
+                     view_->MetricsText() + request_metrics_.Text());
     response.set(http::field::cache_control, "no-store");
     return response;
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "boost/beast/http.hpp"
 #include "server/http/coordinator_view.h"
+#include "server/http/request_metrics.h"
 
 namespace hpcai500 {
 
@@ -48,6 +49,7 @@ class HttpRouter {
   // Answers GET and HEAD (HEAD: GET's headers, Content-Length included, and
   // no body); any other method gets 405. Errors are JSON {"error": "..."}
   // under /api/ and plain text elsewhere. Keep-alive follows the request.
+  // Each answer's time counts in /metrics' request latency histogram.
   HttpResponse Handle(const HttpRequest& request) const;
 
   // The file under web_dir that a URL path names, or NotFound when it names
@@ -70,6 +72,8 @@ class HttpRouter {
   // Constant after construction.
   CoordinatorView* const view_;
   const std::filesystem::path web_dir_;  // canonical; empty when missing
+  // Thread-safe itself; every Handle() adds to it.
+  mutable RequestMetrics request_metrics_;
 };
 
 }  // namespace hpcai500

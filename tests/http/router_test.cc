@@ -349,7 +349,9 @@ TEST_F(HttpRouterTest, MetricsAreServedAsPrometheusText) {
   HttpResponse response = router_->Handle(Get("/metrics"));
   EXPECT_EQ(response.result(), http::status::ok);
   EXPECT_EQ(ContentType(response), "text/plain; version=0.0.4; charset=utf-8");
-  EXPECT_EQ(response.body(), view_.MetricsText());
+  EXPECT_EQ(response.body().substr(0, view_.MetricsText().size()),
+            view_.MetricsText())
+      << "the coordinator's metrics, then the HTTP front end's own";
 }
 
 TEST_F(HttpRouterTest, RootServesIndexHtml) {
@@ -429,6 +431,44 @@ TEST_F(HttpRouterTest, KeepAliveFollowsTheRequest) {
   close.keep_alive(false);
   EXPECT_FALSE(router_->Handle(close).keep_alive());
   EXPECT_TRUE(router_->Handle(Get("/")).keep_alive());
+}
+
+TEST_F(HttpRouterTest, MetricsHaveARequestLatencyHistogramPerRoute) {
+  view_.AddRun(SampleRun(5));
+  router_->Handle(Get("/api/v1/runs/5"));
+  router_->Handle(Get("/api/v1/runs/5"));
+  router_->Handle(Request(http::verb::head, "/api/v1/runs/5/ranks"));
+  router_->Handle(Get("/app.js"));
+  const std::string text = router_->Handle(Get("/metrics")).body();
+  EXPECT_NE(text.find("# TYPE hpcai500_http_request_duration_seconds "
+                      "histogram\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hpcai500_http_request_duration_seconds_count{route=\"/"
+                      "api/v1/runs/:id\",method=\"GET\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hpcai500_http_request_duration_seconds_bucket{route=\"/"
+                      "api/v1/runs/:id/ranks\",method=\"HEAD\",le=\"+Inf\"} "
+                      "1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("route=\"page\",method=\"GET\""), std::string::npos);
+  EXPECT_EQ(text.find("/api/v1/runs/5"), std::string::npos)
+      << "raw paths never become labels";
+}
+
+TEST(RouteLabel, NamesRoutesByPattern) {
+  EXPECT_EQ(RouteLabel("/api/v1/leaderboard"), "/api/v1/leaderboard");
+  EXPECT_EQ(RouteLabel("/api/v1/runs"), "/api/v1/runs");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/17"), "/api/v1/runs/:id");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/17/ranks"), "/api/v1/runs/:id/ranks");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/17/attempts/2/ranks/3/stderr"),
+            "/api/v1/runs/:id/attempts/:n/ranks/:r/stderr");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/x"), "/api/v1/unknown");
+  EXPECT_EQ(RouteLabel("/api/v1/whatever/1"), "/api/v1/unknown");
+  EXPECT_EQ(RouteLabel("/metrics"), "/metrics");
+  EXPECT_EQ(RouteLabel("/style.css"), "page");
 }
 
 TEST(HttpRouter, ServesTheRepositoryLeaderboardPage) {
