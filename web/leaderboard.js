@@ -222,7 +222,29 @@ function headerRow(reload) {
   return tr;
 }
 
+// The phone layout has no header row to click: a select of every column in
+// both directions stands in for it.
+function sortSelect(reload) {
+  const select = document.getElementById('sort-by');
+  for (const column of COLUMNS) {
+    for (const order of ['desc', 'asc']) {
+      const option =
+          element('option', `${column.title} ${order === 'asc' ? '↑' : '↓'}`);
+      option.value = `${column.key}:${order}`;
+      select.appendChild(option);
+    }
+  }
+  select.addEventListener('change', () => {
+    const next = readState();
+    [next.sort, next.order] = select.value.split(':');
+    next.offset = 0;
+    writeState(next);
+    reload();
+  });
+}
+
 function showSort(state) {
+  document.getElementById('sort-by').value = `${state.sort}:${state.order}`;
   for (const th of document.querySelectorAll('#leaderboard thead th')) {
     th.setAttribute(
         'aria-sort',
@@ -237,6 +259,7 @@ function showSort(state) {
 export function setUp(reload) {
   document.querySelector('#leaderboard thead')
       .replaceChildren(headerRow(reload));
+  sortSelect(reload);
   const form = document.getElementById('filters');
   const state = readState();
   for (const name of Object.keys(FILTERS)) {

@@ -541,8 +541,9 @@ absl::StatusOr<fs::path> HttpRouter::ResolveStaticPath(
   if (relative_path.is_absolute() || relative.find('\\') != std::string::npos) {
     return not_found;
   }
+  // web/node_modules holds the browser tests' packages, not the page.
   for (const fs::path& part : relative_path) {
-    if (part == "..") return not_found;
+    if (part == ".." || part == "node_modules") return not_found;
   }
   // Then resolve symlinks and check again that the file lies inside.
   std::error_code error;

@@ -39,8 +39,9 @@ absl::string_view ContentTypeForPath(absl::string_view path);
 class HttpRouter {
  public:
   // `view` is borrowed and must outlive the router. `web_dir` is the folder
-  // the page is served from; only regular files inside it are served (a
-  // missing folder serves nothing and answers 404).
+  // the page is served from; only regular files inside it, outside its
+  // node_modules, are served (a missing folder serves nothing and answers
+  // 404).
   HttpRouter(CoordinatorView* view, std::string web_dir);
 
   HttpRouter(const HttpRouter&) = delete;

@@ -393,6 +393,14 @@ TEST_F(HttpRouterTest, PathsLeavingTheWebFolderAreRefused) {
   }
 }
 
+TEST_F(HttpRouterTest, TheTestsNodeModulesAreNotServed) {
+  WriteFile(web_ / "node_modules" / "pkg" / "index.js", "x");
+  EXPECT_EQ(router_->Handle(Get("/node_modules/pkg/index.js")).result(),
+            http::status::not_found);
+  EXPECT_EQ(router_->Handle(Get("/sub/../node_modules/pkg/index.js")).result(),
+            http::status::not_found);
+}
+
 TEST_F(HttpRouterTest, MalformedEscapeIs400) {
   EXPECT_EQ(router_->Handle(Get("/app%2")).result(), http::status::bad_request);
   EXPECT_EQ(router_->Handle(Get("/app%zz.js")).result(),
