@@ -57,6 +57,9 @@ inline constexpr char kStatsSamples[] = "samples";
 inline constexpr char kStatsSeconds[] = "seconds";
 inline constexpr char kStatsTrainLoss[] = "train_loss";
 inline constexpr char kStatsEnergyJoules[] = "energy_joules";
+inline constexpr char kStatsComputeSeconds[] = "compute_seconds";
+inline constexpr char kStatsInputWaitSeconds[] = "input_wait_seconds";
+inline constexpr char kStatsCommWaitSeconds[] = "comm_wait_seconds";
 
 }  // namespace hpcai500::event_keys
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -225,6 +226,36 @@ std::vector<v1::EpochSummary> SummarizeEpochs(
     s.set_throughput(s.seconds() > 0 ? s.samples() / s.seconds() : 0);
     out.push_back(s);
   }
+  return out;
+}
+
+std::vector<v1::RankEpoch> SummarizeRankEpochs(
+    const std::vector<EventLine>& events, int32_t attempt) {
+  std::map<std::pair<int, int>, v1::RankEpoch> by_epoch_rank;
+  for (const EventLine& e : events) {
+    const int epoch = e.epoch();
+    if (epoch < 0 || e.key != event_keys::kEpochStats) continue;
+    v1::RankEpoch row;
+    row.set_attempt(attempt);
+    row.set_rank(e.rank);
+    row.set_epoch(epoch);
+    row.set_samples(
+        static_cast<int64_t>(NumberOr(e.value, event_keys::kStatsSamples, 0)));
+    row.set_seconds(NumberOr(e.value, event_keys::kStatsSeconds, 0));
+    row.set_throughput(row.seconds() > 0 ? row.samples() / row.seconds() : 0);
+    row.set_train_loss(NumberOr(e.value, event_keys::kStatsTrainLoss, 0));
+    row.set_compute_seconds(
+        NumberOr(e.value, event_keys::kStatsComputeSeconds, 0));
+    row.set_input_wait_seconds(
+        NumberOr(e.value, event_keys::kStatsInputWaitSeconds, 0));
+    row.set_comm_wait_seconds(
+        NumberOr(e.value, event_keys::kStatsCommWaitSeconds, 0));
+    row.set_energy_joules(NumberOr(e.value, event_keys::kStatsEnergyJoules, 0));
+    by_epoch_rank[{epoch, e.rank}] = std::move(row);
+  }
+  std::vector<v1::RankEpoch> out;
+  out.reserve(by_epoch_rank.size());
+  for (auto& [key, row] : by_epoch_rank) out.push_back(std::move(row));
   return out;
 }
 

@@ -68,6 +68,12 @@ std::vector<EventLine> KeptEvents(const std::vector<AttemptEvents>& attempts);
 std::vector<v1::EpochSummary> SummarizeEpochs(
     const std::vector<EventLine>& events);
 
+// Each rank's hpcai500_epoch_stats of one attempt as RankEpoch rows (attempt
+// `attempt`), ordered by epoch then rank; a repeated (rank, epoch) keeps
+// its last line. Members an older worker did not write read 0.
+std::vector<v1::RankEpoch> SummarizeRankEpochs(
+    const std::vector<EventLine>& events, int32_t attempt);
+
 struct Aggregate {
   double mean = 0;
   double min = 0;

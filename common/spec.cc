@@ -396,8 +396,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                              const Registry& registry) {
   RETURN_IF_ERROR(CheckName("name", spec.name(), 64, /*allow_spaces=*/false));
   ASSIGN_OR_RETURN(const ConfigInfo* config, FindSpecConfig(spec, registry));
-  RETURN_IF_ERROR(
-      CheckOneOf(Field("level"), spec.level(), {"hardware", "system", "free"}));
+  RETURN_IF_ERROR(CheckOneOf(Field("level"), spec.level(), kLevels));
   // LARS changes the optimizer the reference recipe fixes: free level only.
   if (config->optimizer == "lars" && spec.level() != "free") {
     return FieldError("config",

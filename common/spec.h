@@ -42,6 +42,10 @@ absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
 absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
                         absl::Span<const absl::string_view> allowed);
 
+// The levels of the methodology (ARCHITECTURE.md, "Levels"), the one list a
+// spec's level and the leaderboard's level filter are checked against.
+inline constexpr absl::string_view kLevels[] = {"hardware", "system", "free"};
+
 // The InvalidArgument of CheckOneOf: "<what>: must be one of <names>; got
 // '<value>'" (value cut at 80 characters).
 absl::Status NotOneOfError(absl::string_view what, absl::string_view value,

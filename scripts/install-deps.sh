@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages hpcai500 builds, runs and tests with. Safe to
-# run twice: it only calls apt-get for packages that are missing.
+# Installs the Debian packages hpcai500 builds, runs and tests with, and the
+# npm packages of the browser tests (web/package-lock.json). Safe to run
+# twice: it only calls apt-get for packages that are missing, and npm ci only
+# when the lock file changed since the last install.
 set -euo pipefail
 
 PACKAGES=(
@@ -46,12 +48,21 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# playwright-core drives Debian's chromium in the browser tests
+# (tests/web/pages.browser.mjs); it downloads no browser of its own.
+WEB="$(cd "$(dirname "$0")/../web" && pwd)"
+STAMP="$WEB/node_modules/.installed-package-lock.json"
+if ! cmp -s "$WEB/package-lock.json" "$STAMP"; then
+  echo "install-deps: npm ci in web/"
+  (cd "$WEB" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$WEB/package-lock.json" "$STAMP"
+fi

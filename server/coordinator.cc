@@ -1,5 +1,7 @@
 #include "server/coordinator.h"
 
+#include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -416,6 +418,82 @@ absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {
   return response;
 }
 
+absl::StatusOr<v1::RunRanksResponse> Coordinator::RunRanks(int64_t run_id) {
+  ASSIGN_OR_RETURN(const v1::Run run, GetRun(run_id));
+  // Read without mu_: the store serialises its own calls.
+  std::map<std::pair<int32_t, int32_t>, v1::RankEpoch> latest;
+  for (const v1::Attempt& attempt : run.attempts()) {
+    ASSIGN_OR_RETURN(const std::vector<StoredEvent> stored,
+                     store_->LoadEvents(run_id, attempt.number()));
+    std::vector<EventLine> events;
+    for (const StoredEvent& event : stored) {
+      if (!event.error.empty()) continue;  // refused at intake
+      absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
+      if (parsed.ok()) events.push_back(*std::move(parsed));
+    }
+    for (v1::RankEpoch& row : SummarizeRankEpochs(events, attempt.number())) {
+      latest[{row.epoch(), row.rank()}] = std::move(row);
+    }
+  }
+  v1::RunRanksResponse response;
+  response.set_run_id(run_id);
+  for (auto& [key, row] : latest) *response.add_epochs() = std::move(row);
+  if (const ConfigInfo* config =
+          registry_->FindConfig(run.spec().workload(), run.spec().config())) {
+    response.set_target(config->target);
+  }
+  if (const WorkloadInfo* workload =
+          registry_->FindWorkload(run.spec().workload())) {
+    response.set_metric(workload->metric);
+  }
+  return response;
+}
+
+absl::StatusOr<std::string> Coordinator::RankLogText(int64_t run_id,
+                                                     int32_t attempt,
+                                                     int32_t rank,
+                                                     RankLog log) {
+  ASSIGN_OR_RETURN(const v1::Run run, GetRun(run_id));
+  const bool known =
+      std::any_of(run.attempts().begin(), run.attempts().end(),
+                  [&](const v1::Attempt& a) { return a.number() == attempt; });
+  if (!known) {
+    return absl::NotFoundError(
+        absl::StrCat("run ", run_id, " has no attempt ", attempt));
+  }
+  const int32_t world = run.spec().nodes() * run.spec().ranks_per_node();
+  if (rank < 0 || rank >= world) {
+    return absl::NotFoundError(absl::StrCat("run ", run_id, " has ranks 0 to ",
+                                            world - 1, ", not ", rank));
+  }
+  std::string text;
+  if (log == RankLog::kEvents) {
+    ASSIGN_OR_RETURN(const std::vector<StoredEvent> events,
+                     store_->LoadEvents(run_id, attempt));
+    for (const StoredEvent& event : events) {
+      if (event.rank != rank) continue;
+      if (event.error.empty()) {
+        absl::StrAppend(&text, event.line, "\n");
+      } else {
+        absl::StrAppend(&text, "# seq ", event.seq, " refused: ", event.error,
+                        "\n");
+      }
+    }
+    return text;
+  }
+  ASSIGN_OR_RETURN(const std::vector<v1::WorkerExited> exits,
+                   store_->LoadExits(run_id, attempt));
+  for (const v1::WorkerExited& exit : exits) {
+    if (exit.rank() != rank) continue;
+    text = exit.stderr_tail();
+    if (!exit.error().empty()) absl::StrAppend(&text, exit.error(), "\n");
+    return text;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("rank ", rank, " of run ", run_id, " attempt ", attempt,
+                   " has not exited yet: its stderr comes with its exit"));
+}
+
 std::string Coordinator::MetricsText() {
   absl::MutexLock lock(&mu_);
   MetricsSnapshot snapshot;
@@ -426,6 +504,8 @@ std::string Coordinator::MetricsText() {
   snapshot.nodes_connected = nodes_.connected();
   snapshot.nodes_known = static_cast<int64_t>(nodes_.nodes().size());
   snapshot.events_ingested = events_ingested_;
+  snapshot.ingest_lag = ingest_lag_.Read();
+  snapshot.scheduler_pass = scheduler_pass_.Read();
   return PrometheusText(snapshot);
 }
 
@@ -433,8 +513,14 @@ std::string Coordinator::MetricsText() {
 
 void Coordinator::ScheduleLocked() {
   const int64_t passes = scheduler_.passes();
-  for (const Scheduler::Placement& placement :
-       scheduler_.Schedule(clock_->NowMs())) {
+  // Measured on the real clock (a test's fake clock does not move).
+  const absl::Time start = absl::Now();
+  const std::vector<Scheduler::Placement> placements =
+      scheduler_.Schedule(clock_->NowMs());
+  if (scheduler_.passes() != passes) {
+    scheduler_pass_.Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  for (const Scheduler::Placement& placement : placements) {
     auto it = runs_.find(placement.run_id);
     if (it == runs_.end()) {
       scheduler_.Deallocate(placement.run_id);

@@ -28,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/histogram.h"
 #include "common/registry.h"
 #include "common/scoring.h"
 #include "proto/hpcai500.pb.h"
@@ -127,6 +128,9 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
       const v1::LeaderboardRequest& request) override;
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override;
+  absl::StatusOr<v1::RunRanksResponse> RunRanks(int64_t run_id) override;
+  absl::StatusOr<std::string> RankLogText(int64_t run_id, int32_t attempt,
+                                          int32_t rank, RankLog log) override;
   std::string MetricsText() override;
 
   // -------------------------------------------------------------- agents
@@ -309,6 +313,12 @@ class Coordinator final : public CoordinatorView {
   NodeTable nodes_ ABSL_GUARDED_BY(mu_);
   int64_t events_ingested_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Thread-safe themselves (/metrics).
+  Histogram ingest_lag_{
+      {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}};
+  Histogram scheduler_pass_{{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                             0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
 };
 
 }  // namespace hpcai500

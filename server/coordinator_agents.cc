@@ -2,6 +2,7 @@
 // reconciling what a returning agent runs) and what agents report (events,
 // reserved ports, worker exits). Declared in coordinator.h; the queue,
 // scheduling and run ends are in coordinator.cc.
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -285,6 +286,11 @@ void Coordinator::IngestStoredLocked(IncomingEvent& incoming,
   acks.Note(incoming.key, incoming.row.rank, incoming.row.seq);
   if (disposition != EventDisposition::kStored) return;
   ++events_ingested_;
+  if (incoming.parsed.ok()) {
+    ingest_lag_.Observe(
+        std::max<int64_t>(0, clock_->NowMs() - incoming.parsed->time_ms) /
+        1000.0);
+  }
   if (incoming.record != nullptr && incoming.parsed.ok()) {
     if (incoming.parsed->key == event_keys::kResume &&
         incoming.parsed->rank == 0) {

@@ -11,10 +11,12 @@
 #ifndef HPCAI500_SERVER_LEADERBOARD_H_
 #define HPCAI500_SERVER_LEADERBOARD_H_
 
+#include <array>
 #include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "common/registry.h"
 #include "proto/hpcai500.pb.h"
 
@@ -23,8 +25,24 @@ namespace hpcai500 {
 // The most rows one leaderboard request may ask for.
 inline constexpr int kMaxLeaderboardLimit = 10'000;
 
+// LeaderboardRequest.ranked's values.
+inline constexpr char kRankedFilter[] = "ranked";
+inline constexpr char kUnrankedFilter[] = "unranked";
+
+// The columns a leaderboard may be sorted by (LeaderboardRequest.sort):
+// the page's column keys. "devices" is nodes x ranks per node, then the
+// device model; "quality" is quality / target; "precision" is precision
+// then compression; "date" is when the last run finished.
+inline constexpr std::array<absl::string_view, 16> kLeaderboardSortKeys = {
+    "rank",        "system",       "name",          "level",
+    "devices",     "device_model", "valid_flops",   "valid_flops_per_watt",
+    "flops",       "quality",      "train_seconds", "precision",
+    "compression", "versions",     "user",          "date"};
+
 // OK when the request's workload and config filters name what `registry`
-// knows (an empty filter matches all) and its page is sane (limit 0 to
+// knows (an empty filter matches all), its level is a level, its ranked
+// filter kRankedFilter or kUnrankedFilter, its sort one of
+// kLeaderboardSortKeys (each may be empty) and its page is sane (limit 0 to
 // kMaxLeaderboardLimit, offset not negative); InvalidArgument naming the
 // field otherwise.
 absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
@@ -37,10 +55,23 @@ absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
 std::optional<v1::LeaderboardRow> SubmissionRow(
     const std::vector<const v1::Run*>& members);
 
+// Orders `rows` (each with its rank) by the column `key` (one of
+// kLeaderboardSortKeys; empty: left as they are), ascending or not; ties
+// keep their order. By rank, unranked rows stay last in either direction.
+void SortLeaderboardRows(
+    google::protobuf::RepeatedPtrField<v1::LeaderboardRow>& rows,
+    absl::string_view key, bool ascending);
+
+// Keeps only the page of response.rows() from request.offset(),
+// request.limit() rows (0: all).
+void PageLeaderboard(const v1::LeaderboardRequest& request,
+                     v1::LeaderboardResponse& response);
+
 // The leaderboard of `runs` (any order, any state) under the request's
-// workload and config filters: every listed submission's row, ranked within
-// its (workload, config); total is their number, and the page from
-// request.offset() of request.limit() rows (0: all) is returned.
+// workload, config, level and ranked filters: every listed submission's
+// row, ranked within its (workload, config) among the rows the filters
+// keep; total is their number; ordered by request.sort() when set; and the
+// page from request.offset() of request.limit() rows (0: all) is returned.
 v1::LeaderboardResponse BuildLeaderboard(const std::vector<v1::Run>& runs,
                                          const v1::LeaderboardRequest& request);
 

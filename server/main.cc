@@ -169,6 +169,13 @@ class GuardedView final : public CoordinatorView {
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override {
     return coordinator_->ListNodes();
   }
+  absl::StatusOr<v1::RunRanksResponse> RunRanks(int64_t run_id) override {
+    return coordinator_->RunRanks(run_id);
+  }
+  absl::StatusOr<std::string> RankLogText(int64_t run_id, int32_t attempt,
+                                          int32_t rank, RankLog log) override {
+    return coordinator_->RankLogText(run_id, attempt, rank, log);
+  }
   std::string MetricsText() override { return coordinator_->MetricsText(); }
   absl::Status AuthorizeRead(absl::string_view bearer) override {
     if (open_) return absl::OkStatus();

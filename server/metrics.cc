@@ -39,6 +39,18 @@ std::string PrometheusText(const MetricsSnapshot& snapshot) {
       "# TYPE hpcai500_events_ingested_total counter\n"
       "hpcai500_events_ingested_total ",
       snapshot.events_ingested, "\n");
+  absl::StrAppend(&text,
+                  "# HELP hpcai500_ingest_lag_seconds From an event's time "
+                  "(the worker's clock) to its storing.\n"
+                  "# TYPE hpcai500_ingest_lag_seconds histogram\n");
+  AppendHistogramText("hpcai500_ingest_lag_seconds", "", snapshot.ingest_lag,
+                      &text);
+  absl::StrAppend(&text,
+                  "# HELP hpcai500_scheduler_pass_seconds Time of each "
+                  "scheduler pass.\n"
+                  "# TYPE hpcai500_scheduler_pass_seconds histogram\n");
+  AppendHistogramText("hpcai500_scheduler_pass_seconds", "",
+                      snapshot.scheduler_pass, &text);
   return text;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/histogram.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -22,12 +23,19 @@ struct MetricsSnapshot {
   int64_t nodes_connected = 0;  // agents connected now
   int64_t nodes_known = 0;      // nodes ever registered
   int64_t events_ingested = 0;  // event lines stored
+  // Seconds from an event's time_ms (the worker's clock) to its storing
+  // (the coordinator's), of every event stored.
+  Histogram::Snapshot ingest_lag;
+  // Seconds each scheduler pass took (passes the scheduler skipped, with
+  // nothing changed, are not counted).
+  Histogram::Snapshot scheduler_pass;
 };
 
 // The Prometheus text of `snapshot`: hpcai500_runs{state="..."} for every
 // run state but UNSPECIFIED, hpcai500_queue_length, hpcai500_nodes_connected,
-// hpcai500_nodes_known and hpcai500_events_ingested_total, each with its
-// HELP and TYPE lines.
+// hpcai500_nodes_known, hpcai500_events_ingested_total and the histograms
+// hpcai500_ingest_lag_seconds and hpcai500_scheduler_pass_seconds, each with
+// its HELP and TYPE lines.
 std::string PrometheusText(const MetricsSnapshot& snapshot);
 
 }  // namespace hpcai500

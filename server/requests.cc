@@ -81,7 +81,9 @@ absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request) {
                      request.before_id()));
   }
   for (const auto& [field, value] :
-       {std::pair<const char*, int64_t>{"since_ms", request.since_ms()},
+       {std::pair<const char*, int64_t>{"submission_id",
+                                        request.submission_id()},
+        std::pair<const char*, int64_t>{"since_ms", request.since_ms()},
         {"until_ms", request.until_ms()}}) {
     if (value < 0) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -25,7 +25,7 @@ namespace hpcai500 {
 namespace {
 
 using server_internal::Blob;
-using server_internal::kLeaderboardVersion;
+using server_internal::kLeaderboardLevelVersion;
 using server_internal::kRunColumns;
 using server_internal::kSpecColumnsVersion;
 using server_internal::SqlQuery;
@@ -260,7 +260,9 @@ absl::Status Store::Migrate() {
       if (version + 1 == kSpecColumnsVersion) {
         RETURN_IF_ERROR(FillRunSpecColumns());
       }
-      if (version + 1 == kLeaderboardVersion) {
+      // The table migration 7 makes is filled once it has every column
+      // the rows are written with (migration 8's level).
+      if (version + 1 == kLeaderboardLevelVersion) {
         RETURN_IF_ERROR(FillLeaderboard());
       }
       return Exec(absl::StrCat("PRAGMA user_version = ", version + 1));
@@ -681,7 +683,7 @@ absl::Status Store::RefreshLeaderboardLocked(int64_t submission_id) {
                 {absl::StrCat(kRunColumns, "WHERE submission_id = ",
                               submission_id, " ORDER BY id"),
                  {}},
-                /*with_attempts=*/false));
+                /*with_attempts=*/true));
   std::vector<const v1::Run*> members;
   for (const v1::Run& run : runs) members.push_back(&run);
   const std::optional<v1::LeaderboardRow> row = SubmissionRow(members);
@@ -691,9 +693,10 @@ absl::Status Store::RefreshLeaderboardLocked(int64_t submission_id) {
   }
   return Write(
       "INSERT OR REPLACE INTO leaderboard (submission_id, workload, config, "
-      "unranked, valid_flops, row) VALUES (?, ?, ?, ?, ?, ?)",
+      "level, unranked, valid_flops, row) VALUES (?, ?, ?, ?, ?, ?, ?)",
       "updating the leaderboard", submission_id, row->workload(), row->config(),
-      !row->ranked(), row->valid_flops(), Blob{row->SerializeAsString()});
+      row->level(), !row->ranked(), row->valid_flops(),
+      Blob{row->SerializeAsString()});
 }
 
 absl::Status Store::FillLeaderboard() {
@@ -715,6 +718,20 @@ absl::Status Store::FillLeaderboard() {
 
 absl::StatusOr<v1::LeaderboardResponse> Store::Leaderboard(
     const v1::LeaderboardRequest& request) {
+  if (!request.sort().empty()) {
+    // Another order than the table's index: every row the filters keep,
+    // ranked, then sorted and paged here (a (workload, config, level) group
+    // is at most a few thousand submissions).
+    v1::LeaderboardRequest all = request;
+    all.clear_sort();
+    all.clear_limit();
+    all.clear_offset();
+    ASSIGN_OR_RETURN(v1::LeaderboardResponse response, Leaderboard(all));
+    SortLeaderboardRows(*response.mutable_rows(), request.sort(),
+                        request.ascending());
+    PageLeaderboard(request, response);
+    return response;
+  }
   const SqlQuery count = server_internal::LeaderboardCountQuery(request);
   const SqlQuery page = server_internal::LeaderboardPageQuery(request);
   v1::LeaderboardResponse response;
@@ -726,7 +743,9 @@ absl::StatusOr<v1::LeaderboardResponse> Store::Leaderboard(
     }
     response.set_total(static_cast<int32_t>(total.Int(0)));
     Statement rows(db, page.sql.c_str());
-    Statement ahead(db, server_internal::kRankedRowsAheadSql);
+    Statement ahead(db, request.level().empty()
+                            ? server_internal::kRankedRowsAheadSql
+                            : server_internal::kRankedRowsOfLevelAheadSql);
     if (!rows.prepared() || !ahead.prepared()) {
       return Error(db, "reading the leaderboard");
     }
@@ -754,8 +773,12 @@ absl::StatusOr<v1::LeaderboardResponse> Store::Leaderboard(
       }
       if (next_rank == 0) {
         ahead.Reset();
-        if (ahead.BindAll(workload, config, rows.Double(4), rows.Int(0))
-                .Step() != SQLITE_ROW) {
+        if (request.level().empty()
+                ? ahead.BindAll(workload, config, rows.Double(4), rows.Int(0))
+                          .Step() != SQLITE_ROW
+                : ahead.BindAll(workload, config, rows.Double(4), rows.Int(0),
+                                request.level())
+                          .Step() != SQLITE_ROW) {
           return Error(db, "ranking the leaderboard");
         }
         next_rank = static_cast<int32_t>(ahead.Int(0)) + 1;

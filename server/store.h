@@ -133,8 +133,8 @@ class Store {
   // Read on a read connection.
   absl::StatusOr<v1::Run> GetRun(int64_t run_id);
   // The runs matching every set field of `filter` (exact name, workload,
-  // config, state, user and queue; created at or after since_ms and before
-  // until_ms; id < before_id), ordered by id descending, at most
+  // config, state, user, queue and submission_id; created at or after since_ms
+  // and before until_ms; id < before_id), ordered by id descending, at most
   // filter.limit() of them (<= 0: all), with their attempts and scores. The
   // filtering is SQL's: runs that do not match are never read; attempts and
   // scores come in one query each for the whole list. Read on a read
@@ -252,7 +252,7 @@ class Store {
   // The same for the submission of run `run_id`.
   absl::Status RefreshLeaderboardOfRunLocked(int64_t run_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Migration kLeaderboardVersion: a row for each listed submission.
+  // Migration kLeaderboardLevelVersion: a row for each listed submission.
   absl::Status FillLeaderboard() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Migration kSpecColumnsVersion: copies name, workload and config from
   // each stored run's spec into the run's columns.

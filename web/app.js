@@ -1,12 +1,17 @@
-// The hpcai500d web pages: a hash router over four views fed by the JSON
+// The hpcai500d web pages: a hash router over the views fed by the JSON
 // API. #/ (the default) is the leaderboard, #/runs the queue, #/runs/ID one
-// run, #/nodes the agents. Protobuf JSON prints int64 fields as strings; they
+// run, #/submissions/ID one submission's repetitions, #/scaling?system=S&
+// workload=W one system's scaling, #/history/NAME one spec's runs over time,
+// #/nodes the agents. Protobuf JSON prints int64 fields as strings; they
 // are only displayed or put in links here, never computed with.
 
+import * as history from './history.js';
 import * as leaderboard from './leaderboard.js';
 import * as nodes from './nodes.js';
 import * as run from './run.js';
 import * as runs from './runs.js';
+import * as scaling from './scaling.js';
+import * as submission from './submission.js';
 
 
 // How often a page with something still changing reloads itself.
@@ -35,6 +40,27 @@ const ROUTES = [
     nav: 'runs',
     title: 'hpcai500 run',
     load: run.load
+  },
+  {
+    pattern: /^#\/submissions\/([^/]+)$/,
+    section: 'page-submission',
+    nav: 'leaderboard',
+    title: 'hpcai500 submission',
+    load: submission.load
+  },
+  {
+    pattern: /^#\/scaling\/?(?:\?(.*))?$/,
+    section: 'page-scaling',
+    nav: 'leaderboard',
+    title: 'hpcai500 scaling',
+    load: scaling.load
+  },
+  {
+    pattern: /^#\/history\/([^/]+)$/,
+    section: 'page-history',
+    nav: 'runs',
+    title: 'hpcai500 history',
+    load: history.load
   },
   {
     pattern: /^#\/nodes\/?$/,

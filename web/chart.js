@@ -1,6 +1,8 @@
-// A small per-epoch line chart drawn as inline SVG: one <circle
-// class="point"> per value, axes with tick labels, and an optional dashed
-// horizontal reference line (a target).
+// A small line chart drawn as inline SVG: one <circle class="point"> per
+// value (class "point flagged" for a point marked `flag`), axes with tick
+// labels, one or more series (a legend when more than one), an optional
+// dashed horizontal reference line (a target) and an optional shaded band
+// (a tolerance: lo..hi at each x).
 
 import {formatTick} from './format.js';
 
@@ -62,27 +64,51 @@ function yAxis(values) {
   return {lo, hi, step, ticks};
 }
 
-// A <figure> with the chart. `points` are {x: epoch, y: value}; `reference`
-// is {value, label} or null.
-export function lineChart({id, title, yLabel, points, reference}) {
+// How many series colours style.css defines (.series-0 ...).
+const SERIES_COLOURS = 8;
+
+function legend(series) {
+  const list = document.createElement('ul');
+  list.className = 'legend';
+  series.forEach((one, i) => {
+    const item = document.createElement('li');
+    item.className = `series-${i % SERIES_COLOURS}`;
+    item.textContent = one.name;
+    list.appendChild(item);
+  });
+  return list;
+}
+
+// A <figure> with the chart. Either `points` (one series) or `series`
+// ([{name, points}]); points are {x, y, flag?, label?}. `reference` is
+// {value, label} or null; `band` is [{x, lo, hi}] or null. `xLabel` names
+// the x axis ('epoch' unless given).
+export function lineChart(
+    {id, title, yLabel, xLabel, points, series, reference, band}) {
   const figure = document.createElement('figure');
   figure.id = id;
   figure.className = 'chart';
   const caption = document.createElement('figcaption');
   caption.textContent = title;
   figure.appendChild(caption);
-  if (points.length === 0) {
+  const all = (series || [
+                {name: yLabel, points: points || []}
+              ]).filter((one) => one.points.length > 0);
+  if (all.length === 0) {
     const empty = document.createElement('p');
     empty.className = 'empty';
-    empty.textContent = 'No epochs yet.';
+    empty.textContent = xLabel ? 'No data yet.' : 'No epochs yet.';
     figure.appendChild(empty);
     return figure;
   }
+  if (all.length > 1) figure.appendChild(legend(all));
 
-  const values = points.map((p) => p.y);
+  const every = all.flatMap((one) => one.points);
+  const values = every.map((p) => p.y);
   if (reference) values.push(reference.value);
+  for (const b of band || []) values.push(b.lo, b.hi);
   const {lo: yLo, hi: yHi, step: yStep, ticks} = yAxis(values);
-  const xs = points.map((p) => p.x);
+  const xs = every.map((p) => p.x);
   const xLo = Math.min(...xs);
   const xHi = Math.max(...xs);
   const plotW = WIDTH - MARGIN.left - MARGIN.right;
@@ -110,8 +136,8 @@ export function lineChart({id, title, yLabel, points, reference}) {
         MARGIN.left - 6, y + 4, formatTick(value, yStep),
         {'text-anchor': 'end', class: 'tick'}));
   }
-  // About X_LABELS epoch labels, however long the run.
-  const xEvery = Math.ceil((xHi - xLo + 1) / X_LABELS);
+  // About X_LABELS labels, however many x values.
+  const xEvery = Math.max(1, Math.ceil((xHi - xLo + 1) / X_LABELS));
   for (const x of new Set(xs)) {
     if ((x - xLo) % xEvery !== 0 && x !== xHi) continue;
     svg.appendChild(text(
@@ -133,7 +159,7 @@ export function lineChart({id, title, yLabel, points, reference}) {
     class: 'axis',
   }));
   svg.appendChild(text(
-      MARGIN.left + plotW / 2, HEIGHT - 4, 'epoch',
+      MARGIN.left + plotW / 2, HEIGHT - 4, xLabel || 'epoch',
       {'text-anchor': 'middle', class: 'axis-label'}));
   svg.appendChild(text(11, MARGIN.top + plotH / 2, yLabel, {
     'text-anchor': 'middle',
@@ -141,6 +167,14 @@ export function lineChart({id, title, yLabel, points, reference}) {
     transform: `rotate(-90 11 ${MARGIN.top + plotH / 2})`,
   }));
 
+  if (band && band.length > 0) {
+    const upper = band.map((b) => `${sx(b.x)},${sy(b.hi)}`);
+    const lower = band.slice().reverse().map((b) => `${sx(b.x)},${sy(b.lo)}`);
+    svg.appendChild(svgElement('polygon', {
+      points: [...upper, ...lower].join(' '),
+      class: 'band',
+    }));
+  }
   if (reference) {
     const y = sy(reference.value);
     const line = svgElement('line', {
@@ -159,18 +193,27 @@ export function lineChart({id, title, yLabel, points, reference}) {
         MARGIN.left + plotW - 2, y - 4, reference.label,
         {'text-anchor': 'end', class: 'target-label'}));
   }
-  svg.appendChild(svgElement('polyline', {
-    points: points.map((p) => `${sx(p.x)},${sy(p.y)}`).join(' '),
-    class: 'series',
-  }));
-  for (const p of points) {
-    const dot = svgElement(
-        'circle', {cx: sx(p.x), cy: sy(p.y), r: 3.5, class: 'point'});
-    const tip = svgElement('title');
-    tip.textContent = `epoch ${p.x}: ${p.y}`;
-    dot.appendChild(tip);
-    svg.appendChild(dot);
-  }
+  all.forEach((one, i) => {
+    const group = svgElement('g', {class: `series-${i % SERIES_COLOURS}`});
+    group.dataset.series = one.name;
+    group.appendChild(svgElement('polyline', {
+      points: one.points.map((p) => `${sx(p.x)},${sy(p.y)}`).join(' '),
+      class: 'series',
+    }));
+    for (const p of one.points) {
+      const dot = svgElement('circle', {
+        cx: sx(p.x),
+        cy: sy(p.y),
+        r: p.flag ? 5 : 3.5,
+        class: p.flag ? 'point flagged' : 'point',
+      });
+      const tip = svgElement('title');
+      tip.textContent = p.label || `${xLabel || 'epoch'} ${p.x}: ${p.y}`;
+      dot.appendChild(tip);
+      group.appendChild(dot);
+    }
+    svg.appendChild(group);
+  });
   figure.appendChild(svg);
   return figure;
 }

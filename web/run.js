@@ -3,16 +3,33 @@
 
 import {lineChart} from './chart.js';
 import {cell, definitionList, element, formatFlops, formatQuality, formatScaled, formatSeconds, formatTime, getJson, isFinished, link, stateBadge} from './format.js';
-import {provenanceRows} from './inventory.js';
+import {formatVersions, provenanceRows} from './inventory.js';
+import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
 
 function qualityName(workload) {
   return workload === 'extreme_weather' ? 'mAP@0.5' : 'top-1 accuracy';
 }
 
-function charts(run) {
+// The straggler named in words, or null.
+function stragglerNote(rows) {
+  const straggler = findStraggler(rows);
+  if (!straggler) return null;
+  return element(
+      'p',
+      `Straggler: rank ${straggler.rank} is ${
+          Math.round(straggler.slower * 100)}% slower than the median rank (${
+          formatScaled(straggler.throughput, 'samples/s')} against ${
+          formatScaled(straggler.median, 'samples/s')}).`,
+      'straggler');
+}
+
+// `ranks` is GET /api/v1/runs/ID/ranks (or {} when it failed).
+function charts(run, ranks) {
   const epochs = run.epochs || [];
   const spec = run.spec || {};
+  const rows = ranks.epochs || [];
   const quality = qualityName(spec.workload);
+  const target = run.score ? run.score.target : ranks.target;
   const grid = element('div', undefined, 'charts');
   grid.appendChild(lineChart({
     id: 'chart-throughput',
@@ -20,6 +37,15 @@ function charts(run) {
     yLabel: 'samples/s (all ranks)',
     points: epochs.map((e) => ({x: e.epoch, y: e.throughput})),
   }));
+  const perRank = lineChart({
+    id: 'chart-rank-throughput',
+    title: 'Throughput per rank',
+    yLabel: 'samples/s (one rank)',
+    series: throughputByRank(rows),
+  });
+  const note = stragglerNote(rows);
+  if (note) perRank.appendChild(note);
+  grid.appendChild(perRank);
   grid.appendChild(lineChart({
     id: 'chart-train-loss',
     title: 'Train loss',
@@ -32,8 +58,26 @@ function charts(run) {
     yLabel: quality,
     points: epochs.filter((e) => e.accuracy >= 0)
                 .map((e) => ({x: e.epoch, y: e.accuracy})),
-    reference: run.score ? {value: run.score.target, label: 'target'} : null,
+    reference: target > 0 ? {value: target, label: 'target'} : null,
   }));
+  const split = timeSplit(rows);
+  if (split.length) {
+    grid.appendChild(lineChart({
+      id: 'chart-time-split',
+      title: 'Where the time went',
+      yLabel: 's per rank',
+      series: split,
+    }));
+  }
+  const energy = energyByEpoch(rows);
+  if (energy.length) {
+    grid.appendChild(lineChart({
+      id: 'chart-energy',
+      title: 'Energy',
+      yLabel: 'J (all nodes)',
+      points: energy,
+    }));
+  }
   return grid;
 }
 
@@ -42,18 +86,33 @@ function overview(run) {
   return definitionList([
     ['State', stateBadge(run.state)],
     ['Workload / config', `${spec.workload} / ${spec.config}`],
-    ['System', spec.system],
+    [
+      'System',
+      link(
+          `#/scaling?system=${encodeURIComponent(spec.system)}&workload=${
+              encodeURIComponent(spec.workload)}`,
+          spec.system)
+    ],
+    [
+      'Spec history',
+      link(`#/history/${encodeURIComponent(spec.name)}`, spec.name)
+    ],
+    [
+      'Submission',
+      link(
+          `#/submissions/${encodeURIComponent(run.submission_id)}`,
+          `${run.submission_id} (repetition ${run.repetition || 1})`)
+    ],
+    ['Seed', String(spec.seed)],
     ['User', run.user || '-'],
     ['Queue', `${run.queue || 'default'}, priority ${run.priority || 0}`],
     ...(run.reason ? [['Waiting', run.reason]] : []),
-    ...(run.invalidated_by ?
-            [[
-              'Invalidated',
-              `by ${run.invalidated_by} at ${
-                  formatTime(run.invalidated_ms)}: ${
-                  run.invalidation_reason} (not on the leaderboard)`,
-            ]] :
-            []),
+    ...(run.invalidated_by ? [[
+      'Invalidated',
+      `by ${run.invalidated_by} at ${formatTime(run.invalidated_ms)}: ${
+          run.invalidation_reason} (not on the leaderboard)`,
+    ]] :
+                             []),
     ['Epochs', `${(run.epochs || []).length} / ${spec.epochs}`],
     ['Created', formatTime(run.created_ms)],
     ['Started', formatTime(run.started_ms)],
@@ -112,7 +171,7 @@ function attemptsTable(attempts) {
   const head = table.createTHead().insertRow();
   for (const title
            of ['#', 'State', 'Nodes', 'Master', 'Started', 'Finished',
-               'Started from', 'Ended by']) {
+               'Started from', 'Software', 'Ended by']) {
     head.appendChild(element('th', title));
   }
   const body = table.createTBody();
@@ -128,7 +187,10 @@ function attemptsTable(attempts) {
     cell(tr, formatTime(attempt.started_ms));
     cell(tr, formatTime(attempt.finished_ms));
     cell(tr, startedFrom(attempt));
-    cell(tr, attempt.error || '', attempt.error ? 'error' : '');
+    cell(tr, softwareOf(attempt) || '-', 'versions');
+    cell(
+        tr, attempt.error || (attempt.state === 'succeeded' ? 'finished' : ''),
+        attempt.error ? 'error' : '');
   }
   return table;
 }
@@ -151,6 +213,47 @@ function provenanceTable(rows) {
   return table;
 }
 
+// The software an attempt ran: the versions of the node of rank 0 (the
+// worker revision is the hpcai500 its agent was built from).
+function softwareOf(attempt) {
+  const inventory = (attempt.inventory || {})[(attempt.nodes || [])[0]];
+  return inventory ? formatVersions(inventory.versions) : '';
+}
+
+// Each rank's event log and stderr of each attempt, as downloads.
+function logsTable(run) {
+  const spec = run.spec || {};
+  const world = (Number(spec.nodes) || 1) * (Number(spec.ranks_per_node) || 1);
+  const table = element('table', undefined, 'logs');
+  const head = table.createTHead().insertRow();
+  for (const title of ['Attempt', 'Rank', 'Event log', 'stderr']) {
+    head.appendChild(element('th', title));
+  }
+  const body = table.createTBody();
+  for (const attempt of run.attempts || []) {
+    for (let rank = 0; rank < world; rank += 1) {
+      const base = `/api/v1/runs/${encodeURIComponent(run.id)}/attempts/${
+          attempt.number}/ranks/${rank}`;
+      const tr = body.insertRow();
+      cell(tr, String(attempt.number), 'num');
+      cell(tr, String(rank), 'num');
+      const events = link(`${base}/events`, 'events');
+      events.setAttribute('download', '');
+      cell(tr, events);
+      const stderr = link(`${base}/stderr`, 'stderr');
+      stderr.setAttribute('download', '');
+      cell(tr, stderr);
+    }
+  }
+  return table;
+}
+
+function scroll(content) {
+  const box = element('div', undefined, 'scroll');
+  box.appendChild(content);
+  return box;
+}
+
 function section(title, content) {
   const node = element('section');
   node.appendChild(element('h3', title));
@@ -158,13 +261,13 @@ function section(title, content) {
   return node;
 }
 
-function render(run) {
+function render(run, ranks) {
   const parts = [];
   const heading = element('h2', `Run ${run.id}: ${(run.spec || {}).name}`);
   parts.push(heading);
   if (run.error) parts.push(element('p', run.error, 'error run-error'));
   parts.push(overview(run));
-  parts.push(section('Per epoch', charts(run)));
+  parts.push(section('Per epoch', charts(run, ranks)));
   parts.push(section(
       'Score inputs',
       run.score ?
@@ -174,11 +277,14 @@ function render(run) {
   const attempts = run.attempts || [];
   parts.push(section(
       'Attempts',
-      attempts.length ? attemptsTable(attempts) :
+      attempts.length ? scroll(attemptsTable(attempts)) :
                         element('p', 'Not placed yet.')));
   const provenance = provenanceRows(attempts);
   if (provenance.length) {
-    parts.push(section('Provenance', provenanceTable(provenance)));
+    parts.push(section('Provenance', scroll(provenanceTable(provenance))));
+  }
+  if (attempts.length) {
+    parts.push(section('Logs of each rank', scroll(logsTable(run))));
   }
   return parts;
 }
@@ -188,9 +294,14 @@ function render(run) {
 export async function load(view, id) {
   const container = document.getElementById('run');
   try {
-    const run = await getJson(`/api/v1/runs/${encodeURIComponent(id)}`);
+    const path = `/api/v1/runs/${encodeURIComponent(id)}`;
+    const [run, ranks] = await Promise.all([
+      getJson(path),
+      // The per-rank charts are extra: the page stands without them.
+      getJson(`${path}/ranks`).catch(() => ({})),
+    ]);
     if (!view.current()) return false;
-    container.replaceChildren(...render(run));
+    container.replaceChildren(...render(run, ranks));
     view.showStatus('');
     document.title = `hpcai500 run ${run.id}`;
     return !isFinished(run.state);

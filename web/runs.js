@@ -21,12 +21,24 @@ function qualityCell(tr, run) {
       tr, accuracy === undefined ? '-' : formatQuality(accuracy), 'num');
 }
 
-function renderRow(run) {
+// The columns of a runs table (#runs, and a submission's): a row's cells
+// carry them as data-label for the phone layout.
+const LABELS = [
+  'ID', 'Name', 'Config / workload', 'Level', 'State', 'User', 'Nodes × ranks',
+  'Epochs', 'Quality / target', 'Valid FLOPS'
+];
+
+// One run as a table row, linking to its page.
+export function renderRow(run) {
   const spec = run.spec || {};
   const tr = document.createElement('tr');
   tr.dataset.runId = run.id;
   cell(tr, link(`#/runs/${encodeURIComponent(run.id)}`, String(run.id)), 'num');
-  cell(tr, spec.name);
+  cell(
+      tr,
+      spec.name ?
+          link(`#/history/${encodeURIComponent(spec.name)}`, spec.name) :
+          '');
   const config = cell(tr, spec.config);
   config.appendChild(element('div', spec.workload, 'muted'));
   cell(tr, spec.level);
@@ -36,6 +48,9 @@ function renderRow(run) {
   cell(tr, `${(run.epochs || []).length} / ${spec.epochs}`, 'num');
   qualityCell(tr, run);
   cell(tr, run.score ? formatFlops(run.score.valid_flops) : '-', 'num');
+  [...tr.cells].forEach((td, i) => {
+    td.dataset.label = LABELS[i];
+  });
   return tr;
 }
 

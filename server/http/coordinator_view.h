@@ -37,6 +37,27 @@ class CoordinatorView {
   virtual absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
       const v1::LeaderboardRequest& request) = 0;
   virtual absl::StatusOr<v1::ListNodesResponse> ListNodes() = 0;
+
+  // Every rank's per-epoch numbers of a run (each epoch from the attempt
+  // that ran it last) and its config's target. NotFound when there is no
+  // such run. The default answers Unimplemented (views without events).
+  virtual absl::StatusOr<v1::RunRanksResponse> RunRanks(int64_t run_id) {
+    (void)run_id;
+    return absl::UnimplementedError("per-rank epochs are not served here");
+  }
+
+  // What one rank of one attempt left: its stored event lines, or the tail
+  // of its stderr the agent sent when it exited.
+  enum class RankLog { kEvents, kStderr };
+  // The text of `log` for (run, attempt, rank), lines ending in '\n'.
+  // NotFound naming what is missing: the run, the attempt, the rank, or
+  // (stderr) an exit not reported yet. The default answers Unimplemented.
+  virtual absl::StatusOr<std::string> RankLogText(int64_t run_id,
+                                                  int32_t attempt, int32_t rank,
+                                                  RankLog log) {
+    (void)run_id, (void)attempt, (void)rank, (void)log;
+    return absl::UnimplementedError("rank logs are not served here");
+  }
   // Prometheus text exposition format (version 0.0.4) of the coordinator's
   // gauges and counters.
   virtual std::string MetricsText() = 0;

@@ -1,6 +1,7 @@
 #include "server/http/router.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -185,6 +187,15 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
       if (!state.ok()) return state.status();
       request.set_state(*state);
     }
+    if (key == "submission") {
+      int64_t id = 0;
+      if (!absl::SimpleAtoi(value, &id) || id <= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "query parameter 'submission': must be a positive integer, got '",
+            value, "'"));
+      }
+      request.set_submission_id(id);
+    }
     if (key == "before") {
       auto id = ParseRunId(value);
       if (!id.ok()) {
@@ -198,15 +209,26 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
 }
 
 // GET /api/v1/leaderboard's query as a LeaderboardRequest: workload,
-// config and the page (limit, absent or 0 for every row; offset).
-// InvalidArgument naming a page parameter that is not a non-negative
-// integer; the coordinator checks the bounds.
+// config, level, ranked, the order (sort=COLUMN, order=asc|desc) and the
+// page (limit, absent or 0 for every row; offset). InvalidArgument naming a
+// page parameter that is not a non-negative integer or an order that is
+// neither asc nor desc; the coordinator checks the rest.
 absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
     const QueryParams& params) {
   v1::LeaderboardRequest request;
   for (const auto& [key, value] : params) {
     if (key == "workload") request.set_workload(value);
     if (key == "config") request.set_config(value);
+    if (key == "level") request.set_level(value);
+    if (key == "ranked") request.set_ranked(value);
+    if (key == "sort") request.set_sort(value);
+    if (key == "order") {
+      if (value != "asc" && value != "desc") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "query parameter 'order': must be asc or desc, got '", value, "'"));
+      }
+      request.set_ascending(value == "asc");
+    }
     if (key != "limit" && key != "offset") continue;
     int number = 0;
     if (!absl::SimpleAtoi(value, &number) || number < 0) {
@@ -366,6 +388,7 @@ location.reload();};</script>
 }  // namespace
 
 HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
+  const auto start = std::chrono::steady_clock::now();
   HttpResponse response;
   if (request.method() != http::verb::get &&
       request.method() != http::verb::head) {
@@ -391,6 +414,13 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
     response.body().clear();
     response.content_length(length);
   }
+  absl::string_view target(request.target().data(), request.target().size());
+  request_metrics_.Observe(
+      RouteLabel(target.substr(0, target.find('?'))),
+      absl::string_view(request.method_string().data(),
+                        request.method_string().size()),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
   return response;
 }
 
@@ -414,8 +444,9 @@ HttpResponse HttpRouter::Route(const HttpRequest& request) const {
       return TextError(http::status::bad_request, version,
                        "/metrics takes no query parameters");
     }
-    HttpResponse response = MakeResponse(http::status::ok, version,
-                                         kMetricsType, view_->MetricsText());
+    HttpResponse response =
+        MakeResponse(http::status::ok, version, kMetricsType,
+                     view_->MetricsText() + request_metrics_.Text());
     response.set(http::field::cache_control, "no-store");
     return response;
   }
@@ -427,16 +458,17 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
                                   unsigned version) const {
   absl::string_view route = path.substr(kApiPrefix.size());
   if (route == "leaderboard") {
-    auto params = ParseQuery(query, {"workload", "config", "limit", "offset"});
+    auto params = ParseQuery(query, {"workload", "config", "level", "ranked",
+                                     "sort", "order", "limit", "offset"});
     if (!params.ok()) return JsonErrorFor(params.status(), version);
     auto request = ParseLeaderboardQuery(*params);
     if (!request.ok()) return JsonErrorFor(request.status(), version);
     return JsonOf(view_->Leaderboard(*request), version);
   }
   if (route == "runs") {
-    auto params =
-        ParseQuery(query, {"name", "workload", "config", "state", "limit",
-                           "before", "user", "queue", "since", "until"});
+    auto params = ParseQuery(
+        query, {"name", "workload", "config", "state", "limit", "before",
+                "user", "queue", "since", "until", "submission"});
     if (!params.ok()) return JsonErrorFor(params.status(), version);
     auto request = ParseListRunsQuery(*params);
     if (!request.ok()) return JsonErrorFor(request.status(), version);
@@ -447,9 +479,7 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
     if (!params.ok()) return JsonErrorFor(params.status(), version);
     auto decoded = PercentDecode(route, /*plus_is_space=*/false);
     if (!decoded.ok()) return JsonErrorFor(decoded.status(), version);
-    auto id = ParseRunId(*decoded);
-    if (!id.ok()) return JsonErrorFor(id.status(), version);
-    return JsonOf(view_->GetRun(*id), version);
+    return ServeRun(*decoded, version);
   }
   if (route == "nodes") {
     auto params = ParseQuery(query, {});
@@ -458,6 +488,45 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
   }
   return JsonError(http::status::not_found, version,
                    absl::StrCat("no such API route: ", path));
+}
+
+HttpResponse HttpRouter::ServeRun(absl::string_view route,
+                                  unsigned version) const {
+  // ID | ID/ranks | ID/attempts/N/ranks/R/(events|stderr)
+  const std::vector<absl::string_view> parts = absl::StrSplit(route, '/');
+  auto id = ParseRunId(parts[0]);
+  if (!id.ok()) return JsonErrorFor(id.status(), version);
+  if (parts.size() == 1) return JsonOf(view_->GetRun(*id), version);
+  if (parts.size() == 2 && parts[1] == "ranks") {
+    return JsonOf(view_->RunRanks(*id), version);
+  }
+  int attempt = 0, rank = -1;
+  if (parts.size() != 6 || parts[1] != "attempts" || parts[3] != "ranks" ||
+      (parts[5] != "events" && parts[5] != "stderr")) {
+    return JsonError(http::status::not_found, version,
+                     absl::StrCat("no such API route: /api/v1/runs/", route));
+  }
+  if (!absl::SimpleAtoi(parts[2], &attempt) || attempt < 1 ||
+      !absl::SimpleAtoi(parts[4], &rank) || rank < 0) {
+    return JsonError(
+        http::status::bad_request, version,
+        absl::StrCat("attempt must be a positive integer and rank a "
+                     "non-negative one, got attempt '",
+                     parts[2], "' rank '", parts[4], "'"));
+  }
+  const bool events = parts[5] == "events";
+  absl::StatusOr<std::string> text =
+      view_->RankLogText(*id, attempt, rank,
+                         events ? CoordinatorView::RankLog::kEvents
+                                : CoordinatorView::RankLog::kStderr);
+  if (!text.ok()) return JsonErrorFor(text.status(), version);
+  HttpResponse response = MakeResponse(http::status::ok, version,
+                                       "text/plain; charset=utf-8", *text);
+  response.set(http::field::cache_control, "no-store");
+  response.set(http::field::content_disposition,
+               absl::StrCat("attachment; filename=\"run-", *id, "-attempt-",
+                            attempt, "-rank-", rank, "-", parts[5], ".txt\""));
+  return response;
 }
 
 absl::StatusOr<fs::path> HttpRouter::ResolveStaticPath(
@@ -477,8 +546,9 @@ absl::StatusOr<fs::path> HttpRouter::ResolveStaticPath(
   if (relative_path.is_absolute() || relative.find('\\') != std::string::npos) {
     return not_found;
   }
+  // web/node_modules holds the browser tests' packages, not the page.
   for (const fs::path& part : relative_path) {
-    if (part == "..") return not_found;
+    if (part == ".." || part == "node_modules") return not_found;
   }
   // Then resolve symlinks and check again that the file lies inside.
   std::error_code error;

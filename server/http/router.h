@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "boost/beast/http.hpp"
 #include "server/http/coordinator_view.h"
+#include "server/http/request_metrics.h"
 
 namespace hpcai500 {
 
@@ -44,8 +45,9 @@ inline constexpr absl::string_view kHealthPath = "/healthz";
 class HttpRouter {
  public:
   // `view` is borrowed and must outlive the router. `web_dir` is the folder
-  // the page is served from; only regular files inside it are served (a
-  // missing folder serves nothing and answers 404).
+  // the page is served from; only regular files inside it, outside its
+  // node_modules, are served (a missing folder serves nothing and answers
+  // 404).
   HttpRouter(CoordinatorView* view, std::string web_dir);
 
   HttpRouter(const HttpRouter&) = delete;
@@ -55,6 +57,7 @@ class HttpRouter {
   // no body); any other method gets 405. Every target but kHealthPath needs
   // the view's AuthorizeRead. Errors are JSON {"error": "..."}
   // under /api/ and plain text elsewhere. Keep-alive follows the request.
+  // Each answer's time counts in /metrics' request latency histogram.
   HttpResponse Handle(const HttpRequest& request) const;
 
   // The file under web_dir that a URL path names, or NotFound when it names
@@ -69,10 +72,16 @@ class HttpRouter {
   HttpResponse ServeApi(absl::string_view path, absl::string_view query,
                         unsigned version) const;
   HttpResponse ServeStatic(absl::string_view path, unsigned version) const;
+  // /api/v1/runs/`route`: a run (ID), its ranks' epochs (ID/ranks), or a
+  // rank's event log or stderr as a text/plain attachment
+  // (ID/attempts/N/ranks/R/events, .../stderr).
+  HttpResponse ServeRun(absl::string_view route, unsigned version) const;
 
   // Constant after construction.
   CoordinatorView* const view_;
   const std::filesystem::path web_dir_;  // canonical; empty when missing
+  // Thread-safe itself; every Handle() adds to it.
+  mutable RequestMetrics request_metrics_;
 };
 
 }  // namespace hpcai500

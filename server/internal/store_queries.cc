@@ -25,6 +25,14 @@ std::vector<std::string> LeaderboardFilters(
     params.push_back(request.config());
     conditions.push_back(absl::StrCat("config = ?", params.size()));
   }
+  if (!request.level().empty()) {
+    params.push_back(request.level());
+    conditions.push_back(absl::StrCat("level = ?", params.size()));
+  }
+  if (!request.ranked().empty()) {
+    conditions.push_back(
+        absl::StrCat("unranked = ", request.ranked() == "ranked" ? 0 : 1));
+  }
   return conditions;
 }
 
@@ -56,6 +64,10 @@ SqlQuery ListRunsQuery(const v1::ListRunsRequest& filter) {
   }
   if (filter.before_id() > 0) {
     conditions.push_back(absl::StrCat("id < ", filter.before_id()));
+  }
+  if (filter.submission_id() > 0) {
+    conditions.push_back(
+        absl::StrCat("submission_id = ", filter.submission_id()));
   }
   if (conditions.empty() || filter.limit() <= 0) {
     query.sql =

@@ -167,13 +167,23 @@ CREATE TABLE leaderboard (
 CREATE INDEX leaderboard_order
   ON leaderboard(workload, config, unranked, valid_flops DESC, submission_id);
 )sql",
+    // 8: the leaderboard by level: each row's level as a column (the page's
+    // level filter), and every row written again so that it carries what
+    // the page shows beside the score (devices, versions, user; filled by
+    // FillLeaderboard).
+    R"sql(
+ALTER TABLE leaderboard ADD COLUMN level TEXT NOT NULL DEFAULT '';
+CREATE INDEX leaderboard_level_order ON leaderboard(
+  workload, config, level, unranked, valid_flops DESC, submission_id);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).
 inline constexpr int kSpecColumnsVersion = 3;
-// The migration after which the leaderboard table is filled from the stored
-// runs.
-inline constexpr int kLeaderboardVersion = 7;
+// The migration after which the leaderboard table (made by migration 7) is
+// filled from the stored runs: written again, for a file already at 7, with
+// each row's level and what the page shows.
+inline constexpr int kLeaderboardLevelVersion = 8;
 
 }  // namespace hpcai500::server_internal
 

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/status_macros.h"
 #include "server/http/coordinator_view.h"
 
 namespace hpcai500 {
@@ -51,6 +52,27 @@ class FakeCoordinatorView : public CoordinatorView {
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override {
     absl::MutexLock lock(&mu_);
     return nodes_;
+  }
+
+  // Rank logs: "events of R/A/K" for a known run; NotFound for attempt 9.
+  absl::StatusOr<std::string> RankLogText(int64_t run_id, int32_t attempt,
+                                          int32_t rank, RankLog log) override {
+    RETURN_IF_ERROR(GetRun(run_id).status());
+    if (attempt == 9) return absl::NotFoundError("no attempt 9");
+    return absl::StrCat(log == RankLog::kEvents ? "events" : "stderr", " of ",
+                        run_id, "/", attempt, "/", rank, "\n");
+  }
+
+  absl::StatusOr<v1::RunRanksResponse> RunRanks(int64_t run_id) override {
+    RETURN_IF_ERROR(GetRun(run_id).status());
+    v1::RunRanksResponse response;
+    response.set_run_id(run_id);
+    response.set_target(0.7);
+    v1::RankEpoch* row = response.add_epochs();
+    row->set_rank(1);
+    row->set_epoch(2);
+    row->set_throughput(123.5);
+    return response;
   }
 
   std::string MetricsText() override {

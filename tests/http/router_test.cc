@@ -105,6 +105,88 @@ TEST_F(HttpRouterTest, LeaderboardWithoutFiltersAsksForAll) {
   EXPECT_TRUE(BodyJson(response).contains("rows"));
 }
 
+TEST_F(HttpRouterTest, LeaderboardPassesLevelRankedAndOrder) {
+  HttpResponse response = router_->Handle(
+      Get("/api/v1/leaderboard?level=hardware&ranked=ranked&sort=flops&"
+          "order=asc&limit=25&offset=50"));
+  EXPECT_EQ(response.result(), http::status::ok) << response.body();
+  const v1::LeaderboardRequest request = view_.last_leaderboard_request();
+  EXPECT_EQ(request.level(), "hardware");
+  EXPECT_EQ(request.ranked(), "ranked");
+  EXPECT_EQ(request.sort(), "flops");
+  EXPECT_TRUE(request.ascending());
+  EXPECT_EQ(request.limit(), 25);
+  EXPECT_EQ(request.offset(), 50);
+  router_->Handle(Get("/api/v1/leaderboard?sort=flops&order=desc"));
+  EXPECT_FALSE(view_.last_leaderboard_request().ascending());
+}
+
+TEST_F(HttpRouterTest, LeaderboardOrderOtherThanAscOrDescIs400) {
+  HttpResponse response =
+      router_->Handle(Get("/api/v1/leaderboard?sort=flops&order=up"));
+  EXPECT_EQ(response.result(), http::status::bad_request);
+  EXPECT_NE(BodyJson(response)["error"].get<std::string>().find("'order'"),
+            std::string::npos)
+      << response.body();
+}
+
+TEST_F(HttpRouterTest, RunRanksAreServedAsJson) {
+  view_.AddRun(SampleRun(5));
+  HttpResponse response = router_->Handle(Get("/api/v1/runs/5/ranks"));
+  ASSERT_EQ(response.result(), http::status::ok) << response.body();
+  nlohmann::json json = BodyJson(response);
+  EXPECT_EQ(json["target"], 0.7);
+  ASSERT_EQ(json["epochs"].size(), 1u);
+  EXPECT_EQ(json["epochs"][0]["rank"], 1);
+  EXPECT_EQ(json["epochs"][0]["throughput"], 123.5);
+  EXPECT_EQ(router_->Handle(Get("/api/v1/runs/6/ranks")).result(),
+            http::status::not_found);
+}
+
+TEST_F(HttpRouterTest, RankLogsAreTextAttachments) {
+  view_.AddRun(SampleRun(5));
+  HttpResponse events =
+      router_->Handle(Get("/api/v1/runs/5/attempts/2/ranks/3/events"));
+  ASSERT_EQ(events.result(), http::status::ok) << events.body();
+  EXPECT_EQ(ContentType(events), "text/plain; charset=utf-8");
+  EXPECT_EQ(events.body(), "events of 5/2/3\n");
+  EXPECT_EQ(std::string(events[http::field::content_disposition]),
+            "attachment; filename=\"run-5-attempt-2-rank-3-events.txt\"");
+  HttpResponse stderr_text =
+      router_->Handle(Get("/api/v1/runs/5/attempts/1/ranks/0/stderr"));
+  EXPECT_EQ(stderr_text.body(), "stderr of 5/1/0\n");
+}
+
+TEST_F(HttpRouterTest, BadRankLogPathsAreRefusedNamingWhy) {
+  view_.AddRun(SampleRun(5));
+  EXPECT_EQ(
+      router_->Handle(Get("/api/v1/runs/5/attempts/9/ranks/0/events")).result(),
+      http::status::not_found);
+  EXPECT_EQ(
+      router_->Handle(Get("/api/v1/runs/5/attempts/0/ranks/0/events")).result(),
+      http::status::bad_request);
+  EXPECT_EQ(
+      router_->Handle(Get("/api/v1/runs/5/attempts/1/ranks/x/events")).result(),
+      http::status::bad_request);
+  EXPECT_EQ(
+      router_->Handle(Get("/api/v1/runs/5/attempts/1/ranks/0/core")).result(),
+      http::status::not_found);
+  EXPECT_EQ(
+      router_->Handle(Get("/api/v1/runs/7/attempts/1/ranks/0/events")).result(),
+      http::status::not_found);
+}
+
+TEST_F(HttpRouterTest, RankLogsNeedTheSameTokenAsTheRun) {
+  view_.AddRun(SampleRun(5));
+  view_.RequireToken("viewer-secret");
+  EXPECT_EQ(
+      router_->Handle(Get("/api/v1/runs/5/attempts/1/ranks/0/events")).result(),
+      http::status::unauthorized);
+  HttpRequest with = Get("/api/v1/runs/5/attempts/1/ranks/0/events");
+  with.set(http::field::authorization, "Bearer viewer-secret");
+  EXPECT_EQ(router_->Handle(with).result(), http::status::ok);
+}
+
 TEST_F(HttpRouterTest, QueryValuesArePercentDecoded) {
   router_->Handle(Get("/api/v1/leaderboard?workload=image%5Fclassification"));
   EXPECT_EQ(view_.last_leaderboard_request().workload(),
@@ -204,6 +286,11 @@ TEST_F(HttpRouterTest, RunsListPassesItsFiltersOn) {
   router_->Handle(Get("/api/v1/runs?state=cancelled"));
   EXPECT_EQ(view_.last_list_request().state(), v1::RUN_STATE_CANCELLED);
   EXPECT_EQ(view_.last_list_request().before_id(), 0);
+
+  router_->Handle(Get("/api/v1/runs?submission=12"));
+  EXPECT_EQ(view_.last_list_request().submission_id(), 12);
+  EXPECT_EQ(router_->Handle(Get("/api/v1/runs?submission=0")).result(),
+            http::status::bad_request);
 }
 
 TEST_F(HttpRouterTest, BadRunsFilterIs400NamingTheParameter) {
@@ -262,7 +349,9 @@ TEST_F(HttpRouterTest, MetricsAreServedAsPrometheusText) {
   HttpResponse response = router_->Handle(Get("/metrics"));
   EXPECT_EQ(response.result(), http::status::ok);
   EXPECT_EQ(ContentType(response), "text/plain; version=0.0.4; charset=utf-8");
-  EXPECT_EQ(response.body(), view_.MetricsText());
+  EXPECT_EQ(response.body().substr(0, view_.MetricsText().size()),
+            view_.MetricsText())
+      << "the coordinator's metrics, then the HTTP front end's own";
 }
 
 TEST_F(HttpRouterTest, RootServesIndexHtml) {
@@ -304,6 +393,14 @@ TEST_F(HttpRouterTest, PathsLeavingTheWebFolderAreRefused) {
   }
 }
 
+TEST_F(HttpRouterTest, TheTestsNodeModulesAreNotServed) {
+  WriteFile(web_ / "node_modules" / "pkg" / "index.js", "x");
+  EXPECT_EQ(router_->Handle(Get("/node_modules/pkg/index.js")).result(),
+            http::status::not_found);
+  EXPECT_EQ(router_->Handle(Get("/sub/../node_modules/pkg/index.js")).result(),
+            http::status::not_found);
+}
+
 TEST_F(HttpRouterTest, MalformedEscapeIs400) {
   EXPECT_EQ(router_->Handle(Get("/app%2")).result(), http::status::bad_request);
   EXPECT_EQ(router_->Handle(Get("/app%zz.js")).result(),
@@ -342,6 +439,44 @@ TEST_F(HttpRouterTest, KeepAliveFollowsTheRequest) {
   close.keep_alive(false);
   EXPECT_FALSE(router_->Handle(close).keep_alive());
   EXPECT_TRUE(router_->Handle(Get("/")).keep_alive());
+}
+
+TEST_F(HttpRouterTest, MetricsHaveARequestLatencyHistogramPerRoute) {
+  view_.AddRun(SampleRun(5));
+  router_->Handle(Get("/api/v1/runs/5"));
+  router_->Handle(Get("/api/v1/runs/5"));
+  router_->Handle(Request(http::verb::head, "/api/v1/runs/5/ranks"));
+  router_->Handle(Get("/app.js"));
+  const std::string text = router_->Handle(Get("/metrics")).body();
+  EXPECT_NE(text.find("# TYPE hpcai500_http_request_duration_seconds "
+                      "histogram\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hpcai500_http_request_duration_seconds_count{route=\"/"
+                      "api/v1/runs/:id\",method=\"GET\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hpcai500_http_request_duration_seconds_bucket{route=\"/"
+                      "api/v1/runs/:id/ranks\",method=\"HEAD\",le=\"+Inf\"} "
+                      "1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("route=\"page\",method=\"GET\""), std::string::npos);
+  EXPECT_EQ(text.find("/api/v1/runs/5"), std::string::npos)
+      << "raw paths never become labels";
+}
+
+TEST(RouteLabel, NamesRoutesByPattern) {
+  EXPECT_EQ(RouteLabel("/api/v1/leaderboard"), "/api/v1/leaderboard");
+  EXPECT_EQ(RouteLabel("/api/v1/runs"), "/api/v1/runs");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/17"), "/api/v1/runs/:id");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/17/ranks"), "/api/v1/runs/:id/ranks");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/17/attempts/2/ranks/3/stderr"),
+            "/api/v1/runs/:id/attempts/:n/ranks/:r/stderr");
+  EXPECT_EQ(RouteLabel("/api/v1/runs/x"), "/api/v1/unknown");
+  EXPECT_EQ(RouteLabel("/api/v1/whatever/1"), "/api/v1/unknown");
+  EXPECT_EQ(RouteLabel("/metrics"), "/metrics");
+  EXPECT_EQ(RouteLabel("/style.css"), "page");
 }
 
 TEST(HttpRouter, ServesTheRepositoryLeaderboardPage) {

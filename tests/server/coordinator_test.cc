@@ -283,6 +283,63 @@ TEST_F(CoordinatorTest, TwoNodeRunGoesFromSubmitToScoredSuccess) {
   EXPECT_THAT(log, HasSubstr("succeeded"));
 }
 
+TEST_F(CoordinatorTest, RunRanksGivesEachRanksEpochsAndTheTargetEarly) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  absl::StatusOr<v1::RunRanksResponse> ranks =
+      coordinator_->RunRanks(key.run_id());
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  EXPECT_EQ(ranks->epochs_size(), 0);
+  EXPECT_GT(ranks->target(), 0) << "known before the run is scored";
+  EXPECT_EQ(ranks->metric(), "top1");
+
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  ranks = coordinator_->RunRanks(key.run_id());
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  ASSERT_EQ(ranks->epochs_size(), 4) << "2 epochs x 2 ranks";
+  EXPECT_EQ(ranks->epochs(0).epoch(), 1);
+  EXPECT_EQ(ranks->epochs(0).rank(), 0);
+  EXPECT_EQ(ranks->epochs(1).rank(), 1);
+  EXPECT_EQ(ranks->epochs(3).epoch(), 2);
+  for (const v1::RankEpoch& row : ranks->epochs()) {
+    EXPECT_EQ(row.attempt(), 1);
+    EXPECT_GT(row.samples(), 0);
+    EXPECT_NEAR(row.throughput(), row.samples() / row.seconds(), 1e-9);
+  }
+  EXPECT_TRUE(absl::IsNotFound(coordinator_->RunRanks(999).status()));
+}
+
+TEST_F(CoordinatorTest, RankLogTextGivesARanksEventsAndStderr) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  using Log = CoordinatorView::RankLog;
+  absl::StatusOr<std::string> events =
+      coordinator_->RankLogText(key.run_id(), 1, 1, Log::kEvents);
+  ASSERT_TRUE(events.ok()) << events.status();
+  const std::vector<std::string> lines =
+      testing::FixtureLines("events/fmnist_rank1.mllog");
+  EXPECT_EQ(*events, absl::StrCat(absl::StrJoin(lines, "\n"), "\n"));
+  EXPECT_EQ(*coordinator_->RankLogText(key.run_id(), 1, 0, Log::kEvents), "")
+      << "rank 0 sent nothing yet";
+
+  absl::StatusOr<std::string> early =
+      coordinator_->RankLogText(key.run_id(), 1, 1, Log::kStderr);
+  EXPECT_TRUE(absl::IsNotFound(early.status()));
+  EXPECT_THAT(early.status().message(), HasSubstr("not exited yet"));
+  Exit(session_b_, key, 1, 3, "RuntimeError: out of memory\n");
+  EXPECT_EQ(*coordinator_->RankLogText(key.run_id(), 1, 1, Log::kStderr),
+            "RuntimeError: out of memory\n");
+
+  EXPECT_THAT(coordinator_->RankLogText(key.run_id(), 2, 0, Log::kEvents)
+                  .status()
+                  .message(),
+              HasSubstr("no attempt 2"));
+  EXPECT_THAT(coordinator_->RankLogText(key.run_id(), 1, 2, Log::kEvents)
+                  .status()
+                  .message(),
+              HasSubstr("ranks 0 to 1"));
+}
+
 TEST_F(CoordinatorTest, DuplicateEventsAreStoredOnceAndAcked) {
   const v1::AttemptKey key = StartTwoNodeRun();
   SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");

@@ -1,6 +1,8 @@
 #include "server/leaderboard.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -154,6 +156,118 @@ TEST(Leaderboard, UnknownWorkloadOrConfigIsInvalidArgument) {
       absl::IsInvalidArgument(ValidateLeaderboardRequest(request, registry)));
   request.set_config(registry.configs().front().name);
   EXPECT_TRUE(ValidateLeaderboardRequest(request, registry).ok());
+}
+
+TEST(Leaderboard, LevelFilterRanksWithinTheLevel) {
+  std::vector<v1::Run> runs = {ScoredRun(1, 1, 10), ScoredRun(2, 2, 30),
+                               ScoredRun(3, 3, 20)};
+  runs[0].mutable_spec()->set_level("hardware");
+  runs[1].mutable_spec()->set_level("system");
+  runs[2].mutable_spec()->set_level("hardware");
+  v1::LeaderboardRequest request;
+  request.set_level("hardware");
+  const v1::LeaderboardResponse board = BuildLeaderboard(runs, request);
+  EXPECT_THAT(SubmissionIds(board), ElementsAre(3, 1));
+  EXPECT_EQ(board.rows(0).rank(), 1) << "first of its level";
+  EXPECT_EQ(board.total(), 2);
+}
+
+TEST(Leaderboard, RankedFilterKeepsOnlyThoseRows) {
+  const std::vector<v1::Run> runs = {
+      ScoredRun(1, 1, 10),
+      ScoredRun(2, 2, 99, "image_classification", 1, /*ranked=*/false)};
+  v1::LeaderboardRequest request;
+  request.set_ranked(kUnrankedFilter);
+  EXPECT_THAT(SubmissionIds(BuildLeaderboard(runs, request)), ElementsAre(2));
+  request.set_ranked(kRankedFilter);
+  EXPECT_THAT(SubmissionIds(BuildLeaderboard(runs, request)), ElementsAre(1));
+}
+
+TEST(Leaderboard, SortsByAColumnKeepingRanksThenPages) {
+  std::vector<v1::Run> runs = {ScoredRun(1, 1, 10), ScoredRun(2, 2, 30),
+                               ScoredRun(3, 3, 20)};
+  runs[0].mutable_spec()->set_system("c");
+  runs[1].mutable_spec()->set_system("a");
+  runs[2].mutable_spec()->set_system("b");
+  v1::LeaderboardRequest request;
+  request.set_sort("system");
+  request.set_ascending(true);
+  v1::LeaderboardResponse board = BuildLeaderboard(runs, request);
+  EXPECT_THAT(SubmissionIds(board), ElementsAre(2, 3, 1));
+  EXPECT_EQ(board.rows(0).rank(), 1) << "a row keeps its rank";
+  request.set_ascending(false);
+  request.set_limit(1);
+  request.set_offset(1);
+  board = BuildLeaderboard(runs, request);
+  EXPECT_THAT(SubmissionIds(board), ElementsAre(3));
+  EXPECT_EQ(board.total(), 3);
+}
+
+TEST(Leaderboard, SortByRankKeepsUnrankedRowsLastEitherWay) {
+  const std::vector<v1::Run> runs = {
+      ScoredRun(1, 1, 10), ScoredRun(2, 2, 30),
+      ScoredRun(3, 3, 99, "image_classification", 1, /*ranked=*/false)};
+  v1::LeaderboardRequest request;
+  request.set_sort("rank");
+  request.set_ascending(false);
+  EXPECT_THAT(SubmissionIds(BuildLeaderboard(runs, request)),
+              ElementsAre(1, 2, 3));
+}
+
+TEST(Leaderboard, RowCarriesDevicesVersionsUserAndPerWatt) {
+  v1::Run first = ScoredRun(1, 5, 10, "image_classification", 2);
+  v1::Run second = ScoredRun(2, 5, 30, "image_classification", 2);
+  for (v1::Run* run : {&first, &second}) {
+    run->set_user("ana");
+    run->mutable_spec()->set_nodes(2);
+    run->mutable_spec()->set_ranks_per_node(8);
+    run->mutable_spec()->set_precision("bf16");
+    run->mutable_score()->set_train_seconds(run->id() * 100.0);
+  }
+  first.mutable_score()->set_valid_flops_per_watt(4);
+  second.mutable_score()->set_valid_flops_per_watt(6);
+  v1::Attempt* attempt = first.add_attempts();
+  attempt->add_nodes("n0");
+  attempt->add_nodes("n1");
+  v1::Inventory& inventory = (*attempt->mutable_inventory())["n0"];
+  inventory.add_devices()->set_model("NVIDIA H200");
+  (*inventory.mutable_versions())["nccl"] = "2.21.5";
+  std::optional<v1::LeaderboardRow> row = SubmissionRow({&first, &second});
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->nodes(), 2);
+  EXPECT_EQ(row->ranks_per_node(), 8);
+  EXPECT_EQ(row->device_model(), "NVIDIA H200");
+  EXPECT_EQ(row->versions().at("nccl"), "2.21.5");
+  EXPECT_EQ(row->user(), "ana");
+  EXPECT_EQ(row->precision(), "bf16");
+  EXPECT_DOUBLE_EQ(row->valid_flops_per_watt(), 5);
+  EXPECT_DOUBLE_EQ(row->train_seconds(), 150);
+
+  second.mutable_score()->set_valid_flops_per_watt(0);
+  row = SubmissionRow({&first, &second});
+  EXPECT_DOUBLE_EQ(row->valid_flops_per_watt(), 0)
+      << "not every run measured energy";
+}
+
+TEST(Leaderboard, BadLevelRankedOrSortIsInvalidArgumentNamingIt) {
+  const Registry& registry = Registry::Builtin();
+  for (const auto& [field, set] :
+       std::vector<std::pair<std::string,
+                             std::function<void(v1::LeaderboardRequest&)>>>{
+           {"'level'", [](auto& r) { r.set_level("gold"); }},
+           {"'ranked'", [](auto& r) { r.set_ranked("yes"); }},
+           {"'sort'", [](auto& r) { r.set_sort("speed"); }}}) {
+    v1::LeaderboardRequest request;
+    set(request);
+    const absl::Status status = ValidateLeaderboardRequest(request, registry);
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << field;
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(field));
+  }
+  v1::LeaderboardRequest good;
+  good.set_level("free");
+  good.set_ranked(kRankedFilter);
+  good.set_sort("valid_flops_per_watt");
+  EXPECT_TRUE(ValidateLeaderboardRequest(good, registry).ok());
 }
 
 }  // namespace

@@ -33,5 +33,26 @@ TEST(Metrics, WritesEveryGaugeWithHelpAndType) {
                               "hpcai500_events_ingested_total 1234\n"));
 }
 
+TEST(Metrics, WritesIngestLagAndSchedulerPassHistograms) {
+  MetricsSnapshot snapshot;
+  Histogram lag({1, 10});
+  lag.Observe(0.5);
+  lag.Observe(4);
+  snapshot.ingest_lag = lag.Read();
+  snapshot.scheduler_pass = Histogram({0.001}).Read();
+  const std::string text = PrometheusText(snapshot);
+  EXPECT_THAT(text,
+              HasSubstr("# TYPE hpcai500_ingest_lag_seconds histogram\n"
+                        "hpcai500_ingest_lag_seconds_bucket{le=\"1\"} 1\n"
+                        "hpcai500_ingest_lag_seconds_bucket{le=\"10\"} 2\n"
+                        "hpcai500_ingest_lag_seconds_bucket{le=\"+Inf\"} "
+                        "2\n"
+                        "hpcai500_ingest_lag_seconds_sum 4.5\n"
+                        "hpcai500_ingest_lag_seconds_count 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("# TYPE hpcai500_scheduler_pass_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("hpcai500_scheduler_pass_seconds_count 0\n"));
+}
+
 }  // namespace
 }  // namespace hpcai500

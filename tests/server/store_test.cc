@@ -569,16 +569,19 @@ struct PlannedRun {
 // be more than were stored) and plays each run to its state, saving a score
 // for each succeeded one the way the coordinator does (score, then state).
 // Returns the run ids.
+// Each run gets one attempt on a node whose inventory names a device model
+// and versions by the submission's level.
 std::vector<int64_t> AddSubmission(Store& store, const std::string& workload,
                                    const std::string& config, bool ranked,
                                    int repetitions,
-                                   const std::vector<PlannedRun>& runs) {
+                                   const std::vector<PlannedRun>& runs,
+                                   const std::string& level = "system") {
   std::vector<v1::RunSpec> specs;
   for (size_t i = 0; i < runs.size(); ++i) {
     v1::RunSpec spec;
     spec.set_name(absl::StrCat(config, "-sub"));
     spec.set_system("sys-" + config);
-    spec.set_level("system");
+    spec.set_level(level);
     spec.set_workload(workload);
     spec.set_config(config);
     spec.set_ranked(ranked);
@@ -592,6 +595,13 @@ std::vector<int64_t> AddSubmission(Store& store, const std::string& workload,
   std::vector<int64_t> ids(submitted->run_ids().begin(),
                            submitted->run_ids().end());
   for (size_t i = 0; i < runs.size(); ++i) {
+    v1::Attempt attempt;
+    attempt.set_number(1);
+    attempt.add_nodes("node-" + level);
+    v1::Inventory& inventory = (*attempt.mutable_inventory())["node-" + level];
+    inventory.add_devices()->set_model("GPU-" + level);
+    (*inventory.mutable_versions())["nccl"] = "2." + level;
+    EXPECT_TRUE(store.SaveAttempt(ids[i], attempt).ok());
     v1::Run run = *store.GetRun(ids[i]);
     if (runs[i].state == v1::RUN_STATE_SUCCEEDED) {
       v1::Score score;
@@ -645,6 +655,21 @@ void ExpectLeaderboardMatchesBuild(Store& store) {
       request.set_limit(limit);
       request.set_offset(offset);
       requests.push_back(request);
+      // The same page of one level, of ranked rows only, and sorted.
+      v1::LeaderboardRequest of_level = request;
+      of_level.set_level("hardware");
+      requests.push_back(of_level);
+      of_level.set_ranked("ranked");
+      requests.push_back(of_level);
+      v1::LeaderboardRequest unranked = request;
+      unranked.set_ranked("unranked");
+      requests.push_back(unranked);
+      for (const char* key : {"flops", "system", "rank", "date"}) {
+        v1::LeaderboardRequest sorted = request;
+        sorted.set_sort(key);
+        sorted.set_ascending(limit % 2 == 1);
+        requests.push_back(sorted);
+      }
     }
   }
   for (const v1::LeaderboardRequest& request : requests) {
@@ -692,8 +717,9 @@ TEST_F(StoreTest, LeaderboardTableGivesWhatBuildLeaderboardGives) {
                                  : ok(static_cast<double>(random() % 8)));
     }
     const auto& [workload, config] = groups[random() % groups.size()];
+    const char* level = random() % 3 == 0 ? "hardware" : "system";
     const std::vector<int64_t> ids = AddSubmission(
-        *store, workload, config, random() % 4 != 0, repetitions, runs);
+        *store, workload, config, random() % 4 != 0, repetitions, runs, level);
     if (random() % 8 == 0) {
       ASSERT_TRUE(store->InvalidateRun(ids.back(), "admin", "bad", 5).ok());
     }
@@ -729,6 +755,33 @@ TEST_F(StoreTest, VersionSixFileGetsItsLeaderboardFilled) {
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
   EXPECT_EQ(store->Leaderboard({})->total(), 2);
+  ExpectLeaderboardMatchesBuild(*store);
+}
+
+// A version-7 file (its rows without level, devices or versions) gets its
+// rows written again, so the level filter finds them.
+TEST_F(StoreTest, VersionSevenFileGetsItsLeaderboardRowsRewritten) {
+  {
+    auto store = *Store::Open(path_);
+    auto ok = [](double v) { return PlannedRun{v1::RUN_STATE_SUCCEEDED, v}; };
+    AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(3)},
+                  "hardware");
+    AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(5)});
+  }
+  RewriteFile(
+      "DROP INDEX leaderboard_level_order; "
+      "ALTER TABLE leaderboard DROP COLUMN level; "
+      "UPDATE leaderboard SET row = x''; PRAGMA user_version = 7;");
+  if (HasFatalFailure()) return;
+  auto store = *Store::Open(path_);
+  EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
+  v1::LeaderboardRequest hardware;
+  hardware.set_level("hardware");
+  const v1::LeaderboardResponse board = *store->Leaderboard(hardware);
+  ASSERT_EQ(board.rows_size(), 1);
+  EXPECT_EQ(board.rows(0).rank(), 1) << "ranked within its level";
+  EXPECT_EQ(board.rows(0).device_model(), "GPU-hardware");
+  EXPECT_EQ(board.rows(0).versions().at("nccl"), "2.hardware");
   ExpectLeaderboardMatchesBuild(*store);
 }
 

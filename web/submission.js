@@ -1,0 +1,68 @@
+// One submission: its repetitions (each a run, linking to its page) and
+// their spread of Valid FLOPS, fed by GET /api/v1/runs?submission=ID. A
+// leaderboard row links here.
+
+import {definitionList, element, formatFlops, getJson, isFinished, link} from './format.js';
+import {renderRow} from './runs.js';
+
+function summary(runs) {
+  const scored = runs.filter((r) => r.score).map((r) => r.score.valid_flops);
+  const spec = runs[0].spec || {};
+  const pairs = [
+    ['Spec', link(`#/history/${encodeURIComponent(spec.name)}`, spec.name)],
+    ['System', spec.system],
+    ['Workload / config', `${spec.workload} / ${spec.config}`],
+    ['Level', spec.level],
+    ['Repetitions', `${runs.length} of ${spec.repetitions || 1}`],
+  ];
+  if (scored.length) {
+    pairs.push([
+      'Valid FLOPS over repetitions',
+      `${formatFlops(Math.min(...scored))} – ${
+          formatFlops(Math.max(...scored))} (${scored.length} scored)`,
+    ]);
+  }
+  pairs.push([
+    'Scaling',
+    link(
+        `#/scaling?system=${encodeURIComponent(spec.system)}&workload=${
+            encodeURIComponent(spec.workload)}`,
+        `${spec.system} on ${spec.workload}`),
+  ]);
+  return definitionList(pairs);
+}
+
+function table(runs) {
+  const source = document.querySelector('#runs thead');
+  const tableNode = element('table', undefined, 'cards');
+  tableNode.id = 'submission-runs';
+  tableNode.appendChild(source.cloneNode(true));
+  const body = tableNode.createTBody();
+  body.replaceChildren(...runs.map(renderRow));
+  const scroll = element('div', undefined, 'scroll');
+  scroll.appendChild(tableNode);
+  return scroll;
+}
+
+// Loads submission `id`; refreshes while a repetition is unfinished.
+export async function load(view, id) {
+  const container = document.getElementById('submission');
+  try {
+    const json = await getJson(
+        `/api/v1/runs?submission=${encodeURIComponent(id)}&limit=1000`);
+    if (!view.current()) return false;
+    const runs =
+        (json.runs || []).slice().sort((a, b) => Number(a.id) - Number(b.id));
+    if (runs.length === 0) throw new Error(`no submission ${id}`);
+    container.replaceChildren(
+        element('h2', `Submission ${id}: ${(runs[0].spec || {}).name}`),
+        summary(runs), table(runs));
+    view.showStatus('');
+    return runs.some((run) => !isFinished(run.state));
+  } catch (error) {
+    if (!view.current()) return false;
+    container.replaceChildren(link('#/', 'Leaderboard'));
+    view.showStatus(`Cannot load submission ${id}: ${error.message}`, true);
+    return false;
+  }
+}
