@@ -127,6 +127,10 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
           : ""));
   LogInfo(DataLocationsLine(options_));
   LogInfo(InventoryLine(options_));
+  if (!options_.worker_version_missing.empty()) {
+    LogWarning(absl::StrCat("inventory: no worker versions: ",
+                            options_.worker_version_missing));
+  }
   absl::Duration backoff = kFirstBackoff;
   while (!stop->load()) {
     std::string why;

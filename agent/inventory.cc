@@ -37,6 +37,8 @@ constexpr int kMpiVersionBufferBytes = 8192;
 constexpr int kNvmlSuccess = 0;
 constexpr unsigned kNvmlNameBufferBytes = 96;    // ..._NAME_V2_BUFFER_SIZE
 constexpr unsigned kNvmlDriverBufferBytes = 80;  // ..._DRIVER_VERSION_...
+constexpr unsigned kNvmlNvLinkMaxLinks = 18;     // NVML_NVLINK_MAX_LINKS
+constexpr int kNvmlFeatureEnabled = 1;           // NVML_FEATURE_ENABLED
 struct NvmlDeviceOpaque;
 using NvmlDevice = NvmlDeviceOpaque*;
 struct NvmlMemory {
@@ -51,6 +53,7 @@ using NvmlHandleFn = int(unsigned, NvmlDevice*);
 using NvmlNameFn = int(NvmlDevice, char*, unsigned);
 using NvmlMemoryFn = int(NvmlDevice, NvmlMemory*);
 using NvmlDriverFn = int(char*, unsigned);
+using NvmlNvLinkStateFn = int(NvmlDevice, unsigned, int*);
 // NCCL's and MPI's version calls; MPI_Get_library_version may be called
 // before MPI_Init.
 using NcclVersionFn = int(int*);
@@ -96,7 +99,8 @@ std::string FromBuffer(const char* buffer, size_t size) {
   return std::string(buffer, strnlen(buffer, size));
 }
 
-// The functions ReadNvmlGpus calls, all found or none.
+// The functions ReadNvmlGpus calls, all found or none; nvlink_state is
+// optional (null: no NVLink is read).
 struct NvmlApi {
   NvmlInitFn* init = nullptr;
   NvmlShutdownFn* shutdown = nullptr;
@@ -105,6 +109,7 @@ struct NvmlApi {
   NvmlNameFn* name = nullptr;
   NvmlMemoryFn* memory = nullptr;
   NvmlDriverFn* driver = nullptr;
+  NvmlNvLinkStateFn* nvlink_state = nullptr;
 };
 
 // *fn = `symbol` of `library`; false, with the symbol in *missing, when the
@@ -133,6 +138,23 @@ bool FindNvmlApi(const SharedLibrary& library, NvmlApi* api,
                       missing);
 }
 
+// The links of `handle` NVML calls active. A link NVML cannot tell of (a GPU
+// without NVLink answers NOT_SUPPORTED, a link past the GPU's last
+// INVALID_ARGUMENT) counts as inactive, as does everything without
+// nvmlDeviceGetNvLinkState.
+int ActiveNvLinks(const NvmlApi& api, NvmlDevice handle) {
+  if (api.nvlink_state == nullptr) return 0;
+  int active = 0;
+  for (unsigned link = 0; link < kNvmlNvLinkMaxLinks; ++link) {
+    int state = 0;
+    if (api.nvlink_state(handle, link, &state) == kNvmlSuccess &&
+        state == kNvmlFeatureEnabled) {
+      ++active;
+    }
+  }
+  return active;
+}
+
 // Device `index` as NVML describes it; the model or memory stay unset when
 // NVML cannot tell.
 v1::Device ReadNvmlDevice(const NvmlApi& api, unsigned index) {
@@ -150,6 +172,7 @@ v1::Device ReadNvmlDevice(const NvmlApi& api, unsigned index) {
     device.set_memory_bytes(static_cast<int64_t>(
         std::min<unsigned long long>(memory.total, INT64_MAX)));
   }
+  device.set_nvlink_links(ActiveNvLinks(api, handle));
   return device;
 }
 
@@ -269,6 +292,8 @@ NvmlGpus ReadNvmlGpus(const std::string& library_name) {
     gpus.why = absl::StrCat(library_name, " has no ", missing);
     return gpus;
   }
+  api.nvlink_state =
+      library.Find<NvmlNvLinkStateFn>("nvmlDeviceGetNvLinkState");
   if (const int code = api.init(); code != kNvmlSuccess) {
     gpus.why =
         absl::StrCat("nvmlInit failed with NVML error ", code, " (no driver?)");

@@ -1,6 +1,7 @@
 // The node inventory an agent sends in Register (issue 14): CPU model and
-// cores, memory, GPUs with their model and memory, the GPU driver, and the
-// versions of the kernel, the OS, NCCL and MPI. GPUs come from NVML, loaded
+// cores, memory, GPUs with their model, memory and active NVLink links, the
+// GPU driver, and the versions of the kernel, the OS, NCCL and MPI (the
+// worker's come from agent/worker_version.h). GPUs come from NVML, loaded
 // at run time with dlopen so that the agent runs on nodes without a driver;
 // NCCL and MPI are asked the same way. Nothing here is fatal: what cannot be
 // read stays empty. Every file read is bounded, and the result is cut to
@@ -41,8 +42,10 @@ struct NvmlGpus {
   std::vector<v1::Device> devices;  // kind "cuda", in NVML's index order
 };
 
-// Asks NVML in `library` for the driver version and each GPU's name and
-// total memory; shuts NVML down and unloads the library before returning.
+// Asks NVML in `library` for the driver version and each GPU's name, total
+// memory and active NVLink links (0 when the GPU has none or the library
+// lacks nvmlDeviceGetNvLinkState); shuts NVML down and unloads the library
+// before returning.
 NvmlGpus ReadNvmlGpus(const std::string& library);
 
 // The inventory of this node from `sources`, cut to the coordinator's

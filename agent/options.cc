@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -21,8 +22,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/inventory.h"
+#include "agent/process.h"
 #include "agent/worker_env.h"
+#include "agent/worker_version.h"
 #include "common/flags.h"
+#include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/token.h"
 
@@ -205,6 +209,11 @@ absl::Status ApplyLabels(absl::string_view text,
       return Bad("--labels",
                  absl::StrCat("expected k=v,k=v, got '", pair, "'"));
     }
+    if (kv[0] == kNodeLabel) {
+      return Bad("--labels", absl::StrCat("'", kNodeLabel,
+                                          "' is every node's own name, set by "
+                                          "the coordinator (use --name)"));
+    }
     labels[kv[0]] = kv[1];
   }
   return absl::OkStatus();
@@ -280,6 +289,18 @@ void ReadNodeInventory(const std::string& nvml_flag, AgentOptions& options) {
   options.inventory = ReadInventory(sources, nvml);
 }
 
+// The worker's revision and LibTorch build into the inventory, or why not.
+void ReadWorkerVersions(AgentOptions& options) {
+  PosixProcessLauncher launcher;
+  absl::StatusOr<std::map<std::string, std::string>> lines =
+      AskWorkerVersion(options.worker_path, kWorkerVersionTimeout, launcher);
+  if (!lines.ok()) {
+    options.worker_version_missing = std::string(lines.status().message());
+    return;
+  }
+  AddWorkerVersions(*lines, &options.inventory);
+}
+
 }  // namespace
 
 bool ReadsNodeData(const ConfigInfo& config) {
@@ -334,6 +355,7 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
   }
   ASSIGN_OR_RETURN(options.auth_token, ResolveToken(flags.token, token_env));
   ASSIGN_OR_RETURN(options.tls, LoadClientTlsFiles(flags.tls));
+  ReadWorkerVersions(options);
   char host[256] = {0};
   if (::gethostname(host, sizeof(host) - 1) == 0) options.hostname = host;
   return std::move(options);

@@ -43,6 +43,9 @@ struct AgentOptions {
   v1::Inventory inventory;
   // Why NVML gave no GPUs ("" when it did), for the start-up log.
   std::string nvml_missing;
+  // Why `worker_path --version` gave no versions for the inventory ("" when
+  // it did), for the start-up log (agent/worker_version.h).
+  std::string worker_version_missing;
   std::string hostname;
   int64_t kill_grace_ms = 10000;
   // --data DATASET=DIR: where this node keeps a dataset (absolute, an
@@ -111,11 +114,13 @@ inline constexpr char kAgentUsage[] =
 // every --data DIR is an existing directory (made absolute). The token is
 // --token, else --token-file's, else `token_env` ($HPCAI500_TOKEN; see
 // common/token.h). The --tls-* files are read and checked
-// (LoadClientTlsFiles). --iface must name an interface of this node; without
-// --address, the address is that interface's first IPv4 address (an
-// interface without one is refused). Every --env must be a variable name.
-// InvalidArgument names the flag and the problem; a token or TLS file that
-// cannot be read is NotFound.
+// (LoadClientTlsFiles). The worker is asked for its versions
+// (AskWorkerVersion), which go into the inventory; when it cannot tell,
+// worker_version_missing says why. --iface must name an interface of this
+// node; without --address, the address is that interface's first IPv4
+// address (an interface without one is refused). Every --env must be a variable
+// name. InvalidArgument names the flag and the problem; a token or TLS file
+// that cannot be read is NotFound.
 absl::StatusOr<AgentOptions> ParseAgentArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& token_env = std::nullopt);

@@ -20,6 +20,7 @@
 #include "cli/history.h"
 #include "common/flags.h"
 #include "common/run_state.h"
+#include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/token.h"
 
@@ -52,6 +53,7 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
           {"resume", {"NODE"}},
           {"queues", {}},
           {"history", {}},
+          {"check", {"NODE"}},
       };
   return *kCommands;
 }
@@ -63,6 +65,7 @@ struct RawCliArgs {
   CliArgs args;
   std::string coordinator;
   std::string state, limit, offset, since, until, window, baseline, tolerance;
+  std::string timeout;  // check
   std::vector<std::string> references, metrics;
 };
 
@@ -78,9 +81,10 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
   if (command == "submit") AddSwitch(*sub, "wait", &args.wait);
   if (command == "show" || command == "leaderboard" || command == "regress" ||
       command == "audit" || command == "nodes" || command == "queues" ||
-      command == "history") {
+      command == "history" || command == "check") {
     AddSwitch(*sub, "json", &args.json);
   }
+  if (command == "check") AddValueFlag(*sub, "timeout", &raw.timeout);
   if (command == "leaderboard" || command == "list") {
     AddValueFlag(*sub, "workload", &args.workload);
     AddValueFlag(*sub, "config", &args.config);
@@ -279,6 +283,19 @@ absl::Status ConvertRegressFlags(const RawCliArgs& raw,
   return ConvertMetrics(raw.metrics, options.metrics);
 }
 
+// check's --timeout (seconds or a duration: 90s, 5m) into options.timeout.
+absl::Status ConvertCheckTimeout(const std::string& text,
+                                 CheckOptions& options) {
+  if (text.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(int64_t seconds, DurationSeconds(text, "--timeout"));
+  if (seconds < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout: must be at least 1 second, got '", text, "'"));
+  }
+  options.timeout = absl::Seconds(seconds);
+  return absl::OkStatus();
+}
+
 // The positional arguments `command` takes: their count, and a RUN's form.
 absl::Status CheckPositional(const CliArgs& args) {
   const std::vector<std::string>& expected = CommandArgs().at(args.command);
@@ -363,6 +380,11 @@ std::string UsageText() {
       "                          stop placing runs on a node (what it runs\n"
       "                          finishes), and start again (admin only)\n"
       "  queues [--json]         the queues: nodes, runs, priorities\n"
+      "  check NODE [--timeout T] [--json]\n"
+      "                          health check: a noop run pinned to NODE\n"
+      "                          (rendezvous, one all-reduce), one line per\n"
+      "                          phase with its time; T: seconds or 90s, 5m\n"
+      "                          (default 2m; then the run is cancelled)\n"
       "  invalidate RUN --reason TEXT\n"
       "                          take a succeeded run's result (and its\n"
       "                          submission) off the leaderboard; the run\n"
@@ -408,6 +430,9 @@ std::string UsageText() {
       "exit codes (submit --wait, watch): 0 reached the target quality, 1\n"
       "finished below it, 2 failed or cancelled (or any error), 3 spec\n"
       "refused; 64 bad command line, 66 unreadable file.\n"
+      "exit codes (check): 0 healthy, 2 unhealthy (the node is unknown, down,\n"
+      "drained or draining, or the noop run failed or did not end in time;\n"
+      "the output says which); 64 bad command line.\n"
       "exit codes (regress): 0 no regression (or no baseline yet), 1 a metric\n"
       "regressed, 2 the run failed or was cancelled (or any error), 3 spec\n"
       "refused; 64 bad command line, 66 unreadable file.\n");
@@ -442,6 +467,7 @@ absl::StatusOr<CliArgs> ParseCliArgs(
   RETURN_IF_ERROR(ConvertListFlags(raw, parsed));
   RETURN_IF_ERROR(ConvertHistoryTimes(raw, parsed));
   RETURN_IF_ERROR(ConvertRegressFlags(raw, parsed.regress));
+  RETURN_IF_ERROR(ConvertCheckTimeout(raw.timeout, parsed.check));
   RETURN_IF_ERROR(CheckPositional(parsed));
   return std::move(parsed);
 }
@@ -513,6 +539,11 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     return commands.Drain(parsed->positional[0], parsed->reason);
   }
   if (command == "resume") return commands.Resume(parsed->positional[0]);
+  if (command == "check") {
+    CheckOptions check = parsed->check;
+    check.json = parsed->json;
+    return commands.Check(parsed->positional[0], check);
+  }
   if (command == "audit") return commands.Audit(parsed->limit, parsed->json);
   if (command == "leaderboard") {
     v1::LeaderboardRequest request;

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cli/check.h"
 #include "cli/regress.h"
 #include "common/tls_files.h"
 #include "common/token.h"
@@ -49,6 +50,7 @@ struct CliArgs {
   int64_t until_ms = 0;  // history: --until as Unix ms; 0: unset
   std::string reason;    // invalidate
   RegressOptions regress;
+  CheckOptions check;  // --timeout; json comes from `json`
 };
 
 // Parses `args` (without the program name) by the rules of common/flags.h;

@@ -183,17 +183,6 @@ void Commands::Prepare(grpc::ClientContext* context, bool streaming) const {
   }
 }
 
-template <typename Request, typename Response>
-grpc::Status Commands::Unary(
-    grpc::Status (v1::ClientService::StubInterface::*rpc)(grpc::ClientContext*,
-                                                          const Request&,
-                                                          Response*),
-    const Request& request, Response* response) const {
-  grpc::ClientContext context;
-  Prepare(&context, /*streaming=*/false);
-  return (stub_->*rpc)(&context, request, response);
-}
-
 int Commands::ReportRpcError(const char* what,
                              const grpc::Status& status) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "cli/check.h"
 #include "cli/regress.h"
 #include "grpcpp/client_context.h"
 #include "proto/hpcai500.grpc.pb.h"
@@ -69,6 +70,13 @@ class Commands {
   // Drains node `name` with `reason`, or resumes it.
   int Drain(const std::string& name, const std::string& reason);
   int Resume(const std::string& name);
+  // `hpcai500 check NODE` (cli/check.h): submits a noop run pinned to node
+  // `name`, waits for it at most options.timeout (then cancels it), and
+  // prints one line per phase with its time (or, with options.json, one JSON
+  // object). Returns kExitOk when the run succeeded, kExitFailed when the
+  // node is unknown, down, drained or draining, the run failed, was refused
+  // or did not end in time (the output says which). Defined in cli/check.cc.
+  int Check(const std::string& name, const CheckOptions& options);
   // The queues with their nodes, runs and priorities.
   int Queues(bool json = false);
   // Takes run_id's result off the leaderboard with `reason`.
@@ -139,6 +147,18 @@ class Commands {
   std::ostream& out_;
   std::ostream& err_;
 };
+
+// Here rather than in commands.cc: Check (cli/check.cc) calls it too.
+template <typename Request, typename Response>
+grpc::Status Commands::Unary(
+    grpc::Status (v1::ClientService::StubInterface::*rpc)(grpc::ClientContext*,
+                                                          const Request&,
+                                                          Response*),
+    const Request& request, Response* response) const {
+  grpc::ClientContext context;
+  Prepare(&context, /*streaming=*/false);
+  return (stub_->*rpc)(&context, request, response);
+}
 
 }  // namespace hpcai500
 

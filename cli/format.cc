@@ -62,6 +62,10 @@ std::string FormatDevices(const v1::Inventory& inventory) {
     if (device.memory_bytes() > 0) {
       absl::StrAppend(&name, " ", FormatBytes(device.memory_bytes()));
     }
+    if (device.nvlink_links() > 0) {
+      absl::StrAppend(&name, " (", device.nvlink_links(),
+                      device.nvlink_links() == 1 ? " NVLink)" : " NVLinks)");
+    }
     auto same = std::find_if(groups.begin(), groups.end(),
                              [&](const auto& g) { return g.first == name; });
     if (same == groups.end()) {

@@ -30,9 +30,10 @@ std::string FormatQualityVsTarget(double quality, double target);
 // 1.5 * 2^40 -> "1.5TiB", 512 -> "512B".
 std::string FormatBytes(int64_t bytes);
 
-// A node's devices in short, grouped by model and memory in index order:
-// "2x NVIDIA H200 141GiB"; without devices its CPU: "AMD EPYC 9654 96-Core
-// Processor (192 cores)"; "-" when the inventory says neither.
+// A node's devices in short, grouped by model, memory and active NVLink
+// links in index order: "2x NVIDIA H200 141GiB (18 NVLinks)" (no
+// parenthesis without NVLink); without devices its CPU: "AMD EPYC 9654
+// 96-Core Processor (192 cores)"; "-" when the inventory says neither.
 std::string FormatDevices(const v1::Inventory& inventory);
 
 // One line of provenance: the devices and driver, the CPU and memory, the

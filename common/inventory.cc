@@ -66,6 +66,8 @@ void FitInventory(v1::Inventory* inventory) {
     device.set_kind(FitText(device.kind()));
     device.set_model(FitText(device.model()));
     device.set_memory_bytes(std::max<int64_t>(0, device.memory_bytes()));
+    device.set_nvlink_links(
+        std::clamp(device.nvlink_links(), 0, kMaxInventoryNvLinks));
   }
   std::vector<std::pair<std::string, std::string>> versions;
   for (const auto& [name, value] : inventory->versions()) {
@@ -98,6 +100,13 @@ absl::Status CheckInventory(const v1::Inventory& inventory) {
     RETURN_IF_ERROR(CheckText(absl::StrCat(what, " model"), device.model()));
     RETURN_IF_ERROR(CheckNotNegative(absl::StrCat(what, " memory_bytes"),
                                      device.memory_bytes()));
+    RETURN_IF_ERROR(CheckNotNegative(absl::StrCat(what, " nvlink_links"),
+                                     device.nvlink_links()));
+    if (device.nvlink_links() > kMaxInventoryNvLinks) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("inventory: ", what, " has ", device.nvlink_links(),
+                       " NVLink links; at most ", kMaxInventoryNvLinks));
+    }
   }
   if (inventory.versions_size() > kMaxInventoryVersions) {
     return absl::InvalidArgumentError(

@@ -19,6 +19,11 @@
 
 namespace hpcai500 {
 
+// The label every node carries implicitly: node=<its name>, set by the
+// coordinator over whatever the agent says. A spec's constraints may name it
+// to pin a run to one node (`hpcai500 check NODE`, Slurm's --nodelist).
+inline constexpr char kNodeLabel[] = "node";
+
 // Parses and validates a run spec. Returns the spec with defaults filled in
 // (epochs from the config, repetitions 1, ranked computed), or
 // InvalidArgument whose message names the field and the reason, e.g.

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/run_state.h"
 #include "common/scoring.h"
+#include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/suite.h"
 #include "common/vocabulary.h"
@@ -733,6 +734,7 @@ void Coordinator::OfferNodeLocked(const v1::Node& info) {
   offer.slots = info.slots();
   offer.gpus = info.gpus();
   offer.labels.insert(info.labels().begin(), info.labels().end());
+  offer.labels[kNodeLabel] = info.name();  // constraints may pin to a node
   scheduler_.SetNode(info.name(), offer);
 }
 

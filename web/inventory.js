@@ -28,8 +28,10 @@ function cpuSummary(inventory) {
   return cores > 0 ? `${model} (${cores} cores)` : model;
 }
 
-// The devices grouped by model and memory, in index order: "2x NVIDIA H200
-// 141GiB"; without devices the CPU; '-' when the inventory says neither.
+// The devices grouped by model, memory and active NVLink links, in index
+// order: "2x NVIDIA H200 141GiB (18 NVLinks)" ("2x NVIDIA H200 141GiB"
+// without NVLink); without devices the CPU; '-' when the inventory says
+// neither.
 export function summarizeDevices(inventory) {
   const devices = (inventory && inventory.devices) || [];
   if (devices.length === 0) return cpuSummary(inventory || {});
@@ -39,6 +41,8 @@ export function summarizeDevices(inventory) {
     if (Number(device.memory_bytes) > 0) {
       name += ` ${formatBytes(device.memory_bytes)}`;
     }
+    const links = Number(device.nvlink_links) || 0;
+    if (links > 0) name += ` (${links} NVLink${links === 1 ? '' : 's'})`;
     groups.set(name, (groups.get(name) || 0) + 1);
   }
   return [...groups].map(([name, count]) => `${count}x ${name}`).join(', ');

@@ -51,6 +51,21 @@ test('summarizeDevices groups equal devices or shows the CPU', () => {
   assert.equal(summarizeDevices(undefined), '-');
 });
 
+test('summarizeDevices shows active NVLink links where a GPU has any', () => {
+  const node = gpuNode();
+  node.devices[0].nvlink_links = 18;
+  node.devices[1].nvlink_links = 18;
+  assert.equal(summarizeDevices(node), '2x NVIDIA H200 141GiB (18 NVLinks)');
+  node.devices[1].nvlink_links = 1;
+  assert.equal(
+      summarizeDevices(node),
+      '1x NVIDIA H200 141GiB (18 NVLinks), 1x NVIDIA H200 141GiB (1 NVLink)');
+  node.devices[1].nvlink_links = 0;
+  assert.equal(
+      summarizeDevices(node),
+      '1x NVIDIA H200 141GiB (18 NVLinks), 1x NVIDIA H200 141GiB');
+});
+
 test('formatInventory is one line like the CLI provenance', () => {
   assert.equal(
       formatInventory(gpuNode()),

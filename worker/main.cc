@@ -1,6 +1,7 @@
 // hpcai500-worker: trains one rank of a benchmark run (worker/train/run.h),
 // or, as `hpcai500-worker make-ewa ...`, writes a synthetic Extreme Weather
-// file in the dataset's layout (worker/data/make_ewa.h).
+// file in the dataset's layout (worker/data/make_ewa.h), or, as
+// `hpcai500-worker --version`, prints what it is (worker/version.h).
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "worker/events/event_log.h"
 #include "worker/flags.h"
 #include "worker/train/run.h"
+#include "worker/version.h"
 
 namespace hpcai500::worker {
 namespace {
@@ -53,6 +55,10 @@ int WorkerMain(int argc, char** argv) {
 }  // namespace hpcai500::worker
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::fputs(hpcai500::worker::VersionLines().c_str(), stdout);
+    return 0;
+  }
   if (argc > 1 && std::strcmp(argv[1], "make-ewa") == 0) {
     return hpcai500::worker::MakeEwaMain(argc - 1, argv + 1);
   }

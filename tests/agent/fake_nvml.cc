@@ -1,15 +1,20 @@
 // A stand-in for libnvidia-ml.so.1, loaded by the inventory tests in place
-// of the driver's: two "NVIDIA H200" of 141 GiB each under driver 550.54.15.
-// Built with FAKE_NVML_NO_DRIVER, nvmlInit fails as it does on a node whose
-// driver is not loaded.
+// of the driver's: two "NVIDIA H200" of 141 GiB each under driver 550.54.15;
+// GPU 0 has 18 NVLink links of which 12 are active, GPU 1 answers
+// NOT_SUPPORTED (no NVLink). Built with FAKE_NVML_NO_DRIVER, nvmlInit fails
+// as it does on a node whose driver is not loaded; with FAKE_NVML_NO_NVLINK
+// there is no nvmlDeviceGetNvLinkState (an old driver).
 #include <cstdio>
 
 namespace {
 
 constexpr int kSuccess = 0;
 constexpr int kInvalidArgument = 2;  // NVML_ERROR_INVALID_ARGUMENT
+constexpr int kNotSupported = 3;     // NVML_ERROR_NOT_SUPPORTED
 constexpr int kDriverNotLoaded = 9;  // NVML_ERROR_DRIVER_NOT_LOADED
 constexpr unsigned kDevices = 2;
+constexpr unsigned kGpu0Links = 18;
+constexpr unsigned kGpu0ActiveLinks = 12;
 
 }  // namespace
 
@@ -63,5 +68,16 @@ int nvmlSystemGetDriverVersion(char* version, unsigned length) {
   std::snprintf(version, length, "550.54.15");
   return kSuccess;
 }
+
+#ifndef FAKE_NVML_NO_NVLINK
+// isActive is an nvmlEnableState_t: 0 disabled, 1 enabled.
+int nvmlDeviceGetNvLinkState(nvmlDevice_st* device, unsigned link,
+                             int* is_active) {
+  if (device->index != 0) return kNotSupported;
+  if (link >= kGpu0Links) return kInvalidArgument;
+  *is_active = link < kGpu0ActiveLinks ? 1 : 0;
+  return kSuccess;
+}
+#endif
 
 }  // extern "C"

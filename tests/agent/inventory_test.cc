@@ -90,6 +90,24 @@ TEST(Inventory, ReadsTwoGpusThroughAFakeNvml) {
   }
 }
 
+TEST(Inventory, CountsActiveNvLinksAndNoneWhereNvmlSaysNotSupported) {
+  NvmlGpus gpus = ReadNvmlGpus(AGENT_FAKE_NVML);
+  ASSERT_TRUE(gpus.loaded) << gpus.why;
+  ASSERT_EQ(gpus.devices.size(), 2u);
+  EXPECT_EQ(gpus.devices[0].nvlink_links(), 12) << "12 of 18 links active";
+  EXPECT_EQ(gpus.devices[1].nvlink_links(), 0) << "NOT_SUPPORTED is none";
+}
+
+TEST(Inventory, ANvmlWithoutNvLinkStateStillGivesItsGpusWithNoLinks) {
+  NvmlGpus gpus = ReadNvmlGpus(AGENT_FAKE_NVML_NO_NVLINK);
+  ASSERT_TRUE(gpus.loaded) << gpus.why;
+  ASSERT_EQ(gpus.devices.size(), 2u);
+  for (const v1::Device& device : gpus.devices) {
+    EXPECT_EQ(device.model(), "NVIDIA H200");
+    EXPECT_EQ(device.nvlink_links(), 0);
+  }
+}
+
 TEST(Inventory, AMissingNvmlGivesNoDevicesAndNoError) {
   NvmlGpus gpus = ReadNvmlGpus("/nonexistent/libnvidia-ml.so.1");
   EXPECT_FALSE(gpus.loaded);

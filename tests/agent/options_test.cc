@@ -122,6 +122,8 @@ TEST(ParseAgentArgs, RefusalsNameTheFlag) {
            {{"--coordinator", "h:1", "--name", "n", "--slots", "0"}, "--slots"},
            {{"--coordinator", "h:1", "--name", "n", "--labels", "novalue"},
             "--labels"},
+           {{"--coordinator", "h:1", "--name", "n", "--labels", "node=m"},
+            "--labels"},  // every node's own name, set by the coordinator
            {{"--coordinator", "h:1", "--name", "n", "--bogus", "1"}, "--bogus"},
            {{"--coordinator", "h:1", "--name"}, "--name"},
            {{"--coordinator", "h:1", "--name", "n", "--token-file",

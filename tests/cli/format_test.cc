@@ -65,6 +65,20 @@ TEST(FormatDevices, GroupsEqualDevicesOrShowsTheCpu) {
   EXPECT_EQ(FormatDevices(v1::Inventory()), "-");
 }
 
+TEST(FormatDevices, ShowsActiveNvLinksWhereAGpuHasAny) {
+  v1::Inventory inventory = TwoH200Inventory();
+  inventory.mutable_devices(0)->set_nvlink_links(18);
+  inventory.mutable_devices(1)->set_nvlink_links(18);
+  EXPECT_EQ(FormatDevices(inventory), "2x NVIDIA H200 141GiB (18 NVLinks)");
+  inventory.mutable_devices(1)->set_nvlink_links(1);
+  EXPECT_EQ(FormatDevices(inventory),
+            "1x NVIDIA H200 141GiB (18 NVLinks), 1x NVIDIA H200 141GiB (1 "
+            "NVLink)");
+  inventory.mutable_devices(1)->set_nvlink_links(0);
+  EXPECT_EQ(FormatDevices(inventory),
+            "1x NVIDIA H200 141GiB (18 NVLinks), 1x NVIDIA H200 141GiB");
+}
+
 TEST(FormatInventory, OneLineOfDevicesDriverHostAndSortedVersions) {
   EXPECT_EQ(FormatInventory(TwoH200Inventory()),
             "2x NVIDIA H200 141GiB, driver 550.54.15; AMD EPYC 9654 "

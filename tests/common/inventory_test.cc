@@ -60,6 +60,14 @@ TEST(Inventory, RefusesBeyondTheBoundsNamingTheField) {
   EXPECT_EQ(MessageOf(negative),
             "inventory: device 0 memory_bytes must not be negative, got -1");
 
+  v1::Inventory links = TwoH200Inventory();
+  links.mutable_devices(1)->set_nvlink_links(kMaxInventoryNvLinks + 1);
+  EXPECT_EQ(MessageOf(links),
+            "inventory: device 1 has 65 NVLink links; at most 64");
+  links.mutable_devices(1)->set_nvlink_links(-2);
+  EXPECT_EQ(MessageOf(links),
+            "inventory: device 1 nvlink_links must not be negative, got -2");
+
   v1::Inventory unnamed = TwoH200Inventory();
   (*unnamed.mutable_versions())[""] = "1";
   EXPECT_EQ(MessageOf(unnamed), "inventory: a version has no name");
@@ -76,6 +84,8 @@ TEST(Inventory, FitCutsWhatAnAgentFoundToWhatTheCoordinatorAccepts) {
   inventory.set_cpu_model(std::string(255, 'c') + "\xc3\xa9" + "tail");
   inventory.set_driver_version("550\n");
   inventory.set_cpu_cores(-4);
+  inventory.mutable_devices(0)->set_nvlink_links(1000);
+  inventory.mutable_devices(1)->set_nvlink_links(-1);
   ASSERT_NE(MessageOf(inventory), "accepted");
 
   FitInventory(&inventory);
@@ -88,6 +98,8 @@ TEST(Inventory, FitCutsWhatAnAgentFoundToWhatTheCoordinatorAccepts) {
   EXPECT_EQ(inventory.cpu_model(), std::string(255, 'c'));
   EXPECT_EQ(inventory.driver_version(), "550 ");
   EXPECT_EQ(inventory.cpu_cores(), 0);
+  EXPECT_EQ(inventory.devices(0).nvlink_links(), kMaxInventoryNvLinks);
+  EXPECT_EQ(inventory.devices(1).nvlink_links(), 0);
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ class WorkerBinaryTest : public ::testing::Test {
 
   std::vector<std::string> ConfigArgs(const std::string& events_file,
                                       std::vector<std::string> more = {}) {
-    std::vector<std::string> args = {"--workload",    "image_classification",
+    std::vector<std::string> args = {"--workload",    workload_,
                                      "--config",      config_,
                                      "--events-file", events_file};
     args.insert(args.end(), more.begin(), more.end());
@@ -182,8 +182,13 @@ class WorkerBinaryTest : public ::testing::Test {
   ScratchDir scratch_ = ScratchDir::ForCurrentTest("worker_it");
   const std::string dir_ = scratch_.path();
   std::string attempt_ = "attempt";  // folder of the events files
+  std::string workload_ = "image_classification";
   std::string config_ = "fashion_mnist_smoke";
 };
+
+int64_t TimeMs(const Event& e) {
+  return std::stoll(Capture(e.line, "\"time_ms\": (\\d+)"));
+}
 
 void ExpectWellFormed(const std::vector<Event>& events, int rank) {
   for (size_t i = 0; i < events.size(); ++i) {
@@ -267,6 +272,54 @@ TEST_F(WorkerBinaryTest, TwoRanksOverGlooAgreeOnEveryAccuracy) {
   // Each rank trained its own 4 x 64 images; the epoch holds both shards.
   EXPECT_EQ(WithKey(rank0, "train_samples").at(0)->value, "512");
   EXPECT_EQ(WithKey(rank0, "global_batch_size").at(0)->value, "128");
+}
+
+TEST_F(WorkerBinaryTest, TwoNoopRanksRendezvousAndReportOneEpochOfNothing) {
+  workload_ = "noop";
+  config_ = "noop";
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(RunRanks(2, {}, std::chrono::seconds(60)),
+            std::vector<int>({0, 0}));
+  std::printf(
+      "noop on 2 ranks: %.3f s from start to both exits\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::vector<Event> events = ReadEvents(EventsFile(rank));
+    ExpectWellFormed(events, rank);
+    std::vector<std::string> keys;
+    for (const Event& e : events) keys.push_back(e.key);
+    EXPECT_EQ(keys, (std::vector<std::string>{
+                        "init_start", "submission_benchmark", "hpcai500_config",
+                        "hpcai500_unranked", "seed", "init_stop", "run_start",
+                        "block_start", "epoch_start",
+                        "hpcai500_forward_flops_per_sample", "epoch_stop",
+                        "hpcai500_epoch_stats", "block_stop", "run_stop"}))
+        << "rank " << rank;
+    const Event& stats = *WithKey(events, "hpcai500_epoch_stats").at(0);
+    EXPECT_EQ(stats.epoch, 1);
+    EXPECT_NE(stats.value.find("\"samples\": 0,"), std::string::npos)
+        << stats.value;
+    EXPECT_NE(stats.value.find("\"forward_flops\": 0"), std::string::npos)
+        << stats.value;
+    EXPECT_NE(events.back().line.find("\"status\": \"success\""),
+              std::string::npos);
+    // After the rendezvous and its all-reduce, a noop has nothing left to do.
+    EXPECT_LT(
+        TimeMs(events.back()) - TimeMs(*WithKey(events, "epoch_stop").at(0)),
+        1000);
+  }
+}
+
+TEST_F(WorkerBinaryTest, VersionPrintsKeyValueLinesForTheAgent) {
+  WorkerProcess worker({"--version"}, {}, dir_ + "/version");
+  EXPECT_EQ(worker.Wait(std::chrono::seconds(30)), 0) << worker.Stderr();
+  const std::string out = worker.Stdout();
+  EXPECT_TRUE(std::regex_search(
+      out, std::regex("^worker=[0-9]+\\.[0-9]+\\.[0-9]+ \\(git [0-9a-z]+\\)\n"
+                      "libtorch=[0-9]+\\.[0-9]+\\.[0-9]+[^\n]*\n"
+                      "cuda=(yes|no)\nnccl=(no|[0-9]+\\.[0-9]+\\.[0-9]+)\n$")))
+      << out;
 }
 
 TEST_F(WorkerBinaryTest, BadConfigExitsTwoNamingIt) {
