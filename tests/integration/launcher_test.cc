@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "tests/fault/fault_cluster.h"
 
@@ -27,16 +28,32 @@ class MpirunLauncher : public ::testing::Test {
   }
   void TearDown() override {
     if (HasFailure()) cluster_.KeepFiles();
+    // mpirun and its ranks run in sessions of their own and outlive the
+    // agents: a run the test left behind is cancelled first.
+    for (const std::string& run_id : runs_) {
+      if (cluster_.WaitForEnd(run_id, seconds(0)).find("RUNNING") !=
+          std::string::npos) {
+        cluster_.Cli({"cancel", run_id});
+        cluster_.WaitForEnd(run_id, seconds(30));
+      }
+    }
+  }
+  // Submits a 2-node, 1-epoch run with `launcher: mpirun` (and `extra`).
+  std::string Submit(const std::string& name, const std::string& extra = "") {
+    const std::string run_id = cluster_.SubmitRun(
+        name, /*seed=*/1, /*nodes=*/2, "launcher: mpirun\nepochs: 1\n" + extra);
+    if (!run_id.empty()) runs_.push_back(run_id);
+    return run_id;
   }
 
   FaultCluster cluster_;
+  std::vector<std::string> runs_;
 };
 
 TEST_F(MpirunLauncher, TwoNodeRunOnLoopbackIsScoredWithEveryEvent) {
   ASSERT_TRUE(cluster_.StartAgent("node-a", 1));
   ASSERT_TRUE(cluster_.StartAgent("node-b", 1));
-  const std::string run_id = cluster_.SubmitRun(
-      "mpirun-loopback", /*seed=*/1, /*nodes=*/2, "launcher: mpirun\n");
+  const std::string run_id = Submit("mpirun-loopback");
   ASSERT_FALSE(run_id.empty());
   const std::string state = cluster_.WaitForEnd(run_id, seconds(300));
   EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
@@ -63,8 +80,7 @@ TEST_F(MpirunLauncher, TwoNodeRunOnLoopbackIsScoredWithEveryEvent) {
 TEST_F(MpirunLauncher, CancelStopsTheWholeJob) {
   ASSERT_TRUE(cluster_.StartAgent("node-a", 1));
   ASSERT_TRUE(cluster_.StartAgent("node-b", 1));
-  const std::string run_id = cluster_.SubmitRun(
-      "mpirun-cancel", /*seed=*/1, /*nodes=*/2, "launcher: mpirun\n");
+  const std::string run_id = Submit("mpirun-cancel");
   ASSERT_FALSE(run_id.empty());
   ASSERT_TRUE(WaitFor(
       [&] { return cluster_.CountStoredKey(run_id, 1, "epoch_start") >= 2; },
@@ -87,9 +103,7 @@ TEST_F(MpirunLauncher, UnreachableHostFailsTheRunWithMpirunsError) {
   ASSERT_TRUE(cluster_.StartAgent(
       "node-b", 1,
       {"--address", "127.0.0.2", "--mpirun-rsh-agent", "/bin/false"}));
-  const std::string run_id =
-      cluster_.SubmitRun("mpirun-unreachable", /*seed=*/1, /*nodes=*/2,
-                         "launcher: mpirun\nmax_retries: 0\n");
+  const std::string run_id = Submit("mpirun-unreachable", "max_retries: 0\n");
   ASSERT_FALSE(run_id.empty());
   EXPECT_EQ(cluster_.WaitForEnd(run_id, seconds(120)), "RUN_STATE_FAILED");
   const nlohmann::json run = cluster_.ShowRun(run_id);
