@@ -175,6 +175,7 @@ v1::AgentMessage Agent::RegisterMessage() {
   reg->set_shared_checkpoints(options_.shared_checkpoints);
   reg->set_workdir(options_.workdir);
   reg->set_checkpoint_root(options_.checkpoint_root);
+  reg->set_iface(options_.iface);
   for (v1::RunningAttempt& running : supervisor_.Running()) {
     *reg->add_running() = std::move(running);
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/worker_env.h"
 #include "common/status_macros.h"
 
 namespace hpcai500::agent {
@@ -88,6 +89,9 @@ absl::Status CheckLaunchNodes(const v1::Assignment& a) {
                                       n.checkpoint_root()));
     RETURN_IF_ERROR(CheckInRange(absl::StrCat("assignment: ", field, ".cpus"),
                                  n.cpus(), 0, 1 << 20));
+    if (!n.iface().empty()) {
+      RETURN_IF_ERROR(CheckHostWord(absl::StrCat(field, ".iface"), n.iface()));
+    }
     if (n.ranks().empty()) return Invalid(field, "holds no rank");
     for (int rank : n.ranks()) {
       if (rank != next) {
@@ -141,14 +145,33 @@ absl::StatusOr<std::vector<NodeRanks>> PlanEveryNode(const v1::Assignment& a,
   return nodes;
 }
 
-// The launcher's own environment: the node's allowlisted one and the
-// rendezvous, which the launcher hands to every rank.
+bool IsInterfaceVariable(absl::string_view kv) {
+  return std::any_of(kInterfaceEnvNames.begin(), kInterfaceEnvNames.end(),
+                     [&](absl::string_view name) {
+                       return absl::StartsWith(kv, absl::StrCat(name, "="));
+                     });
+}
+
+// "NAME=iface" for each interface variable, or none for no iface.
+std::vector<std::string> InterfaceEnv(const std::string& iface) {
+  std::vector<std::string> env;
+  if (iface.empty()) return env;
+  for (absl::string_view name : kInterfaceEnvNames) {
+    env.push_back(absl::StrCat(name, "=", iface));
+  }
+  return env;
+}
+
+// The launcher's own environment: the node's allowlisted one without the
+// interface variables (each node has its own: set per node where the
+// launcher can) and with the rendezvous, which the launcher hands to every
+// rank.
 std::vector<std::string> LauncherEnv(const v1::Assignment& a,
                                      const NodeContext& node) {
   std::vector<std::string> env;
   for (const std::string& kv : node.base_env) {
     if (!absl::StartsWith(kv, "MASTER_ADDR=") &&
-        !absl::StartsWith(kv, "MASTER_PORT=")) {
+        !absl::StartsWith(kv, "MASTER_PORT=") && !IsInterfaceVariable(kv)) {
       env.push_back(kv);
     }
   }
@@ -157,12 +180,15 @@ std::vector<std::string> LauncherEnv(const v1::Assignment& a,
   return env;
 }
 
-// "-x NAME" for each variable of env, so remote ranks get it too.
-std::string ExportFlags(const std::vector<std::string>& env) {
+// "-x NAME" for each variable of env (passing its value from mpirun's
+// environment), "-x NAME=VALUE" for each of `set`.
+std::string ExportFlags(const std::vector<std::string>& env,
+                        const std::vector<std::string>& set) {
   std::vector<std::string> flags;
   for (const std::string& kv : env) {
     flags.push_back(absl::StrCat("-x ", kv.substr(0, kv.find('='))));
   }
+  for (const std::string& kv : set) flags.push_back(absl::StrCat("-x ", kv));
   return absl::StrJoin(flags, " ");
 }
 
@@ -181,13 +207,15 @@ LauncherPlan MpirunPlan(const v1::Assignment& a, const NodeContext& node,
   LauncherPlan plan;
   plan.launch = OutputIn(attempt_dir);
   plan.launch.env = LauncherEnv(a, node);
-  // Each line carries its own -x: OpenMPI keeps them per app context.
-  const std::string exports = ExportFlags(plan.launch.env);
+  // Each line carries its own -x: OpenMPI keeps them per app context, so
+  // each node's ranks bind to that node's --iface.
   // Slots per host: nodes that share an address (agents on one machine)
   // share its slots.
   std::map<std::string, size_t> slots;
   for (const NodeRanks& n : nodes) slots[n.node->address()] += n.ranks.size();
   for (const NodeRanks& n : nodes) {
+    const std::string exports =
+        ExportFlags(plan.launch.env, InterfaceEnv(n.node->iface()));
     for (const RankPlan& rank : n.ranks) {
       absl::StrAppend(&plan.config_text, "-np 1 -host ", n.node->address(), ":",
                       slots[n.node->address()], " ", exports, " ",
@@ -225,6 +253,16 @@ LauncherPlan SrunPlan(const v1::Assignment& a, const NodeContext& node,
     }
   }
   plan.launch.env = LauncherEnv(a, node);
+  // srun gives every task one environment: the interface variables only
+  // when every node binds the same interface.
+  const std::string& iface = nodes.front().node->iface();
+  if (std::all_of(nodes.begin(), nodes.end(), [&](const NodeRanks& n) {
+        return n.node->iface() == iface;
+      })) {
+    for (std::string& kv : InterfaceEnv(iface)) {
+      plan.launch.env.push_back(std::move(kv));
+    }
+  }
   // --distribution=arbitrary lays task i on the i-th line of this file.
   plan.launch.env.push_back(
       absl::StrCat("SLURM_HOSTFILE=", plan.hostfile_path));

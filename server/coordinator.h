@@ -293,7 +293,7 @@ class Coordinator final : public CoordinatorView {
   void HandlePortReservedLocked(NodeState& node, const v1::PortReserved& port)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // For a launcher run (spec.launcher mpirun or srun): every node of the
-  // attempt, with its address, ranks, workdir and checkpoint root, into
+  // attempt, with its address, ranks, workdir, checkpoint root and iface, into
   // rank 0's PHASE_START `assignment`. Nothing for launcher agent.
   void AddLaunchNodesLocked(const RunRecord& record,
                             v1::Assignment& assignment) const

@@ -352,6 +352,7 @@ void Coordinator::AddLaunchNodesLocked(const RunRecord& record,
     node->set_workdir(it->second.workdir);
     node->set_checkpoint_root(it->second.checkpoint_root);
     node->set_cpus(it->second.info.cpus());
+    node->set_iface(it->second.iface);
   }
 }
 

@@ -45,6 +45,7 @@ NodeTable::Node& NodeTable::Connect(const v1::Register& request,
   node.shared_checkpoints = request.shared_checkpoints();
   node.workdir = request.workdir();
   node.checkpoint_root = request.checkpoint_root();
+  node.iface = request.iface();
   return node;
 }
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/agent/fakes.h"
 
 namespace hpcai500::agent {
 namespace {
@@ -15,24 +16,11 @@ namespace {
 // Rank 0's PHASE_START of a 2-node x 2-rank launcher run: node-a (this one)
 // and node-b, each with its own workdir and checkpoint root.
 v1::Assignment LauncherStart(const std::string& launcher) {
-  v1::Assignment a;
-  a.set_phase(v1::Assignment::PHASE_START);
-  a.mutable_key()->set_run_id(7);
+  v1::Assignment a = SmokeStart(7, {0, 1}, 4);
   a.mutable_key()->set_attempt(2);
-  v1::RunSpec* spec = a.mutable_spec();
-  spec->set_workload("image_classification");
-  spec->set_config("fashion_mnist_smoke");
-  spec->set_device("cpu");
-  spec->set_precision("fp32");
-  spec->set_epochs(2);
-  spec->set_batch_size(32);
-  spec->set_launcher(launcher);
-  a.set_world_size(4);
-  a.set_node_rank(0);
-  a.add_ranks(0);
-  a.add_ranks(1);
+  a.mutable_spec()->set_epochs(2);
+  a.mutable_spec()->set_launcher(launcher);
   a.set_master_addr("10.0.0.1");
-  a.set_master_port(29500);
   for (int node = 0; node < 2; ++node) {
     v1::LaunchNode* n = a.add_launch_nodes();
     const std::string letter(1, static_cast<char>('a' + node));
@@ -43,6 +31,7 @@ v1::Assignment LauncherStart(const std::string& launcher) {
     n->set_workdir("/work/agent-" + letter);
     n->set_checkpoint_root("/ckpt/" + letter);
     n->set_cpus(8 * (node + 1));
+    n->set_iface(node == 0 ? "eth1" : "ib0");
   }
   return a;
 }
@@ -80,8 +69,12 @@ TEST(PlanLauncher, MpirunAppFileHasOneLinePerRankInRankOrder) {
   EXPECT_EQ(plan->config_path, std::string(kAttempt) + "/mpirun.app");
   const std::vector<std::string> lines = Lines(plan->config_text);
   ASSERT_EQ(lines.size(), 4u);
-  const std::string exports =
-      " -x PATH -x GLOO_SOCKET_IFNAME -x MASTER_ADDR -x MASTER_PORT ";
+  // The agent's own variables by name; each node's --iface by value.
+  const std::string exports[] = {
+      " -x PATH -x MASTER_ADDR -x MASTER_PORT -x GLOO_SOCKET_IFNAME=eth1 "
+      "-x NCCL_SOCKET_IFNAME=eth1 ",
+      " -x PATH -x MASTER_ADDR -x MASTER_PORT -x GLOO_SOCKET_IFNAME=ib0 "
+      "-x NCCL_SOCKET_IFNAME=ib0 "};
   const char* hosts[] = {"10.0.0.1:2", "10.0.0.1:2", "10.0.0.2:2",
                          "10.0.0.2:2"};
   const char* workdirs[] = {"/work/agent-a", "/work/agent-a", "/work/agent-b",
@@ -89,7 +82,8 @@ TEST(PlanLauncher, MpirunAppFileHasOneLinePerRankInRankOrder) {
   for (int rank = 0; rank < 4; ++rank) {
     const std::string& line = lines[rank];
     SCOPED_TRACE(line);
-    EXPECT_EQ(line.rfind(std::string("-np 1 -host ") + hosts[rank] + exports +
+    EXPECT_EQ(line.rfind(std::string("-np 1 -host ") + hosts[rank] +
+                             exports[rank / 2] +
                              "/opt/hpcai500/hpcai500-worker --workload ",
                          0),
               0u);
@@ -165,6 +159,22 @@ TEST(PlanLauncher, SrunRunsOneStepWithAMultiProgFileAndArbitraryLayout) {
   EXPECT_EQ(plan->hostfile_path, std::string(kAttempt) + "/srun.hosts");
   EXPECT_NE(std::find(plan->launch.env.begin(), plan->launch.env.end(),
                       "SLURM_HOSTFILE=" + plan->hostfile_path),
+            plan->launch.env.end());
+}
+
+TEST(PlanLauncher, SrunSetsTheInterfaceOnlyWhenEveryNodeSharesIt) {
+  v1::Assignment a = LauncherStart("srun");
+  absl::StatusOr<LauncherPlan> plan =
+      PlanLauncher(Launcher::kSrun, a, Node(), Settings(), kAttempt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const std::string& kv : plan->launch.env) {
+    EXPECT_EQ(kv.find("SOCKET_IFNAME"), std::string::npos) << kv;
+  }
+  a.mutable_launch_nodes(1)->set_iface("eth1");
+  plan = PlanLauncher(Launcher::kSrun, a, Node(), Settings(), kAttempt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_NE(std::find(plan->launch.env.begin(), plan->launch.env.end(),
+                      "NCCL_SOCKET_IFNAME=eth1"),
             plan->launch.env.end());
 }
 

@@ -18,15 +18,6 @@ namespace {
 
 using Signals = std::vector<std::pair<pid_t, int>>;
 
-std::vector<v1::WorkerExited> Exits(
-    const std::vector<v1::AgentMessage>& messages) {
-  std::vector<v1::WorkerExited> exits;
-  for (const v1::AgentMessage& m : messages) {
-    if (m.has_worker_exited()) exits.push_back(m.worker_exited());
-  }
-  return exits;
-}
-
 int EventCount(const std::vector<v1::AgentMessage>& messages) {
   int n = 0;
   for (const v1::AgentMessage& m : messages) n += m.events().events_size();
@@ -37,23 +28,9 @@ class LauncherRunTest : public ::testing::Test {
  protected:
   // A 2-node x 1-rank run; this agent is node `node_rank` (workdir dir_).
   v1::Assignment Start(const std::string& launcher, int node_rank) {
-    v1::Assignment a;
-    a.set_phase(v1::Assignment::PHASE_START);
-    a.mutable_key()->set_run_id(9);
-    a.mutable_key()->set_attempt(1);
-    v1::RunSpec* spec = a.mutable_spec();
-    spec->set_workload("image_classification");
-    spec->set_config("fashion_mnist_smoke");
-    spec->set_device("cpu");
-    spec->set_precision("fp32");
-    spec->set_epochs(1);
-    spec->set_batch_size(32);
-    spec->set_launcher(launcher);
-    a.set_world_size(2);
+    v1::Assignment a = SmokeStart(9, {node_rank}, 2);
+    a.mutable_spec()->set_launcher(launcher);
     a.set_node_rank(node_rank);
-    a.add_ranks(node_rank);
-    a.set_master_addr("127.0.0.1");
-    a.set_master_port(29500);
     if (node_rank == 0) {
       for (int node = 0; node < 2; ++node) {
         v1::LaunchNode* n = a.add_launch_nodes();

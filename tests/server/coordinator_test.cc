@@ -244,6 +244,7 @@ TEST_F(CoordinatorTest, LauncherRunTellsRankZeroEveryNodeOfTheAttempt) {
     request.set_cpus(name == std::string("a") ? 4 : 8);
     request.set_workdir(std::string("/work/agent-") + name);
     request.set_checkpoint_root(std::string("/ckpt/") + name);
+    request.set_iface(std::string("veth-") + name);
     absl::StatusOr<int64_t> session = coordinator_->Connect(request, agent);
     ASSERT_TRUE(session.ok()) << session.status();
     (name == std::string("a") ? session_a_ : session_b_) = *session;
@@ -270,6 +271,7 @@ TEST_F(CoordinatorTest, LauncherRunTellsRankZeroEveryNodeOfTheAttempt) {
     EXPECT_EQ(node.workdir(), "/work/agent-" + name);
     EXPECT_EQ(node.checkpoint_root(), "/ckpt/" + name);
     EXPECT_EQ(node.cpus(), i == 0 ? 4 : 8);
+    EXPECT_EQ(node.iface(), "veth-" + name);
   }
   // Only rank 0's node launches.
   EXPECT_EQ(start_b[0].launch_nodes_size(), 0);
