@@ -13,9 +13,6 @@ constexpr std::array<absl::string_view, 5> kExactNames = {
     "PATH", "HOME", "LANG", "TZ", "LD_LIBRARY_PATH"};
 constexpr std::array<absl::string_view, 6> kPrefixes = {
     "LC_", "NCCL_", "GLOO_", "OMPI_MCA_", "UCX_", "CUDA_"};
-// Set from --iface, over the agent's own values.
-constexpr std::array<absl::string_view, 2> kInterfaceNames = {
-    "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"};
 
 bool Contains(const std::vector<std::string>& names, absl::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -51,15 +48,15 @@ std::vector<std::string> WorkerBaseEnv(
     const absl::string_view name = absl::string_view(kv).substr(0, eq);
     const bool replaced_by_iface =
         !iface.empty() &&
-        std::find(kInterfaceNames.begin(), kInterfaceNames.end(), name) !=
-            kInterfaceNames.end();
+        std::find(kInterfaceEnvNames.begin(), kInterfaceEnvNames.end(), name) !=
+            kInterfaceEnvNames.end();
     if (replaced_by_iface) continue;
     if (IsAllowedWorkerEnvName(name) || Contains(extra_names, name)) {
       env.push_back(kv);
     }
   }
   if (!iface.empty()) {
-    for (absl::string_view name : kInterfaceNames) {
+    for (absl::string_view name : kInterfaceEnvNames) {
       env.push_back(absl::StrCat(name, "=", iface));
     }
   }

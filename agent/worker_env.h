@@ -12,12 +12,17 @@
 #ifndef HPCAI500_AGENT_WORKER_ENV_H_
 #define HPCAI500_AGENT_WORKER_ENV_H_
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 
 namespace hpcai500::agent {
+
+// The variables --iface sets: the interface Gloo and NCCL bind to.
+inline constexpr std::array<absl::string_view, 2> kInterfaceEnvNames = {
+    "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"};
 
 // Whether `name` can name an environment variable for --env:
 // [A-Za-z_][A-Za-z0-9_]*.

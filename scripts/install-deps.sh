@@ -40,6 +40,9 @@ PACKAGES=(
   # The netns tests (tests/netns): network namespaces, veth pairs and a
   # bridge made with ip.
   iproute2
+  # launcher: mpirun (Debian's OpenMPI) and its tests on loopback and in
+  # the netns lab (skipped without it).
+  openmpi-bin
 )
 
 missing=()

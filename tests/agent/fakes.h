@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/process.h"
 #include "common/clock.h"
+#include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {
 
@@ -48,13 +49,61 @@ class FakeProcessLauncher final : public ProcessLauncher {
     return it->second;
   }
 
+  void SignalProcess(pid_t pid, int sig) override {
+    process_signals.emplace_back(pid, sig);
+  }
+  std::optional<pid_t> FindByArgument(const std::string& argument) override {
+    auto it = by_argument.find(argument);
+    if (it == by_argument.end() || start_times.count(it->second) == 0) {
+      return std::nullopt;
+    }
+    return it->second;
+  }
+
   bool fail_launch = false;
   pid_t next_pid = 100;
   std::vector<LaunchSpec> launches;
   std::map<pid_t, ExitStatus> exits;      // set by the test: pid has ended
   std::map<pid_t, uint64_t> start_times;  // live processes
   std::vector<std::pair<pid_t, int>> signals;
+  // Processes another launcher started, by one of their arguments (set by
+  // the test; live while in start_times).
+  std::map<std::string, pid_t> by_argument;
+  std::vector<std::pair<pid_t, int>> process_signals;
 };
+
+// Attempt 1 of run `run`: a PHASE_START of `world` ranks of the
+// Fashion-MNIST smoke config (cpu, fp32, 1 epoch, batch 32) holding
+// `ranks`, rendezvous at 127.0.0.1:29500.
+inline v1::Assignment SmokeStart(int64_t run, const std::vector<int>& ranks,
+                                 int world) {
+  v1::Assignment a;
+  a.set_phase(v1::Assignment::PHASE_START);
+  a.mutable_key()->set_run_id(run);
+  a.mutable_key()->set_attempt(1);
+  v1::RunSpec* spec = a.mutable_spec();
+  spec->set_workload("image_classification");
+  spec->set_config("fashion_mnist_smoke");
+  spec->set_device("cpu");
+  spec->set_precision("fp32");
+  spec->set_epochs(1);
+  spec->set_batch_size(32);
+  a.set_world_size(world);
+  for (int r : ranks) a.add_ranks(r);
+  a.set_master_addr("127.0.0.1");
+  a.set_master_port(29500);
+  return a;
+}
+
+// The WorkerExited messages among `messages`, in order.
+inline std::vector<v1::WorkerExited> Exits(
+    const std::vector<v1::AgentMessage>& messages) {
+  std::vector<v1::WorkerExited> exits;
+  for (const v1::AgentMessage& m : messages) {
+    if (m.has_worker_exited()) exits.push_back(m.worker_exited());
+  }
+  return exits;
+}
 
 // An event line in the worker's format (docs/events.md).
 inline std::string EventLineText(int64_t seq, int rank,

@@ -19,22 +19,7 @@ namespace hpcai500::agent {
 namespace {
 
 v1::Assignment Start(int64_t run, std::vector<int> ranks, int world) {
-  v1::Assignment a;
-  a.set_phase(v1::Assignment::PHASE_START);
-  a.mutable_key()->set_run_id(run);
-  a.mutable_key()->set_attempt(1);
-  v1::RunSpec* spec = a.mutable_spec();
-  spec->set_workload("image_classification");
-  spec->set_config("fashion_mnist_smoke");
-  spec->set_device("cpu");
-  spec->set_precision("fp32");
-  spec->set_epochs(1);
-  spec->set_batch_size(32);
-  a.set_world_size(world);
-  for (int r : ranks) a.add_ranks(r);
-  a.set_master_addr("127.0.0.1");
-  a.set_master_port(29500);
-  return a;
+  return SmokeStart(run, ranks, world);
 }
 
 std::vector<int64_t> EventSeqs(const std::vector<v1::AgentMessage>& messages) {
@@ -43,15 +28,6 @@ std::vector<int64_t> EventSeqs(const std::vector<v1::AgentMessage>& messages) {
     for (const v1::Event& e : m.events().events()) seqs.push_back(e.seq());
   }
   return seqs;
-}
-
-std::vector<v1::WorkerExited> Exits(
-    const std::vector<v1::AgentMessage>& messages) {
-  std::vector<v1::WorkerExited> exits;
-  for (const v1::AgentMessage& m : messages) {
-    if (m.has_worker_exited()) exits.push_back(m.worker_exited());
-  }
-  return exits;
 }
 
 v1::Acks EventAck(const v1::AttemptKey& key, int rank, int64_t seq) {
