@@ -15,6 +15,12 @@
 
 namespace hpcai500 {
 
+// The workload that trains nothing (registry.ini): its worker rendezvouses,
+// reports one epoch of zero FLOPs and exits. It measures dispatch and checks
+// a node's health; it has no target (0), scores zero and is never on the
+// leaderboard.
+inline constexpr char kNoopWorkload[] = "noop";
+
 struct WorkloadInfo {
   std::string name;     // image_classification
   std::string title;    // Image Classification

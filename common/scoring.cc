@@ -123,35 +123,42 @@ absl::StatusOr<v1::Score> ScoreSlices(const std::vector<Slice>& slices,
     if (part.forward_flops > 0) sum.forward_flops = part.forward_flops;
     if (part.accuracy != nullptr) sum.accuracy = part.accuracy;
   }
-  if (sum.accuracy == nullptr) {
+  // A noop run trains nothing: no accuracy, no FLOPs and perhaps under a
+  // millisecond of "training"; it scores zero against its target of 0.
+  const bool noop = workload.name == kNoopWorkload;
+  if (sum.accuracy == nullptr && !noop) {
     return absl::FailedPreconditionError(
         "cannot score: rank 0 reported no eval_accuracy");
   }
-  if (sum.forward_flops <= 0) {
+  if (sum.forward_flops <= 0 && !noop) {
     return absl::FailedPreconditionError(
         "cannot score: no hpcai500_forward_flops_per_sample");
   }
-  if (sum.train_ms <= 0) {
+  if (sum.train_ms <= 0 && !noop) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot score: training time is ", sum.train_ms,
                      " ms after evaluation"));
   }
   v1::Score score;
-  score.set_quality(sum.accuracy->value.get<double>());
+  score.set_quality(sum.accuracy != nullptr ? sum.accuracy->value.get<double>()
+                                            : 0.0);
   score.set_target(config.target);
   score.set_exponent(workload.exponent);
-  score.set_forward_flops_per_sample(sum.forward_flops);
+  score.set_forward_flops_per_sample(std::max(0.0, sum.forward_flops));
   score.set_samples(sum.samples);
-  score.set_train_seconds(sum.train_ms / 1000.0);
+  score.set_train_seconds(std::max<int64_t>(0, sum.train_ms) / 1000.0);
   score.set_eval_seconds(sum.eval_ms / 1000.0);
   score.set_lost_seconds(sum.lost_ms / 1000.0);
-  score.set_flops(3.0 * sum.forward_flops * static_cast<double>(sum.samples) /
-                  score.train_seconds());
+  score.set_flops(score.train_seconds() > 0
+                      ? 3.0 * score.forward_flops_per_sample() *
+                            static_cast<double>(sum.samples) /
+                            score.train_seconds()
+                      : 0.0);
   score.set_valid_flops(ValidFlops(score.flops(), score.quality(),
                                    score.target(), score.exponent()));
   score.set_reached_target(score.quality() >= score.target());
   score.set_convention(kFlopConvention);
-  if (sum.energy_joules > 0) {
+  if (sum.energy_joules > 0 && score.train_seconds() > 0) {
     score.set_energy_joules(sum.energy_joules);
     const double watts = sum.energy_joules / score.train_seconds();
     score.set_valid_flops_per_watt(score.valid_flops() / watts);

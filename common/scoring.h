@@ -27,7 +27,10 @@ double ValidFlops(double flops, double quality, double target, double n);
 // hpcai500_epoch_stats samples; training seconds are rank 0's run_start to
 // run_stop minus its evaluation intervals (eval_start..eval_stop). Returns
 // FailedPrecondition naming what is missing (no run_stop, no accuracy, no
-// forward FLOPs, zero training time). Energy is the sum of every rank's
+// forward FLOPs, zero training time). A run of workload noop
+// (kNoopWorkload) needs only the run_start/run_stop pair: it scores quality,
+// FLOPS and Valid FLOPS 0 against its target 0 (reached). Energy is the sum
+// of every rank's
 // hpcai500_epoch_stats energy_joules (each rank reports only the domains it
 // owns); with it, Valid FLOPS per watt = VFLOPS / (energy / training seconds).
 absl::StatusOr<v1::Score> ScoreRun(const std::vector<EventLine>& events,

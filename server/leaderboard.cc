@@ -62,7 +62,10 @@ void RankRows(std::vector<v1::LeaderboardRow>& rows) {
 
 std::optional<v1::LeaderboardRow> SubmissionRow(
     const std::vector<const v1::Run*>& members) {
-  if (members.empty() || !Complete(members)) return std::nullopt;
+  if (members.empty() || !Complete(members) ||
+      members.front()->spec().workload() == kNoopWorkload) {
+    return std::nullopt;
+  }
   std::vector<const v1::Run*> sorted = members;
   std::sort(
       sorted.begin(), sorted.end(),

@@ -33,7 +33,8 @@ absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
 // The row of one submission from all its runs (`members`, any order, at
 // least one), rank unset; nullopt while it is not listed: a submission is
 // listed once it has all its repetitions and every one succeeded with a
-// score that no admin invalidated.
+// score that no admin invalidated. A noop submission (kNoopWorkload) is
+// never listed: it measures dispatch, not a benchmark.
 std::optional<v1::LeaderboardRow> SubmissionRow(
     const std::vector<const v1::Run*>& members);
 

@@ -36,5 +36,15 @@ TEST(Examples, FullSpecIsValidWithTheFullConfig) {
   EXPECT_EQ(spec->batch_size(), 64);
 }
 
+TEST(Examples, NoopSpecIsValidAndUnranked) {
+  std::string yaml = ReadExample("noop.yaml");
+  ASSERT_FALSE(yaml.empty());
+  auto spec = ParseRunSpec(yaml, Registry::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->workload(), kNoopWorkload);
+  EXPECT_EQ(spec->nodes(), 2);
+  EXPECT_FALSE(spec->ranked());
+}
+
 }  // namespace
 }  // namespace hpcai500

@@ -102,6 +102,45 @@ TEST(Registry, RefusesExtremeWeatherConfigsWithoutYearsOrWithBadGrids) {
       << error;
 }
 
+TEST(Registry, BuiltinNoopTrainsNothingAndHasNoTarget) {
+  const WorkloadInfo* workload =
+      Registry::Builtin().FindWorkload(kNoopWorkload);
+  ASSERT_NE(workload, nullptr);
+  EXPECT_EQ(workload->metric, "none");
+  const ConfigInfo* noop =
+      Registry::Builtin().FindConfig(kNoopWorkload, "noop");
+  ASSERT_NE(noop, nullptr);
+  EXPECT_EQ(noop->target, 0);
+  EXPECT_EQ(noop->epochs, 1);
+  EXPECT_FALSE(noop->real_data) << "a noop run must never rank";
+  EXPECT_TRUE(noop->implemented);
+  EXPECT_EQ(noop->model, "none");
+  EXPECT_EQ(noop->dataset, "none");
+}
+
+TEST(Registry, OnlyNoopConfigsHaveTargetZero) {
+  std::string error;
+  EXPECT_TRUE(Registry::Parse("[workload noop]\n[config noop/n]\ntarget = 0\n"
+                              "epochs = 1\nbatch_size = 1\n",
+                              &error)
+                  .has_value())
+      << error;
+  EXPECT_FALSE(Registry::Parse("[workload noop]\n[config noop/n]\n"
+                               "target = 0.5\nepochs = 1\nbatch_size = 1\n",
+                               &error)
+                   .has_value());
+  EXPECT_NE(error.find("target must be 0 (a noop trains nothing)"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(Registry::Parse("[workload w]\n[config w/c]\ntarget = 0\n"
+                               "epochs = 1\nbatch_size = 1\n",
+                               &error)
+                   .has_value());
+  EXPECT_NE(error.find("config w/c: target must be positive"),
+            std::string::npos)
+      << error;
+}
+
 TEST(Registry, BuiltinExtremeWeatherConfigsAreImplementedWithYears) {
   for (const ConfigInfo& c : Registry::Builtin().configs()) {
     if (c.workload != "extreme_weather") continue;

@@ -88,6 +88,87 @@ TEST(ScoreRun, RefusesARunWithoutRunStop) {
   EXPECT_NE(score.status().message().find("run_stop"), std::string::npos);
 }
 
+const ConfigInfo& NoopConfig() {
+  return *Registry::Builtin().FindConfig(kNoopWorkload, "noop");
+}
+const WorkloadInfo& Noop() {
+  return *Registry::Builtin().FindWorkload(kNoopWorkload);
+}
+
+// Every number of a score is finite: no NaN or infinity anywhere.
+void ExpectAllFinite(const v1::Score& s) {
+  for (double v : {s.quality(), s.target(), s.exponent(),
+                   s.forward_flops_per_sample(), s.train_seconds(),
+                   s.eval_seconds(), s.flops(), s.valid_flops(),
+                   s.energy_joules(), s.valid_flops_per_watt(),
+                   s.lost_seconds()}) {
+    EXPECT_TRUE(std::isfinite(v)) << s.DebugString();
+  }
+}
+
+TEST(ScoreRun, ANoopRunScoresZerosAgainstItsTargetOfZero) {
+  std::vector<EventLine> events =
+      LoadEvents({"events/noop_rank0.mllog", "events/noop_rank1.mllog"});
+  absl::StatusOr<v1::Score> score = ScoreRun(events, NoopConfig(), Noop());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_EQ(score->quality(), 0);
+  EXPECT_EQ(score->target(), 0);
+  EXPECT_TRUE(score->reached_target()) << "0 >= 0: a noop has nothing to miss";
+  EXPECT_EQ(score->samples(), 0);
+  EXPECT_EQ(score->forward_flops_per_sample(), 0);
+  EXPECT_EQ(score->flops(), 0);
+  EXPECT_EQ(score->valid_flops(), 0);
+  EXPECT_DOUBLE_EQ(score->train_seconds(), 0.041);
+  ExpectAllFinite(*score);
+}
+
+TEST(ScoreRun, ANoopRunOfNoMeasurableTimeDividesByNothing) {
+  std::vector<EventLine> events =
+      LoadEvents({"events/noop_rank0.mllog", "events/noop_rank1.mllog"});
+  int64_t start_ms = 0;
+  for (const EventLine& e : events) {
+    if (e.rank == 0 && e.key == "run_start") start_ms = e.time_ms;
+  }
+  for (EventLine& e : events) {  // a sub-millisecond world of one
+    if (e.key == "run_stop") e.time_ms = start_ms;
+    if (e.key == "hpcai500_epoch_stats") e.value["energy_joules"] = 1.5;
+  }
+  absl::StatusOr<v1::Score> score = ScoreRun(events, NoopConfig(), Noop());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_EQ(score->train_seconds(), 0);
+  EXPECT_EQ(score->flops(), 0);
+  EXPECT_EQ(score->valid_flops(), 0);
+  EXPECT_EQ(score->valid_flops_per_watt(), 0) << "no watts over no time";
+  ExpectAllFinite(*score);
+  for (const v1::EpochSummary& epoch : SummarizeEpochs(events)) {
+    EXPECT_TRUE(std::isfinite(epoch.throughput())) << epoch.DebugString();
+  }
+}
+
+TEST(ScoreRun, ANoopRunStillNeedsItsRunStop) {
+  std::vector<EventLine> events = LoadEvents({"events/noop_rank0.mllog"});
+  events.pop_back();  // run_stop
+  absl::StatusOr<v1::Score> score = ScoreRun(events, NoopConfig(), Noop());
+  ASSERT_FALSE(score.ok());
+  EXPECT_NE(score.status().message().find("run_start/run_stop"),
+            std::string::npos)
+      << score.status();
+}
+
+TEST(ScoreRun, ATrainingRunWithoutFlopsIsStillRefused) {
+  std::vector<EventLine> events =
+      LoadEvents({"events/noop_rank0.mllog", "events/noop_rank1.mllog"});
+  EventLine accuracy = events.back();
+  accuracy.key = "eval_accuracy";
+  accuracy.value = 0.9;
+  accuracy.rank = 0;
+  events.insert(events.end() - 1, accuracy);
+  absl::StatusOr<v1::Score> score = ScoreRun(events, SmokeConfig(), Ic());
+  ASSERT_FALSE(score.ok()) << "only the noop workload scores zero FLOPs";
+  EXPECT_NE(score.status().message().find("forward_flops"), std::string::npos)
+      << score.status();
+}
+
 TEST(SummarizeEpochs, SumsSamplesTakesSlowestRankAndRankZeroAccuracy) {
   std::vector<v1::EpochSummary> epochs = SummarizeEpochs(
       LoadEvents({"events/fmnist_rank0.mllog", "events/fmnist_rank1.mllog"}));

@@ -67,6 +67,17 @@ TEST(RunSpec, FewerEpochsMakeItUnranked) {
   EXPECT_FALSE(spec->ranked());
 }
 
+TEST(RunSpec, NoopIsNeverRankedEvenWithItsWholeBudget) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(absl::StrReplaceAll(
+      kGood, {{"workload: image_classification", "workload: noop"},
+              {"config: fashion_mnist_smoke", "config: noop"},
+              {"batch_size: 64", "batch_size: 1"},
+              {"level: system", "level: hardware"}}));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->epochs(), 1);
+  EXPECT_FALSE(spec->ranked());
+}
+
 TEST(RunSpec, RoundTripsThroughYaml) {
   absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
   ASSERT_TRUE(spec.ok());

@@ -1,7 +1,7 @@
 // Registry::Parse (common/registry.h) on any text: it refuses, naming why,
 // or returns a registry keeping the rules Parse checks (every config of a
-// declared workload, found by its names; target, epochs and batch_size
-// positive).
+// declared workload, found by its names; epochs and batch_size positive;
+// target positive, or 0 in workload noop).
 #include <string>
 
 #include "common/registry.h"
@@ -22,8 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
               "a config's workload is declared", name);
     FuzzCheck(registry->FindConfig(config.workload, config.name) == &config,
               "FindConfig finds each config", name);
-    FuzzCheck(config.target > 0 && config.epochs > 0 && config.batch_size > 0,
-              "target, epochs and batch_size are positive", name);
+    FuzzCheck(config.epochs > 0 && config.batch_size > 0,
+              "epochs and batch_size are positive", name);
+    FuzzCheck(config.workload == hpcai500::kNoopWorkload ? config.target == 0
+                                                         : config.target > 0,
+              "target is positive (0 in workload noop)", name);
   }
   return 0;
 }

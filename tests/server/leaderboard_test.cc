@@ -122,6 +122,20 @@ TEST(Leaderboard, SubmissionRowIsNulloptUntilEveryRepetitionScored) {
   EXPECT_EQ(row->rank(), 0) << "ranks are given on the board";
 }
 
+TEST(Leaderboard, ListsNoNoopSubmission) {
+  v1::Run noop = ScoredRun(2, 2, 0, kNoopWorkload, 1, /*ranked=*/false);
+  noop.mutable_score()->set_quality(0);
+  noop.mutable_score()->set_target(0);
+  noop.mutable_score()->set_reached_target(true);
+  EXPECT_FALSE(SubmissionRow({&noop}).has_value());
+  const std::vector<v1::Run> runs = {ScoredRun(1, 1, 10), noop};
+  EXPECT_THAT(SubmissionIds(BuildLeaderboard(runs, v1::LeaderboardRequest())),
+              ElementsAre(1));
+  v1::LeaderboardRequest only_noop;
+  only_noop.set_workload(kNoopWorkload);
+  EXPECT_EQ(BuildLeaderboard(runs, only_noop).rows_size(), 0);
+}
+
 TEST(Leaderboard, PageBoundsAreInvalidArgumentNamingTheField) {
   const Registry& registry = Registry::Builtin();
   v1::LeaderboardRequest request;

@@ -9,6 +9,7 @@
 #include "worker/distributed/distributed.h"
 #include "worker/events/reporter.h"
 #include "worker/models/model_zoo.h"
+#include "worker/train/noop.h"
 #include "worker/train/precision.h"
 #include "worker/train/trainer.h"
 
@@ -90,6 +91,7 @@ std::string CheckRunnable(const WorkerOptions& options) {
   if (std::string problem = CheckCommunication(options); !problem.empty()) {
     return problem;
   }
+  if (c.workload == kNoopWorkload) return CheckDevice(options);  // no model
   if (std::string problem = CheckModelAndData(c); !problem.empty()) {
     return problem;
   }
@@ -109,7 +111,11 @@ int RunWorker(const WorkerOptions& options, EventLog* log) {
                    "hpcai500-worker rank %d: malloc kept its own thresholds\n",
                    options.rank);
     }
-    Trainer(options, log).Run();
+    if (options.config.workload == kNoopWorkload) {
+      RunNoop(options, log);
+    } else {
+      Trainer(options, log).Run();
+    }
     return 0;
   } catch (const c10::Error& e) {
     reason = e.what_without_backtrace();

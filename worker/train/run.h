@@ -17,13 +17,15 @@
 namespace hpcai500::worker {
 
 // What flags alone cannot check: the model and dataset are ones this worker
-// builds, the device exists, the precision runs on it. Returns an empty
+// builds (a noop config has none), the device exists, the precision runs on
+// it. Returns an empty
 // string when runnable, else the problem (the caller exits 2).
 std::string CheckRunnable(const WorkerOptions& options);
 
-// Trains as `options` says, emitting every event to `log` (borrowed for the
-// call). Never throws: any exception ends the run with run_stop "aborted"
-// and its reason. Returns the exit code: 0 success, 1 aborted.
+// Trains as `options` says (a noop config: RunNoop, worker/train/noop.h),
+// emitting every event to `log` (borrowed for the call). Never throws: any
+// exception ends the run with run_stop "aborted" and its reason. Returns the
+// exit code: 0 success, 1 aborted.
 int RunWorker(const WorkerOptions& options, EventLog* log);
 
 }  // namespace hpcai500::worker

@@ -29,13 +29,13 @@ int CudaDeviceIndex(int local_rank) {
   return torch::cuda::device_count() == 1 ? 0 : local_rank;
 }
 
+}  // namespace
+
 torch::Device DeviceOf(const WorkerOptions& options) {
   return options.device == Device::kCuda
              ? torch::Device(torch::kCUDA, CudaDeviceIndex(options.local_rank))
              : torch::Device(torch::kCPU);
 }
-
-}  // namespace
 
 Trainer::Trainer(const WorkerOptions& options, EventLog* log)
     : o_(options), device_(DeviceOf(options)), reporter_(log), log_(log) {}

@@ -31,6 +31,11 @@
 
 namespace hpcai500::worker {
 
+// The device of this rank: the CPU, or on CUDA its own GPU (device 0 when
+// the agent gave it exactly one through CUDA_VISIBLE_DEVICES, else its local
+// rank's).
+torch::Device DeviceOf(const WorkerOptions& options);
+
 class Trainer {
  public:
   // Borrows `options` and `log` for the trainer's lifetime.
