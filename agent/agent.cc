@@ -2,7 +2,9 @@
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -60,6 +62,13 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   out.node.data_dirs = options.data_dirs;
   out.node.checkpoint_root = options.checkpoint_root;
   out.kill_grace_ms = options.kill_grace_ms;
+  out.launchers.mpirun = options.mpirun;
+  out.launchers.rsh_agent = options.mpirun_rsh_agent;
+  out.launchers.srun = options.srun;
+  out.launchers.as_root = ::geteuid() == 0;
+  if (const char* job = std::getenv("SLURM_JOB_ID")) {
+    out.launchers.slurm_job_id = job;
+  }
   return out;
 }
 
@@ -212,6 +221,8 @@ v1::AgentMessage Agent::RegisterMessage() {
   (*reg->mutable_inventory()->mutable_versions())["hpcai500"] =
       HPCAI500_VERSION;
   reg->set_shared_checkpoints(options_.shared_checkpoints);
+  reg->set_workdir(options_.workdir);
+  reg->set_checkpoint_root(options_.checkpoint_root);
   for (v1::RunningAttempt& running : supervisor_.Running()) {
     *reg->add_running() = std::move(running);
   }

@@ -183,6 +183,8 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   RETURN_IF_ERROR(
       CheckInRange(Field("master_port"), a.master_port(), 1, 65535));
   RETURN_IF_ERROR(CheckResume(a));
+  RETURN_IF_ERROR(
+      ParseLauncher(Field("spec.launcher"), spec.launcher()).status());
   if (a.ranks().empty()) return Invalid("ranks", "must not be empty");
   std::set<int> seen;
   for (int i = 0; i < a.ranks_size(); ++i) {

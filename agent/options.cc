@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -99,6 +100,21 @@ absl::Status AddDataDir(absl::string_view arg,
   return absl::OkStatus();
 }
 
+// `program` as execve needs it: a name without '/' found on the agent's
+// PATH (as a shell would), else as given (the launch then fails naming it).
+std::string ResolveProgram(const std::string& program) {
+  if (program.empty() || program.find('/') != std::string::npos) {
+    return program;
+  }
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir :
+       absl::StrSplit(path == nullptr ? "" : path, ':', absl::SkipEmpty())) {
+    const std::string candidate = absl::StrCat(dir, "/", program);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return program;
+}
+
 // The command line before its values are checked.
 struct AgentFlags {
   AgentOptions options;  // the flags that are taken as given
@@ -127,6 +143,9 @@ std::unique_ptr<CLI::App> NewAgentFlagApp(AgentFlags& flags) {
   AddSwitch(*app, "shared-checkpoints", &flags.options.shared_checkpoints);
   AddSwitch(*app, "leave-on-stop", &flags.options.leave_on_stop);
   AddValueFlag(*app, "nvml-library", &flags.nvml_library);
+  AddValueFlag(*app, "mpirun", &flags.options.mpirun);
+  AddValueFlag(*app, "mpirun-rsh-agent", &flags.options.mpirun_rsh_agent);
+  AddValueFlag(*app, "srun", &flags.options.srun);
   AddTokenFlags(*app, &flags.token);
   AddClientTlsFlags(*app, &flags.tls, /*with_client_certificate=*/true);
   return app;
@@ -178,6 +197,10 @@ absl::Status ApplyPaths(const AgentFlags& flags, AgentOptions& options) {
   }
   options.workdir = *std::move(absolute_workdir);
   if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
+  for (std::string* program :
+       {&options.mpirun, &options.mpirun_rsh_agent, &options.srun}) {
+    *program = ResolveProgram(*program);
+  }
   std::error_code ec;
   options.worker_path = std::filesystem::absolute(options.worker_path, ec)
                             .lexically_normal()

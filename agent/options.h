@@ -53,6 +53,13 @@ struct AgentOptions {
   // --shared-checkpoints: checkpoint_root is one file system shared by every
   // node that says so (sent in Register).
   bool shared_checkpoints = false;
+  // --mpirun PATH, --mpirun-rsh-agent PATH (OpenMPI's plm_rsh_agent: how
+  // mpirun reaches the other nodes), --srun PATH: the launchers of runs
+  // with spec.launcher mpirun or srun (docs/design.md "Launchers"). A name
+  // without '/' is looked up on the agent's PATH at start-up.
+  std::string mpirun = "mpirun";
+  std::string mpirun_rsh_agent = "ssh";
+  std::string srun = "srun";
   // --leave-on-stop: a pilot agent (deploy/slurm/agents.sbatch). On SIGTERM
   // or SIGINT it tells the coordinator it leaves (v1::Leaving), stops its
   // workers and delivers what they wrote before it exits, instead of leaving
@@ -72,6 +79,7 @@ inline constexpr char kAgentUsage[] =
     "         [--checkpoint-root DIR [--shared-checkpoints]]\n"
     "         [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
     "         [--nvml-library PATH] [--iface NAME] [--env NAME]...\n"
+    "         [--mpirun PATH] [--mpirun-rsh-agent PATH] [--srun PATH]\n"
     "         [--leave-on-stop]\n"
     "  --address ADDR      the address other nodes reach this one at (rank\n"
     "                      0's rendezvous); default --iface's IPv4 address,\n"
@@ -97,6 +105,13 @@ inline constexpr char kAgentUsage[] =
     "                      DIR is one file system shared by every node given\n"
     "                      this flag, so a retry may resume on another node;\n"
     "                      needs --checkpoint-root\n"
+    "  --mpirun PATH       OpenMPI's mpirun, for runs with launcher: mpirun\n"
+    "                      (default: mpirun on PATH)\n"
+    "  --mpirun-rsh-agent PATH\n"
+    "                      how mpirun starts its daemons on the other nodes\n"
+    "                      (--mca plm_rsh_agent; default ssh)\n"
+    "  --srun PATH         Slurm's srun, for runs with launcher: srun inside\n"
+    "                      the agents' allocation (default: srun on PATH)\n"
     "  --tls-ca FILE       connect over TLS, trusting only this CA (PEM) for\n"
     "                      the coordinator's certificate\n"
     "  --tls-cert FILE --tls-key FILE\n"

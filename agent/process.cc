@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -140,6 +141,31 @@ std::optional<ExitStatus> PosixProcessLauncher::TryWait(pid_t pid) {
 
 void PosixProcessLauncher::SignalGroup(pid_t pgid, int sig) {
   if (pgid > 1) ::kill(-pgid, sig);
+}
+
+void PosixProcessLauncher::SignalProcess(pid_t pid, int sig) {
+  if (pid > 1) ::kill(pid, sig);
+}
+
+std::optional<pid_t> PosixProcessLauncher::FindByArgument(
+    const std::string& argument) {
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& entry :
+       std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(name, &pid) || pid <= 1) continue;
+    std::ifstream in(absl::StrCat("/proc/", name, "/cmdline"),
+                     std::ios::binary);
+    if (!in) continue;
+    std::string word;
+    bool first = true;
+    while (std::getline(in, word, '\0')) {
+      if (!first && word == argument) return pid;
+      first = false;
+    }
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<uint64_t> PosixProcessLauncher::StartTime(pid_t pid) {

@@ -52,6 +52,15 @@ class ProcessLauncher {
   // The start time of a live process (field 22 of /proc/PID/stat, clock ticks
   // since boot). NotFound when no such process runs (zombies included).
   virtual absl::StatusOr<uint64_t> StartTime(pid_t pid) = 0;
+
+  // Sends sig to one process (a rank another process started, which may
+  // not lead a group). A process that no longer exists is not an error.
+  virtual void SignalProcess(pid_t pid, int sig) = 0;
+
+  // A live process one of whose arguments (after argv[0]) is exactly
+  // `argument`, or nullopt: how an agent finds a rank that a launcher
+  // (mpirun, srun) started, by its unique --events-file path.
+  virtual std::optional<pid_t> FindByArgument(const std::string& argument) = 0;
 };
 
 // Real processes via fork/execve.
@@ -61,6 +70,9 @@ class PosixProcessLauncher final : public ProcessLauncher {
   std::optional<ExitStatus> TryWait(pid_t pid) override;
   void SignalGroup(pid_t pgid, int sig) override;
   absl::StatusOr<uint64_t> StartTime(pid_t pid) override;
+  void SignalProcess(pid_t pid, int sig) override;
+  // Reads /proc/PID/cmdline of every process (those this user may read).
+  std::optional<pid_t> FindByArgument(const std::string& argument) override;
 };
 
 // Parses the start time (field 22) out of the text of /proc/PID/stat.

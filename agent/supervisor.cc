@@ -14,6 +14,7 @@
 #include "common/event_keys.h"
 #include "common/log.h"
 #include "common/run_state.h"
+#include "common/spec.h"
 
 namespace hpcai500::agent {
 
@@ -219,6 +220,11 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
     }
   }
   LinkResumeSource(a.key(), *plan);
+  // Checked by PlanAttempt.
+  const Launcher launcher = *ParseLauncher("launcher", a.spec().launcher());
+  if (launcher != Launcher::kAgent) {
+    return StartLauncherRun(a, launcher, *plan);
+  }
   // Rank 0's worker binds the reserved port: free it just before.
   reservations_.erase(KeyOf(a.key()));
 
@@ -273,6 +279,63 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
   return replies;
 }
 
+std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
+    const v1::Assignment& a, Launcher launcher, const AttemptPlan& plan) {
+  const std::string name(LauncherName(launcher));
+  auto refuse_all = [&](absl::string_view error) {
+    LogError(absl::StrCat(Where(a.key()), ": ", name, ": ", error));
+    std::vector<v1::AgentMessage> replies;
+    for (int rank : a.ranks()) {
+      replies.push_back(
+          WorkerExitedError(a.key(), rank, absl::StrCat(name, ": ", error)));
+    }
+    return replies;
+  };
+  Attempt attempt;
+  attempt.key = a.key();
+  attempt.dir = plan.dir;
+  attempt.checkpoint_dir = plan.checkpoint_dir;
+  attempt.launcher = launcher;
+  if (a.node_rank() == 0) {
+    absl::StatusOr<LauncherPlan> launch =
+        PlanLauncher(launcher, a, options_.node, options_.launchers, plan.dir);
+    if (!launch.ok()) return refuse_all(launch.status().message());
+    for (const auto& [path, text] :
+         {std::pair(launch->config_path, launch->config_text),
+          std::pair(launch->hostfile_path, launch->hostfile_text)}) {
+      if (path.empty()) continue;
+      if (absl::Status written = WriteFileAtomically(path, text);
+          !written.ok()) {
+        return refuse_all(written.message());
+      }
+    }
+    // Rank 0's worker binds the reserved port: free it just before.
+    reservations_.erase(KeyOf(a.key()));
+    absl::StatusOr<pid_t> pid = processes_->Launch(launch->launch);
+    if (!pid.ok()) return refuse_all(pid.status().message());
+    attempt.owns_launch = true;
+    attempt.launch_running = true;
+    attempt.launch_process.pid = *pid;
+    attempt.launch_process.start_time = processes_->StartTime(*pid).value_or(0);
+    attempt.launch_stderr_path = launch->launch.stderr_path;
+    LogInfo(absl::StrCat(Where(a.key()), ": started ", name, " pid ", *pid,
+                         " for ", a.world_size(), " ranks on ",
+                         a.launch_nodes_size(), " nodes (", launch->config_path,
+                         ")"));
+  }
+  for (const RankPlan& rank_plan : plan.ranks) {
+    Rank rank;
+    rank.paths = rank_plan;
+    rank.followed = true;
+    rank.running = true;
+    rank.tailer = std::make_unique<EventTailer>(
+        rank_plan.events_path, rank_plan.acked_path, a.key(), rank_plan.rank);
+    attempt.ranks.push_back(std::move(rank));
+  }
+  attempts_.emplace(KeyOf(a.key()), std::move(attempt));
+  return {};
+}
+
 void Supervisor::LinkResumeSource(const v1::AttemptKey& key,
                                   const AttemptPlan& plan) {
   if (plan.resume_source.empty()) return;
@@ -297,9 +360,19 @@ void Supervisor::Stop(Attempt& attempt, absl::string_view reason) {
   attempt.kill_deadline_ms = clock_->NowMs() + options_.kill_grace_ms;
   LogInfo(absl::StrCat(Where(attempt.key), ": cancelling (", reason,
                        "): SIGTERM to its workers"));
-  for (Rank& rank : attempt.ranks) {
-    if (rank.running) processes_->SignalGroup(rank.process.pid, SIGTERM);
+  if (attempt.launch_running) {
+    processes_->SignalGroup(attempt.launch_process.pid, SIGTERM);
   }
+  for (Rank& rank : attempt.ranks) {
+    if (rank.running) SignalRank(rank, SIGTERM);
+  }
+}
+
+void Supervisor::SignalRank(const Rank& rank, int sig) {
+  if (rank.process.pid <= 0) return;  // a followed rank not found yet
+  processes_->SignalGroup(rank.process.pid, sig);
+  // Started by a launcher (or reattached to), it need not lead a group.
+  if (!rank.is_child) processes_->SignalProcess(rank.process.pid, sig);
 }
 
 void Supervisor::HandleCancel(const v1::Cancel& cancel) {
@@ -350,8 +423,95 @@ void Supervisor::HandleAcks(const v1::Acks& acks) {
   }
 }
 
+void Supervisor::CheckLaunch(Attempt& attempt) {
+  if (!attempt.launch_running) return;
+  std::optional<ExitStatus> status =
+      processes_->TryWait(attempt.launch_process.pid);
+  if (!status) return;
+  attempt.launch_running = false;
+  attempt.launch_ended_ms = clock_->NowMs();
+  // Whatever it left in its group goes with it.
+  processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
+  attempt.launch_end = ClassifyLauncherExit(
+      attempt.launcher, *status,
+      ReadFileTail(attempt.launch_stderr_path, kStderrTailBytes),
+      attempt.cancelling);
+  const std::string name(LauncherName(attempt.launcher));
+  if (!attempt.launch_end->cancelled.empty()) {
+    LogWarning(
+        absl::StrCat(Where(attempt.key), ": ", attempt.launch_end->cancelled));
+  } else if (!attempt.launch_end->error.empty()) {
+    LogWarning(absl::StrCat(Where(attempt.key), ": ", attempt.launch_end->error,
+                            " (see ", attempt.launch_stderr_path, ")"));
+  } else {
+    LogInfo(absl::StrCat(Where(attempt.key), ": ", name, " pid ",
+                         attempt.launch_process.pid, " ended"));
+  }
+}
+
+void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank) {
+  const int64_t now = clock_->NowMs();
+  if (rank.process.pid > 0) {
+    if (IsSameProcessRunning(rank.process, *processes_)) return;
+  } else if (std::optional<pid_t> pid =
+                 processes_->FindByArgument(rank.paths.events_path)) {
+    absl::StatusOr<uint64_t> start = processes_->StartTime(*pid);
+    if (start.ok()) {
+      rank.process = PidRecord{*pid, *start};
+      if (absl::Status written =
+              WritePidFile(rank.paths.pid_path, rank.process);
+          !written.ok()) {
+        LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank), ": ",
+                                written.message(),
+                                " (no reattach after an agent restart)"));
+      }
+      LogInfo(absl::StrCat(Where(attempt.key, rank.paths.rank),
+                           ": following worker pid ", *pid, " started by ",
+                           LauncherName(attempt.launcher)));
+      // Cancelled before it showed up: it stops too.
+      if (attempt.cancelling) SignalRank(rank, SIGTERM);
+      return;
+    }
+  } else if (rank.tailer->run_stop_status()) {
+    // Ran and ended between two looks.
+  } else if (attempt.owns_launch && !attempt.launch_running) {
+    const std::string name(LauncherName(attempt.launcher));
+    std::string why = attempt.launch_end && !attempt.launch_end->error.empty()
+                          ? attempt.launch_end->error
+                          : absl::StrCat(name, " ended");
+    std::string tail = ReadFileTail(attempt.launch_stderr_path, 600);
+    absl::StrAppend(&why, " before rank ", rank.paths.rank, " started");
+    if (!tail.empty()) absl::StrAppend(&why, ": ", tail);
+    rank.exit = ExitRecord{{-1, 0}, why};
+  } else if (attempt.cancelling && now >= attempt.kill_deadline_ms) {
+    rank.exit = ExitRecord{{-1, 0}, "cancelled before it started"};
+  } else {
+    return;  // not started yet
+  }
+  rank.running = false;
+  rank.ended_ms = now;
+}
+
+bool Supervisor::ReadyToReport(const Attempt& attempt, const Rank& rank) const {
+  if (!rank.followed || rank.exit || rank.tailer->run_stop_status() ||
+      attempt.cancelling) {
+    return true;
+  }
+  // Ended without a final state: the launch's outcome may say why.
+  const int64_t now = clock_->NowMs();
+  if (attempt.owns_launch) {
+    return !attempt.launch_running &&
+           now >= attempt.launch_ended_ms + kLauncherSettleMs;
+  }
+  return now >= rank.ended_ms + kFollowerSettleMs;
+}
+
 void Supervisor::CheckExit(Attempt& attempt, Rank& rank) {
   if (!rank.running) return;
+  if (rank.followed) {
+    CheckFollowed(attempt, rank);
+    return;
+  }
   if (rank.is_child) {
     std::optional<ExitStatus> status = processes_->TryWait(rank.process.pid);
     if (!status) return;
@@ -369,7 +529,11 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
   if (!rank.exit) {
     // Not our child: the outcome comes from its events.
     const std::optional<std::string>& stop = rank.tailer->run_stop_status();
-    if (!stop && attempt.cancelling) {
+    const bool scheduler_cancelled =
+        attempt.launch_end && !attempt.launch_end->cancelled.empty();
+    if (!stop && scheduler_cancelled) {
+      rank.exit = ExitRecord{{-1, 0}, attempt.launch_end->cancelled};
+    } else if (!stop && attempt.cancelling) {
       rank.exit = ExitRecord{
           {-1, 0}, "stopped by the agent; exit status unknown (not its child)"};
     } else if (!stop) {
@@ -385,8 +549,15 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
   report.set_exit_code(rank.exit->status.exit_code);
   report.set_signal(rank.exit->status.signal);
   report.set_error(rank.exit->error);
-  report.set_stderr_tail(
-      ReadFileTail(rank.paths.launch.stderr_path, kStderrTailBytes));
+  if (attempt.launch_end && !attempt.launch_end->cancelled.empty() &&
+      rank.exit->error == attempt.launch_end->cancelled) {
+    report.set_cancelled(rank.exit->error);
+  }
+  // A launcher collects its ranks' output: its stderr on rank 0's node.
+  report.set_stderr_tail(ReadFileTail(rank.followed
+                                          ? attempt.launch_stderr_path
+                                          : rank.paths.launch.stderr_path,
+                                      kStderrTailBytes));
   return report;
 }
 
@@ -396,20 +567,26 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
   const int64_t now = clock_->NowMs();
   for (auto it = attempts_.begin(); it != attempts_.end();) {
     Attempt& attempt = it->second;
-    bool all_done = true;
+    CheckLaunch(attempt);
+    if (attempt.cancelling && attempt.launch_running &&
+        now >= attempt.kill_deadline_ms) {
+      processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
+    }
+    bool all_done = !attempt.launch_running;
     for (Rank& rank : attempt.ranks) {
       CheckExit(attempt, rank);
       if (attempt.cancelling && rank.running && !rank.killed &&
-          now >= attempt.kill_deadline_ms) {
+          rank.process.pid > 0 && now >= attempt.kill_deadline_ms) {
         LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank),
                                 ": worker pid ", rank.process.pid,
                                 " outlived the grace period: SIGKILL"));
-        processes_->SignalGroup(rank.process.pid, SIGKILL);
+        SignalRank(rank, SIGKILL);
         rank.killed = true;
       }
       std::vector<v1::Event> fresh = rank.tailer->ReadNew();
       std::move(fresh.begin(), fresh.end(), std::back_inserter(events));
-      if (!rank.running && !rank.report && rank.tailer->caught_up()) {
+      if (!rank.running && !rank.report && rank.tailer->caught_up() &&
+          ReadyToReport(attempt, rank)) {
         rank.report = ReportExit(attempt, rank);
         if (absl::Status written =
                 WriteExitFile(rank.paths.exit_path, *rank.exit);

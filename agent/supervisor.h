@@ -27,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "agent/assignment.h"
 #include "agent/event_tailer.h"
+#include "agent/launcher.h"
 #include "agent/pid_file.h"
 #include "agent/port_reservation.h"
 #include "agent/process.h"
@@ -42,6 +43,15 @@ inline constexpr size_t kMaxBatchBytes = 1 << 20;
 // The last bytes of a worker's stderr sent with WorkerExited.
 inline constexpr size_t kStderrTailBytes = 4096;
 
+// A rank of a launcher run that ended without a final state (no run_stop
+// event) is reported only once its launch's outcome can be known: on rank
+// 0's node this long after mpirun or srun ended (an agent stopping with its
+// Slurm allocation is gone by then and reports nothing); on the other nodes
+// this long after the rank ended, so that rank 0's node reports a cancelled
+// step first.
+inline constexpr int64_t kLauncherSettleMs = 2000;
+inline constexpr int64_t kFollowerSettleMs = 5000;
+
 // Splits events, in order, into Events messages of at most kMaxBatchEvents
 // events and about kMaxBatchBytes of lines each.
 std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events);
@@ -50,6 +60,7 @@ struct SupervisorOptions {
   std::string address;  // this node's address: where rendezvous ports live
   NodeContext node;     // workdir, checkpoint root, worker binary, cpus, env
   int64_t kill_grace_ms = 10000;  // SIGTERM..SIGKILL on cancel
+  LauncherSettings launchers;     // mpirun and srun for launcher runs
 };
 
 class Supervisor {
@@ -70,11 +81,16 @@ class Supervisor {
   // checkpoint to resume from, if any: a missing one is logged and the
   // workers start anyway), starts one worker per local rank and answers
   // nothing; a bad assignment or a failed start is answered with
-  // WorkerExited.error per rank instead.
+  // WorkerExited.error per rank instead. A launcher run (spec.launcher
+  // mpirun or srun) starts no worker here: rank 0's node starts the one
+  // launcher over every node (agent/launcher.h), and every node follows its
+  // own ranks, found by their --events-file argument once they run.
   std::vector<v1::AgentMessage> HandleAssignment(const v1::Assignment& a);
 
-  // SIGTERM to every worker group of the attempt, SIGKILL after the grace
-  // period (in Poll). An unknown attempt only frees its reserved port.
+  // SIGTERM to every worker group of the attempt (and to a launcher this
+  // agent started, and to each followed rank itself), SIGKILL after the
+  // grace period (in Poll). A followed rank not found by then is reported
+  // as never started. An unknown attempt only frees its reserved port.
   void HandleCancel(const v1::Cancel& cancel);
 
   // Stops every attempt that still has a running worker as HandleCancel
@@ -111,6 +127,9 @@ class Supervisor {
     RankPlan paths;  // rank, local rank, files
     PidRecord process;
     bool is_child = false;  // started by this agent (waitpid) or reattached
+    // Started by a launcher; process.pid is 0 until it is found.
+    bool followed = false;
+    int64_t ended_ms = 0;  // when a followed rank was seen ended
     bool running = false;
     bool killed = false;             // SIGKILL sent after the grace period
     std::optional<ExitRecord> exit;  // unset for a reattached worker until
@@ -128,12 +147,35 @@ class Supervisor {
     std::vector<Rank> ranks;
     bool cancelling = false;
     int64_t kill_deadline_ms = 0;
+    // A launcher run: the launcher, and on rank 0's node (owns_launch) its
+    // process and how it ended.
+    Launcher launcher = Launcher::kAgent;
+    bool owns_launch = false;
+    bool launch_running = false;
+    PidRecord launch_process;
+    std::string launch_stderr_path;
+    int64_t launch_ended_ms = 0;
+    std::optional<LauncherEnd> launch_end;
   };
 
   static Key KeyOf(const v1::AttemptKey& key) {
     return {key.run_id(), key.attempt()};
   }
   std::vector<v1::AgentMessage> Start(const v1::Assignment& a);
+  // Start of a launcher run: the attempt's ranks to follow, and on rank 0's
+  // node the launcher. Returns the refusals, like Start.
+  std::vector<v1::AgentMessage> StartLauncherRun(const v1::Assignment& a,
+                                                 Launcher launcher,
+                                                 const AttemptPlan& plan);
+  // Reaps the launcher this agent started, once it ended.
+  void CheckLaunch(Attempt& attempt);
+  // Finds a followed rank's process, or notes that it ended.
+  void CheckFollowed(Attempt& attempt, Rank& rank);
+  // Whether an ended rank's exit can be reported now (see
+  // kLauncherSettleMs).
+  bool ReadyToReport(const Attempt& attempt, const Rank& rank) const;
+  // Signals a running rank: its group, and a followed rank itself too.
+  void SignalRank(const Rank& rank, int sig);
   // Links plan's resume_source into its checkpoint folder; a missing or
   // unlinkable source is logged and the workers start without it.
   void LinkResumeSource(const v1::AttemptKey& key, const AttemptPlan& plan);

@@ -366,6 +366,8 @@ int Commands::Show(int64_t run_id, bool json) {
        << "  system       " << spec.system() << "\n"
        << "  user         " << (run.user().empty() ? "-" : run.user()) << "\n"
        << "  layout       " << SpecLayout(spec) << "\n"
+       << "  launcher     "
+       << (spec.launcher().empty() ? "agent" : spec.launcher()) << "\n"
        << "  queue        " << (run.queue().empty() ? "default" : run.queue())
        << ", priority " << run.priority()
        << (spec.time_limit_s() > 0

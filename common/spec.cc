@@ -201,6 +201,7 @@ std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
          return absl::OkStatus();
        }},
       {"queue", StringSetter("queue", &v1::RunSpec::set_queue, spec)},
+      {"launcher", StringSetter("launcher", &v1::RunSpec::set_launcher, spec)},
       {"priority",
        [spec](const YAML::Node& n) -> absl::Status {
          ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "priority"));
@@ -324,6 +325,7 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
                       "from LibTorch 2.2");
   }
   RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSeed));
+  RETURN_IF_ERROR(ParseLauncher(Field("launcher"), spec.launcher()).status());
   RETURN_IF_ERROR(CheckPlacementFields(spec));
   return CheckName("system", spec.system(), 128, /*allow_spaces=*/true);
 }
@@ -392,6 +394,27 @@ absl::Status NotOneOfError(absl::string_view what, absl::string_view value,
       what, ": must be one of ", names, "; got '", value.substr(0, 80), "'"));
 }
 
+absl::string_view LauncherName(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::kMpirun:
+      return "mpirun";
+    case Launcher::kSrun:
+      return "srun";
+    case Launcher::kAgent:
+      break;
+  }
+  return "agent";
+}
+
+absl::StatusOr<Launcher> ParseLauncher(absl::string_view what,
+                                       absl::string_view name) {
+  for (Launcher l : {Launcher::kAgent, Launcher::kMpirun, Launcher::kSrun}) {
+    if (name == LauncherName(l)) return l;
+  }
+  if (name.empty()) return Launcher::kAgent;
+  return NotOneOfError(what, name, "agent, mpirun, srun");
+}
+
 absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                              const Registry& registry) {
   RETURN_IF_ERROR(CheckName("name", spec.name(), 64, /*allow_spaces=*/false));
@@ -431,6 +454,7 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
   spec.set_repetitions(1);
   spec.set_max_retries(1);
   spec.set_compression(std::string(Name(Compression::kNone)));
+  spec.set_launcher(std::string(LauncherName(Launcher::kAgent)));
   ASSIGN_OR_RETURN(std::set<std::string> seen, ReadSpecFields(root, &spec));
   // Defaults that depend on the registry; validate the workload and config
   // first so that the lookup below is safe.
@@ -467,6 +491,12 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
   }
   if (!spec.queue().empty()) {
     out << YAML::Key << "queue" << YAML::Value << spec.queue();
+  }
+  // Only another than the default: the text of a spec without the field
+  // stays what it was.
+  if (!spec.launcher().empty() &&
+      spec.launcher() != LauncherName(Launcher::kAgent)) {
+    out << YAML::Key << "launcher" << YAML::Value << spec.launcher();
   }
   if (spec.has_priority()) {
     out << YAML::Key << "priority" << YAML::Value << spec.priority();

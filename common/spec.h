@@ -58,6 +58,20 @@ absl::Status CheckOneOf(absl::string_view what, absl::string_view value) {
   return NotOneOfError(what, value, JoinNames<Enum>(", "));
 }
 
+// Who starts a run's ranks (RunSpec.launcher). kAgent: each agent forks its
+// own; kMpirun: rank 0's agent starts one OpenMPI mpirun; kSrun: one Slurm
+// job step. docs/design.md "Launchers".
+enum class Launcher { kAgent, kMpirun, kSrun };
+
+// "agent", "mpirun", "srun": the spec's spelling.
+absl::string_view LauncherName(Launcher launcher);
+
+// The launcher a spec names; empty (a spec stored before the field) is
+// kAgent. InvalidArgument "<what>: must be one of agent, mpirun, srun; got
+// '...'" otherwise.
+absl::StatusOr<Launcher> ParseLauncher(absl::string_view what,
+                                       absl::string_view name);
+
 // Whole seconds ("3600", any sign: the caller checks the range) or a
 // duration with units ("90m", "1h30m", "45s"), as time_limit takes it;
 // InvalidArgument "<what>: must be seconds or a duration like 90m or 1h30m, got

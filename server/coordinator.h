@@ -292,6 +292,12 @@ class Coordinator final : public CoordinatorView {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandlePortReservedLocked(NodeState& node, const v1::PortReserved& port)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // For a launcher run (spec.launcher mpirun or srun): every node of the
+  // attempt, with its address, ranks, workdir and checkpoint root, into
+  // rank 0's PHASE_START `assignment`. Nothing for launcher agent.
+  void AddLaunchNodesLocked(const RunRecord& record,
+                            v1::Assignment& assignment) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleWorkerExitedLocked(NodeState& node, const v1::WorkerExited& exit)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The node's agent leaves for good: the node takes nothing new (until it

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/run_state.h"
 #include "common/scoring.h"
+#include "common/spec.h"
 #include "common/status_macros.h"
 #include "server/coordinator.h"
 #include "server/leaderboard.h"
@@ -331,6 +332,7 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
         v1::Assignment::PHASE_START, static_cast<int32_t>(i));
     start.mutable_assignment()->set_master_addr(host);
     start.mutable_assignment()->set_master_port(port.port());
+    if (i == 0) AddLaunchNodesLocked(*record, *start.mutable_assignment());
     SendLocked(record->nodes[i], start);
   }
   const std::string line = absl::StrFormat(
@@ -339,6 +341,28 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
       absl::StrJoin(record->nodes, ", "));
   LogInfo(absl::StrCat("run ", record->run.id(), " ", line));
   record->Changed(line);
+}
+
+void Coordinator::AddLaunchNodesLocked(const RunRecord& record,
+                                       v1::Assignment& assignment) const {
+  absl::StatusOr<Launcher> launcher =
+      ParseLauncher("launcher", record.run.spec().launcher());
+  if (!launcher.ok() || *launcher == Launcher::kAgent) return;
+  for (size_t i = 0; i < record.nodes.size(); ++i) {
+    const v1::Assignment ranks =
+        record
+            .AssignmentFor(v1::Assignment::PHASE_START, static_cast<int32_t>(i))
+            .assignment();
+    v1::LaunchNode* node = assignment.add_launch_nodes();
+    node->set_name(record.nodes[i]);
+    *node->mutable_ranks() = ranks.ranks();
+    auto it = nodes_.nodes().find(record.nodes[i]);
+    if (it == nodes_.nodes().end()) continue;  // the agent refuses it
+    node->set_address(it->second.info.address());
+    node->set_workdir(it->second.workdir);
+    node->set_checkpoint_root(it->second.checkpoint_root);
+    node->set_cpus(it->second.info.cpus());
+  }
 }
 
 void Coordinator::HandleWorkerExitedLocked(NodeState& node,
@@ -375,6 +399,15 @@ void Coordinator::HandleWorkerExitedLocked(NodeState& node,
       "run %d attempt %d rank %d on node %s: %s", exit.key().run_id(),
       exit.key().attempt(), exit.rank(), node.info.name(),
       failed ? ExitError(node.info.name(), exit) : "exited 0"));
+  if (!exit.cancelled().empty()) {
+    // The site's scheduler stopped it (a scancelled Slurm step): the run
+    // ends as a user's cancel does, not as a failure or a lost attempt.
+    EndRunLocked(*record, v1::RUN_STATE_CANCELLED,
+                 absl::StrCat("cancelled on node ", node.info.name(), ": ",
+                              exit.cancelled()),
+                 /*cancel_workers=*/true);
+    return;
+  }
   if (failed) {
     std::string why = ExitError(node.info.name(), stored);
     // A peer's loss fails the other ranks' collectives before the lost node

@@ -43,6 +43,8 @@ NodeTable::Node& NodeTable::Connect(const v1::Register& request,
   *info.mutable_inventory() = request.inventory();
   info.set_last_seen_ms(now_ms);
   node.shared_checkpoints = request.shared_checkpoints();
+  node.workdir = request.workdir();
+  node.checkpoint_root = request.checkpoint_root();
   node.leaving = false;
   node.leave_reason.clear();
   return node;

@@ -32,6 +32,11 @@ class NodeTable {
     // Its checkpoint root is shared with the other nodes that say so (as of
     // its last registration).
     bool shared_checkpoints = false;
+    // Its agent's --workdir and --checkpoint-root (as of its last
+    // registration): rank 0's agent of a launcher run names them in this
+    // node's ranks' command lines.
+    std::string workdir;
+    std::string checkpoint_root;
     // Drained by an admin (`hpcai500 drain`), with the reason; kept in the
     // store.
     bool draining = false;
@@ -52,10 +57,10 @@ class NodeTable {
 
   // Opens a session for an accepted Register: records the node's address
   // (the hostname when no address), slots, cpus, gpus, labels, inventory
-  // and whether its checkpoints are shared, and
+  // whether its checkpoints are shared, its workdir and checkpoint root, and
   // `channel`, borrowed until Disconnect(session); clears `leaving`. A
-  // session the node had is replaced; `*replaced` (not null) says whether there
-  // was one. Returns the node; its `session` is the new session id.
+  // session the node had is replaced; `*replaced` (not null) says whether
+  // there was one. Returns the node; its `session` is the new session id.
   Node& Connect(const v1::Register& request, AgentChannel* channel,
                 int64_t now_ms, bool* replaced);
 

@@ -48,12 +48,27 @@ class FakeProcessLauncher final : public ProcessLauncher {
     return it->second;
   }
 
+  void SignalProcess(pid_t pid, int sig) override {
+    process_signals.emplace_back(pid, sig);
+  }
+  std::optional<pid_t> FindByArgument(const std::string& argument) override {
+    auto it = by_argument.find(argument);
+    if (it == by_argument.end() || start_times.count(it->second) == 0) {
+      return std::nullopt;
+    }
+    return it->second;
+  }
+
   bool fail_launch = false;
   pid_t next_pid = 100;
   std::vector<LaunchSpec> launches;
   std::map<pid_t, ExitStatus> exits;      // set by the test: pid has ended
   std::map<pid_t, uint64_t> start_times;  // live processes
   std::vector<std::pair<pid_t, int>> signals;
+  // Processes another launcher started, by one of their arguments (set by
+  // the test; live while in start_times).
+  std::map<std::string, pid_t> by_argument;
+  std::vector<std::pair<pid_t, int>> process_signals;
 };
 
 // An event line in the worker's format (docs/events.md).

@@ -68,6 +68,18 @@ TEST(ParseAgentArgs, SharedCheckpointsNeedAnExplicitRoot) {
       << options.status();
 }
 
+TEST(ParseAgentArgs, LauncherProgramsAreFoundOnPathOrKeptAsGiven) {
+  absl::StatusOr<AgentOptions> options = ParseAgentArgs(
+      {"--coordinator", "h:1", "--name", "n", "--mpirun", "sh",
+       "--mpirun-rsh-agent", "/opt/rsh", "--srun", "no-such-srun-here"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  // execve searches no PATH: a bare name is resolved at start-up.
+  EXPECT_EQ(options->mpirun.front(), '/') << options->mpirun;
+  EXPECT_EQ(options->mpirun.substr(options->mpirun.rfind('/')), "/sh");
+  EXPECT_EQ(options->mpirun_rsh_agent, "/opt/rsh");
+  EXPECT_EQ(options->srun, "no-such-srun-here");
+}
+
 TEST(AgentUsage, NamesTheCheckpointFlags) {
   const std::string usage = kAgentUsage;
   EXPECT_NE(usage.find("--checkpoint-root DIR"), std::string::npos);

@@ -183,6 +183,31 @@ TEST(RunSpec, QueuePriorityAndConstraintsRoundTrip) {
   EXPECT_EQ(spec->constraints().at("rack"), "3");
 }
 
+TEST(RunSpec, LauncherDefaultsToAgentAndRoundTrips) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->launcher(), "agent");
+  // The default is not written: a spec's text stays what it was.
+  EXPECT_EQ(RunSpecToYaml(*spec).find("launcher"), std::string::npos);
+  for (const char* launcher : {"mpirun", "srun"}) {
+    spec = Parse(std::string(kGood) + "launcher: " + launcher + "\n");
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->launcher(), launcher);
+    absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(
+        google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
+  }
+  EXPECT_EQ(RefusalOf("seed: 1\n", "seed: 1\nlauncher: torchrun\n"),
+            "field 'launcher': must be one of agent, mpirun, srun; got "
+            "'torchrun'");
+  // A spec stored before the field: the agent launches.
+  v1::RunSpec stored = *Parse(kGood);
+  stored.clear_launcher();
+  EXPECT_TRUE(ValidateRunSpec(stored, Registry::Builtin()).ok());
+  EXPECT_EQ(*ParseLauncher("launcher", ""), Launcher::kAgent);
+}
+
 TEST(RunSpec, RetriesDefaultToOneAndTimeLimitsTakeUnits) {
   absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
   ASSERT_TRUE(spec.ok()) << spec.status();

@@ -65,9 +65,9 @@ std::vector<int64_t> QueryRow(const std::string& db_path, const char* sql,
 }  // namespace
 
 std::string FaultCluster::SubmitRun(const std::string& name, int seed,
-                                    int nodes) {
-  CommandResult submit =
-      Cli({"submit", WriteSpec(name, SpecYaml(name, seed, nodes))});
+                                    int nodes, const std::string& extra_yaml) {
+  CommandResult submit = Cli(
+      {"submit", WriteSpec(name, SpecYaml(name, seed, nodes) + extra_yaml)});
   if (submit.exit_code != 0) return "";
   return submit.out.substr(0, submit.out.find('\n'));
 }

@@ -36,8 +36,10 @@ class FaultCluster : public TestCluster {
   bool StartFakeAgent(const std::string& name);
   // Submits a run of `nodes` one-rank nodes for the stand-in; seed 1 writes
   // whole lines only, another seed tears one line. Returns the run id (""
-  // on failure).
-  std::string SubmitRun(const std::string& name, int seed, int nodes = 1);
+  // on failure). `extra_yaml` ("launcher: mpirun\n") is appended to the
+  // spec.
+  std::string SubmitRun(const std::string& name, int seed, int nodes = 1,
+                        const std::string& extra_yaml = "");
   // Submits a one-rank Fashion-MNIST smoke run (2 epochs) for the real
   // worker. Returns the run id ("" on failure).
   std::string SubmitSmokeRun(const std::string& name);

@@ -4,12 +4,17 @@
 // is scored; then one host's link is cut mid-run: the run gets a new attempt
 // after the node timeout, the cut-off agent fences its worker by itself, and
 // once the link is back the run completes on attempt 2 with no event lost or
-// stored twice.
+// stored twice. The same 2-node run with `launcher: mpirun`: rank 0's agent
+// starts one mpirun whose rsh agent (netns_rsh.sh) enters the other
+// namespace, and each agent follows the rank on its host.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/fault/fault_cluster.h"
 #include "tests/netns/netns_lab.h"
@@ -42,15 +47,19 @@ class KeepFilesOnFailure {
   ASSERT_NE(lab, nullptr) << lab_error
 
 // hpcai500d on the bridge's address (not loopback, so --insecure: the test
-// uses neither tokens nor TLS) and one agent per namespace.
-void StartCluster(FaultCluster& cluster, const NetnsLab& lab) {
+// uses neither tokens nor TLS) and one agent per namespace, each with
+// `agent_args` too.
+void StartCluster(FaultCluster& cluster, const NetnsLab& lab,
+                  const std::vector<std::string>& agent_args = {}) {
   cluster.set_grpc_host(lab.bridge_address());
   ASSERT_TRUE(cluster.StartCoordinator({"--insecure", "--node-timeout-s", "5"}))
       << "hpcai500d did not come up on " << cluster.grpc_address();
   for (int i = 0; i < NetnsLab::kHosts; ++i) {
     cluster.set_agent_prefix(kNodes[i], lab.ExecPrefix(i));
-    ASSERT_TRUE(cluster.StartAgent(
-        kNodes[i], 1, {"--address", lab.address(i), "--iface", lab.iface(i)}))
+    std::vector<std::string> args = {"--address", lab.address(i), "--iface",
+                                     lab.iface(i)};
+    args.insert(args.end(), agent_args.begin(), agent_args.end());
+    ASSERT_TRUE(cluster.StartAgent(kNodes[i], 1, args))
         << kNodes[i] << " did not connect from " << lab.ns(i);
   }
 }
@@ -103,6 +112,53 @@ TEST(AcrossHosts, TwoNodeRunBetweenNamespacesIsScored) {
   EXPECT_GT(stored.distinct, 20);
   const int64_t twice = stored.rows - stored.distinct;
   PrintFaultSummary("none (2 nodes in 2 network namespaces over a bridge)",
+                    "run " + state + ", result stored " +
+                        std::to_string(cluster.CountResults(run_id)) + "x",
+                    Lost(cluster, run_id, 1, false), twice);
+  EXPECT_EQ(twice, 0);
+}
+
+TEST(AcrossHosts, TwoNodeMpirunRunBetweenNamespacesIsScored) {
+  if (::access("/usr/bin/mpirun", X_OK) != 0) {
+    GTEST_SKIP() << "no /usr/bin/mpirun (Debian's openmpi-bin)";
+  }
+  MAKE_LAB_OR_SKIP(lab);
+  // mpirun's daemons call home over the bridge's subnet, not loopback (the
+  // agents pass OMPI_MCA_* on to mpirun).
+  const std::string& bridge = lab->bridge_address();
+  const std::string subnet = bridge.substr(0, bridge.rfind('.')) + ".0/24";
+  ::setenv("OMPI_MCA_oob_tcp_if_include", subnet.c_str(), 1);
+  FaultCluster cluster;
+  KeepFilesOnFailure keep(cluster);
+  StartCluster(cluster, *lab, {"--mpirun-rsh-agent", NETNS_RSH});
+  ::unsetenv("OMPI_MCA_oob_tcp_if_include");
+  if (HasFatalFailure()) return;
+  const std::string run_id = cluster.SubmitRun(
+      "across-hosts-mpirun", /*seed=*/1, /*nodes=*/2, "launcher: mpirun\n");
+  ASSERT_FALSE(run_id.empty());
+  const std::string state = cluster.WaitForEnd(run_id, seconds(300));
+  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+  const nlohmann::json run = cluster.ShowRun(run_id);
+  ASSERT_EQ(run["attempts"].size(), 1u) << run.dump();
+  EXPECT_EQ(run["spec"].value("launcher", ""), "mpirun") << run.dump();
+  EXPECT_EQ(run["attempts"][0]["nodes"].size(), 2u) << run.dump();
+  EXPECT_EQ(run["epochs"].size(), 2u) << run.dump();
+  EXPECT_TRUE(run["score"].is_object()) << run.dump();
+  EXPECT_EQ(cluster.CountResults(run_id), 1);
+  // Each agent found the rank mpirun started on its host (its pid file),
+  // and every event of both ranks is stored once.
+  EXPECT_GE(HostOfRank(cluster, run_id, 1, 0), 0);
+  EXPECT_GE(HostOfRank(cluster, run_id, 1, 1), 0);
+  ASSERT_TRUE(WaitFor([&] { return Lost(cluster, run_id, 1, false) == 0; },
+                      seconds(30)));
+  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
+  EXPECT_GT(stored.distinct, 20);
+  for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
+    EXPECT_GT(cluster.CountStoredKey(run_id, 1, "run_stop"), rank)
+        << "rank " << rank << "'s run_stop was not stored";
+  }
+  const int64_t twice = stored.rows - stored.distinct;
+  PrintFaultSummary("none (launcher mpirun over 2 network namespaces)",
                     "run " + state + ", result stored " +
                         std::to_string(cluster.CountResults(run_id)) + "x",
                     Lost(cluster, run_id, 1, false), twice);

@@ -234,6 +234,73 @@ class CoordinatorTest : public ::testing::Test {
   int64_t session_b_ = 0;
 };
 
+TEST_F(CoordinatorTest, LauncherRunTellsRankZeroEveryNodeOfTheAttempt) {
+  for (auto [name, agent] :
+       {std::pair("a", &agent_a_), std::pair("b", &agent_b_)}) {
+    v1::Register request;
+    request.set_name(name);
+    request.set_address(std::string(name) + ".local");
+    request.set_slots(1);
+    request.set_cpus(name == std::string("a") ? 4 : 8);
+    request.set_workdir(std::string("/work/agent-") + name);
+    request.set_checkpoint_root(std::string("/ckpt/") + name);
+    absl::StatusOr<int64_t> session = coordinator_->Connect(request, agent);
+    ASSERT_TRUE(session.ok()) << session.status();
+    (name == std::string("a") ? session_a_ : session_b_) = *session;
+  }
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(2) + "launcher: mpirun\n").ok());
+  std::vector<v1::Assignment> reserve =
+      agent_a_.Assignments(v1::Assignment::PHASE_RESERVE);
+  ASSERT_EQ(reserve.size(), 1u);
+  ReservePort(session_a_, reserve[0].key());
+  std::vector<v1::Assignment> start_a =
+      agent_a_.Assignments(v1::Assignment::PHASE_START);
+  std::vector<v1::Assignment> start_b =
+      agent_b_.Assignments(v1::Assignment::PHASE_START);
+  ASSERT_EQ(start_a.size(), 1u);
+  ASSERT_EQ(start_b.size(), 1u);
+  EXPECT_EQ(start_a[0].spec().launcher(), "mpirun");
+  ASSERT_EQ(start_a[0].launch_nodes_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    const v1::LaunchNode& node = start_a[0].launch_nodes(i);
+    const std::string name = i == 0 ? "a" : "b";
+    EXPECT_EQ(node.name(), name);
+    EXPECT_EQ(node.address(), name + ".local");
+    EXPECT_THAT(node.ranks(), ElementsAre(i));
+    EXPECT_EQ(node.workdir(), "/work/agent-" + name);
+    EXPECT_EQ(node.checkpoint_root(), "/ckpt/" + name);
+    EXPECT_EQ(node.cpus(), i == 0 ? 4 : 8);
+  }
+  // Only rank 0's node launches.
+  EXPECT_EQ(start_b[0].launch_nodes_size(), 0);
+}
+
+TEST_F(CoordinatorTest, AgentRunHasNoLaunchNodes) {
+  StartTwoNodeRun();
+  std::vector<v1::Assignment> start_a =
+      agent_a_.Assignments(v1::Assignment::PHASE_START);
+  ASSERT_EQ(start_a.size(), 1u);
+  EXPECT_EQ(start_a[0].launch_nodes_size(), 0);
+}
+
+TEST_F(CoordinatorTest, RankCancelledByTheSchedulerEndsTheRunCancelled) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  v1::AgentMessage message;
+  v1::WorkerExited* exit = message.mutable_worker_exited();
+  *exit->mutable_key() = key;
+  exit->set_rank(0);
+  exit->set_exit_code(-1);
+  exit->set_error("the Slurm step was cancelled (scancel), not by hpcai500");
+  exit->set_cancelled(exit->error());
+  Send(session_a_, message);
+  const v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_CANCELLED) << run.error();
+  EXPECT_NE(run.error().find("scancel"), std::string::npos) << run.error();
+  EXPECT_EQ(run.attempts_size(), 1);
+  // The other node's rank is stopped.
+  EXPECT_GE(agent_b_.Cancels(), 1);
+}
+
 TEST_F(CoordinatorTest, TwoNodeRunGoesFromSubmitToScoredSuccess) {
   const v1::AttemptKey key = StartTwoNodeRun();
   EXPECT_EQ(key.attempt(), 1);
