@@ -15,9 +15,7 @@ BIN_DIR="$(realpath -- "$2")"
 
 # shellcheck source=tests/slurm/slurm_cluster.sh
 source "$SOURCE_DIR/tests/slurm/slurm_cluster.sh"
-for binary in hpcai500d hpcai500-agent hpcai500-worker hpcai500; do
-  [[ -x "$BIN_DIR/$binary" ]] || fail "$BIN_DIR/$binary not built"
-done
+slurm_require_binaries "$BIN_DIR"
 command -v jq >/dev/null || fail "jq not installed (scripts/install-deps.sh)"
 command -v sqlite3 >/dev/null ||
   fail "sqlite3 not installed (scripts/install-deps.sh)"

@@ -12,9 +12,7 @@ BIN_DIR="$(realpath -- "$2")"
 
 # shellcheck source=tests/slurm/slurm_cluster.sh
 source "$SOURCE_DIR/tests/slurm/slurm_cluster.sh"
-for binary in hpcai500d hpcai500-agent hpcai500-worker hpcai500; do
-  [[ -x "$BIN_DIR/$binary" ]] || fail "$BIN_DIR/$binary not built"
-done
+slurm_require_binaries "$BIN_DIR"
 command -v jq >/dev/null || fail "jq not installed (scripts/install-deps.sh)"
 slurm_cluster_start
 slurm_log_files=("$SCRATCH/job-*.out" "$SCRATCH/hpcai500-*/*.log")

@@ -40,6 +40,14 @@ wait_until() {
   return 1
 }
 
+# Fails unless folder $1 holds the four hpcai500 binaries.
+slurm_require_binaries() {
+  local binary
+  for binary in hpcai500d hpcai500-agent hpcai500-worker hpcai500; do
+    [[ -x "$1/$binary" ]] || fail "$1/$binary not built"
+  done
+}
+
 # Whether job $1 (every job without one) has left squeue.
 slurm_job_gone() {
   [[ -z "$(squeue -h -o %i ${1:+-j "$1"} 2>/dev/null)" ]]
