@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -39,6 +40,9 @@ constexpr absl::Duration kConnectTimeout = absl::Seconds(20);
 // A ping every 10 s when the stream is quiet; no answer within 5 s ends it.
 constexpr int kKeepaliveTimeMs = 10000;
 constexpr int kKeepaliveTimeoutMs = 5000;
+// A leaving agent waits for its workers' last words this long beyond the
+// kill grace period.
+constexpr int64_t kLeaveSlackMs = 5000;
 
 std::vector<std::string> CurrentEnvironment() {
   std::vector<std::string> env;
@@ -116,7 +120,7 @@ Agent::Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock)
       supervisor_(MakeSupervisorOptions(options_), processes, clock),
       fence_timeout_ms_(kDefaultFenceTimeoutMs) {}
 
-absl::Status Agent::Run(const std::atomic<bool>* stop) {
+absl::Status Agent::Run(const std::atomic<int>* stop) {
   SetLogIdentity("hpcai500-agent", absl::StrCat("node=", options_.name));
   if (absl::Status made = MakeDirectories(options_.workdir); !made.ok()) {
     return made;
@@ -141,25 +145,69 @@ absl::Status Agent::Run(const std::atomic<bool>* stop) {
                             options_.worker_version_missing));
   }
   absl::Duration backoff = kFirstBackoff;
-  while (!stop->load()) {
+  while (stop->load() == 0) {
     std::string why;
     if (RunSession(stop, &why)) backoff = kFirstBackoff;
-    if (stop->load()) break;
+    if (stop->load() != 0) break;
     LogWarning(absl::StrCat("stream to coordinator ", options_.coordinator,
                             " ended (", why, "); retrying in ",
                             absl::FormatDuration(backoff)));
     // Workers are still reaped and killed while disconnected; what they
     // produce is sent by Resend() after reconnecting.
     absl::Time until = absl::Now() + backoff;
-    while (!stop->load() && absl::Now() < until) {
+    while (stop->load() == 0 && absl::Now() < until) {
       supervisor_.Poll();
       FenceIfSilent();
       absl::SleepFor(kPollInterval);
     }
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
-  LogInfo("stopping; workers keep running and are taken up on restart");
+  if (options_.leave_on_stop) {
+    FinishLeaving(stop->load());
+  } else {
+    LogInfo("stopping; workers keep running and are taken up on restart");
+  }
   return absl::OkStatus();
+}
+
+std::string Agent::BeginLeaving(int signal) {
+  const std::string reason =
+      absl::StrCat("agent stopped by ", signal == SIGTERM  ? "SIGTERM"
+                                        : signal == SIGINT ? "SIGINT"
+                                                           : "a signal");
+  if (leave_by_ms_ == 0) {
+    leave_by_ms_ = clock_->NowMs() + options_.kill_grace_ms + kLeaveSlackMs;
+    const int stopping = supervisor_.FenceAll(reason);
+    LogInfo(absl::StrCat("leaving (", reason, "): stopping ", stopping,
+                         " attempt(s); waiting up to ",
+                         (leave_by_ms_ - clock_->NowMs()) / 1000,
+                         " s for their last events"));
+  }
+  return reason;
+}
+
+void Agent::FinishLeaving(int signal) {
+  // Stopped while not connected: the workers still must not outlive it.
+  BeginLeaving(signal);
+  auto workers_running = [this] {
+    for (const v1::RunningAttempt& attempt : supervisor_.Running()) {
+      if (attempt.ranks_size() > 0) return true;
+    }
+    return false;
+  };
+  while (workers_running() && clock_->NowMs() < leave_by_ms_) {
+    supervisor_.Poll();
+    absl::SleepFor(kPollInterval);
+  }
+  const size_t undelivered = supervisor_.attempt_count();
+  if (undelivered == 0) {
+    LogInfo("left: every worker stopped, everything delivered");
+  } else {
+    LogWarning(absl::StrCat(
+        "left with ", undelivered,
+        " attempt(s) not fully delivered (their files stay in the workdir)",
+        workers_running() ? "; some workers still run" : ""));
+  }
 }
 
 v1::AgentMessage Agent::RegisterMessage() {
@@ -200,13 +248,13 @@ void Agent::FenceIfSilent() {
 }
 
 bool Agent::AwaitConnection(grpc::Channel& channel,
-                            const std::atomic<bool>* stop, std::string* why) {
+                            const std::atomic<int>* stop, std::string* why) {
   const absl::Time give_up = absl::Now() + kConnectTimeout;
   while (!channel.WaitForConnected(
       absl::ToChronoTime(absl::Now() + kPollInterval))) {
     supervisor_.Poll();
     FenceIfSilent();
-    if (stop->load()) {
+    if (stop->load() != 0) {
       *why = "stopping";
       return false;
     }
@@ -219,7 +267,7 @@ bool Agent::AwaitConnection(grpc::Channel& channel,
   return true;
 }
 
-bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
+bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
   std::shared_ptr<grpc::Channel> channel =
       NewCoordinatorChannel(options_.coordinator, options_.tls);
   if (!AwaitConnection(*channel, stop, why)) return false;
@@ -255,8 +303,27 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
   bool registered = false;
   int64_t heartbeat_ms = kDefaultHeartbeatMs;
   int64_t next_heartbeat = clock_->NowMs() + heartbeat_ms;
-  bool closed = false;  // the coordinator ended the stream
-  while (ok && !stop->load()) {
+  bool closed = false;   // the coordinator ended the stream
+  bool leaving = false;  // Leaving sent
+  // Whether the session ends: stopped, and for a pilot agent (that got
+  // Registered), once it said it leaves, its workers ended and everything
+  // they wrote was acknowledged, or the leave deadline passed.
+  auto session_over = [&] {
+    const int signal = stop->load();
+    if (signal == 0) return false;
+    if (!options_.leave_on_stop || !registered) return true;
+    if (!leaving) {
+      // Before any exit of a worker the same signal killed: the coordinator
+      // must know the node leaves before it hears its rank is lost, or it
+      // could place the new attempt right back on it.
+      v1::AgentMessage leave;
+      leave.mutable_leaving()->set_reason(BeginLeaving(signal));
+      send(leave);
+      leaving = true;
+    }
+    return supervisor_.attempt_count() == 0 || clock_->NowMs() >= leave_by_ms_;
+  };
+  while (ok && !session_over()) {
     std::deque<v1::CoordinatorMessage> messages =
         inbox.TakeAll(kPollInterval, &closed);
     // Checked before the batch counts as word: an agent resumed after a
@@ -282,6 +349,13 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
         case v1::CoordinatorMessage::kHeartbeat:
           break;  // word from the coordinator is all it carries
         case v1::CoordinatorMessage::kAssignment:
+          if (leaving) {
+            // Sent before the coordinator read Leaving: it gives the run
+            // another attempt elsewhere.
+            LogInfo(absl::StrCat("leaving: ignoring an assignment of run ",
+                                 message.assignment().key().run_id()));
+            break;
+          }
           send_all(supervisor_.HandleAssignment(message.assignment()));
           break;
         case v1::CoordinatorMessage::kCancel:
@@ -294,7 +368,7 @@ bool Agent::RunSession(const std::atomic<bool>* stop, std::string* why) {
           LogWarning("unknown message from the coordinator ignored");
       }
     }
-    if (closed) break;
+    if (closed || session_over()) break;
     send_all(supervisor_.Poll());
     if (clock_->NowMs() >= next_heartbeat) {
       v1::AgentMessage beat;

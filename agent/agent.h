@@ -9,6 +9,11 @@
 // workers itself (self-fencing) rather than let them run on beside their
 // replacements. Keepalive pings on the channel notice a dead coordinator.
 //
+// A pilot agent (--leave-on-stop) leaves instead: when stopped it sends
+// Leaving, stops its workers and delivers their last events and exits
+// before it returns, so a run on it gets its new attempt at once and nothing
+// it wrote is lost.
+//
 // Thread-safe: Run() is called once; Stop() may be called from any thread
 // (not from a signal handler; use the stop flag of Run for that).
 #ifndef HPCAI500_AGENT_AGENT_H_
@@ -35,20 +40,23 @@ class Agent {
   Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock);
 
   // Creates the workdir, takes up workers of an earlier agent, then serves
-  // the coordinator until *stop becomes true. Workers are left running on
-  // return (they survive an agent restart by design). Returns an error only
+  // the coordinator until *stop becomes non-zero (the number of the signal
+  // that stopped it). Workers are left running on return (they survive an
+  // agent restart by design), unless the agent leaves (--leave-on-stop):
+  // then it returns once its workers ended and what they wrote was
+  // acknowledged, or after --kill-grace-seconds + 5 s. Returns an error only
   // when the workdir cannot be created.
-  absl::Status Run(const std::atomic<bool>* stop);
+  absl::Status Run(const std::atomic<int>* stop);
 
  private:
   // One connection: returns when the stream breaks or *stop is set. Returns
   // true when the coordinator answered Register (backoff restarts); *why
   // says how the stream ended.
-  bool RunSession(const std::atomic<bool>* stop, std::string* why);
+  bool RunSession(const std::atomic<int>* stop, std::string* why);
   // Waits until `channel` connects, in short steps that keep reaping workers
   // and checking the fence (an unreachable address can take many seconds to
   // fail). False, with *why, when *stop is set or no connection came soon.
-  bool AwaitConnection(grpc::Channel& channel, const std::atomic<bool>* stop,
+  bool AwaitConnection(grpc::Channel& channel, const std::atomic<int>* stop,
                        std::string* why);
   // The first message of a session: this node, its inventory and the
   // attempts its workers still run.
@@ -56,6 +64,13 @@ class Agent {
   // Stops every worker (Supervisor::FenceAll) when nothing came from the
   // coordinator for longer than fence_timeout_ms_; logs once per fencing.
   void FenceIfSilent();
+  // A pilot agent stopped by `signal` starts to leave (once): stops every
+  // worker and sets the deadline. Returns the reason the coordinator is told.
+  std::string BeginLeaving(int signal);
+  // After the last session of a leaving agent: waits (until the deadline)
+  // for workers it could not see end while connected, and logs what was
+  // left undelivered.
+  void FinishLeaving(int signal);
 
   // Constant after construction.
   const AgentOptions options_;
@@ -65,6 +80,7 @@ class Agent {
   Supervisor supervisor_;
   int64_t last_heard_ms_ = 0;  // the last message from the coordinator
   int64_t fence_timeout_ms_;   // the last Registered.node_timeout_ms
+  int64_t leave_by_ms_ = 0;    // leaving: when to give up; 0: not leaving
 };
 
 }  // namespace hpcai500::agent

@@ -1,5 +1,6 @@
 // hpcai500-agent: the per-node agent. Parses flags and runs the Agent until
-// SIGINT or SIGTERM; the workers it started keep running after it stops.
+// SIGINT or SIGTERM; the workers it started keep running after it stops,
+// unless it leaves (--leave-on-stop).
 #include <signal.h>
 
 #include <atomic>
@@ -17,9 +18,10 @@
 
 namespace {
 
-std::atomic<bool> stop_requested{false};
+// The signal that stopped the agent; 0 while it runs.
+std::atomic<int> stop_requested{0};
 
-void RequestStop(int) { stop_requested.store(true); }
+void RequestStop(int signal) { stop_requested.store(signal); }
 
 }  // namespace
 

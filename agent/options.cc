@@ -145,6 +145,7 @@ std::unique_ptr<CLI::App> NewAgentFlagApp(AgentFlags& flags) {
   AddRepeatedFlag(*app, "data", &flags.data);
   AddValueFlag(*app, "checkpoint-root", &flags.checkpoint_root);
   AddSwitch(*app, "shared-checkpoints", &flags.options.shared_checkpoints);
+  AddSwitch(*app, "leave-on-stop", &flags.options.leave_on_stop);
   AddValueFlag(*app, "nvml-library", &flags.nvml_library);
   AddValueFlag(*app, "mpirun", &flags.options.mpirun);
   AddValueFlag(*app, "mpirun-rsh-agent", &flags.options.mpirun_rsh_agent);

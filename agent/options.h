@@ -63,6 +63,11 @@ struct AgentOptions {
   std::string mpirun = "mpirun";
   std::string mpirun_rsh_agent = "ssh";
   std::string srun = "srun";
+  // --leave-on-stop: a pilot agent (deploy/slurm/agents.sbatch). On SIGTERM
+  // or SIGINT it tells the coordinator it leaves (v1::Leaving), stops its
+  // workers and delivers what they wrote before it exits, instead of leaving
+  // them running for the next agent on this node.
+  bool leave_on_stop = false;
   // --tls-ca, --tls-cert, --tls-key, read and checked: TLS to the
   // coordinator when ca_pem is set, with a client certificate when cert_pem
   // is.
@@ -78,6 +83,7 @@ inline constexpr char kAgentUsage[] =
     "         [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]\n"
     "         [--nvml-library PATH] [--iface NAME] [--env NAME]...\n"
     "         [--mpirun PATH] [--mpirun-rsh-agent PATH] [--srun PATH]\n"
+    "         [--leave-on-stop]\n"
     "  --address ADDR      the address other nodes reach this one at (rank\n"
     "                      0's rendezvous); default --iface's IPv4 address,\n"
     "                      else 127.0.0.1\n"
@@ -117,7 +123,14 @@ inline constexpr char kAgentUsage[] =
     "                      runs with --tls-client-ca\n"
     "  --nvml-library PATH the NVML library GPUs are found with (default\n"
     "                      libnvidia-ml.so.1); without it, or without a\n"
-    "                      driver, GPUs are counted from /dev/nvidia<N>\n";
+    "                      driver, GPUs are counted from /dev/nvidia<N>\n"
+    "  --leave-on-stop     a pilot agent (one Slurm allocation): on SIGTERM\n"
+    "                      or SIGINT, tell the coordinator it leaves (its\n"
+    "                      runs get a new attempt at once), stop its workers\n"
+    "                      and deliver their last events, then exit, within\n"
+    "                      --kill-grace-seconds + 5 s. Without it a stopped\n"
+    "                      agent leaves its workers running for the next\n"
+    "                      agent on the node\n";
 
 // Parses the arguments after argv[0] (the rules of common/flags.h), reads
 // the node's inventory (ReadInventory with --nvml-library) and fills in

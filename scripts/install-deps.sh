@@ -30,8 +30,9 @@ PACKAGES=(
   nodejs
   # The slurm-labelled test runs deploy/slurm/hpcai500.sbatch under a
   # private single-node Slurm: controller, node daemon, sbatch/srun and
-  # MUNGE authentication.
-  slurmctld slurmd slurm-client munge
+  # MUNGE authentication. The slurm tests read the CLI's JSON with jq and
+  # count stored events with sqlite3.
+  slurmctld slurmd slurm-client munge jq sqlite3
   procps curl
   # OpenSSL: TLS (hpcai500d --tls-cert, HTTPS through boost::asio::ssl) and
   # API tokens checked as keyed hashes (HMAC-SHA256); the tests make

@@ -709,7 +709,10 @@ v1::Node Coordinator::NodeViewLocked(const NodeState& node) {
     view.add_queues(queue);
   }
   view.clear_state_reason();
-  if (node.draining) {
+  if (node.leaving) {
+    view.set_state("down");
+    view.set_state_reason(absl::StrCat("left: ", node.leave_reason));
+  } else if (node.draining) {
     view.set_state(used > 0 ? "draining" : "drained");
     view.set_state_reason(node.drain_reason);
   } else if (node.session == 0) {

@@ -142,8 +142,8 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<int64_t> Connect(const v1::Register& request,
                                   AgentChannel* channel);
   // Handles one later message of a session (heartbeat, events, port
-  // reserved, worker exited). InvalidArgument for a Register or an empty
-  // message; FailedPrecondition for an unknown or replaced session.
+  // reserved, worker exited, leaving). InvalidArgument for a Register or an
+  // empty message; FailedPrecondition for an unknown or replaced session.
   absl::Status HandleAgentMessage(int64_t session,
                                   const v1::AgentMessage& message);
   // The stream of `session` ended. The node's slots stay held while its
@@ -303,6 +303,11 @@ class Coordinator final : public CoordinatorView {
                             v1::Assignment& assignment) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleWorkerExitedLocked(NodeState& node, const v1::WorkerExited& exit)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The node's agent leaves for good: the node takes nothing new (until it
+  // registers again) and each run placed on it loses its attempt now
+  // (RetryOrFailLocked), not after the node timeout.
+  void HandleLeavingLocked(NodeState& node, const v1::Leaving& leaving)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.

@@ -22,6 +22,13 @@
 
 namespace hpcai500 {
 
+namespace {
+
+// How much of an agent's Leaving.reason is kept.
+constexpr size_t kMaxLeaveReasonBytes = 256;
+
+}  // namespace
+
 // ------------------------------------------------------------------- agents
 
 absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
@@ -126,6 +133,9 @@ absl::Status Coordinator::HandleAgentMessage(int64_t session,
     case v1::AgentMessage::kWorkerExited:
       HandleWorkerExitedLocked(node, message.worker_exited());
       break;
+    case v1::AgentMessage::kLeaving:
+      HandleLeavingLocked(node, message.leaving());
+      break;
     case v1::AgentMessage::kRegister:
       return absl::InvalidArgumentError(
           "register: only the first message of a stream may register");
@@ -190,7 +200,7 @@ void Coordinator::Shutdown() {
 
 void Coordinator::HandleHeartbeatLocked(NodeState& node) {
   if (node.session == 0) return;
-  scheduler_.SetSchedulable(node.info.name(), true);
+  if (!node.leaving) scheduler_.SetSchedulable(node.info.name(), true);
   v1::CoordinatorMessage answer;
   answer.mutable_heartbeat()->set_time_ms(clock_->NowMs());
   node.channel->Send(answer);
@@ -430,6 +440,28 @@ void Coordinator::HandleWorkerExitedLocked(NodeState& node,
     record->all_exited_ms = clock_->NowMs();
     MaybeFinishLocked(*record, /*force=*/false);
   }
+}
+
+void Coordinator::HandleLeavingLocked(NodeState& node,
+                                      const v1::Leaving& leaving) {
+  const std::string& name = node.info.name();
+  node.leaving = true;
+  // From the remote side: kept short, and never empty in the node's state.
+  node.leave_reason = leaving.reason().substr(0, kMaxLeaveReasonBytes);
+  if (node.leave_reason.empty()) node.leave_reason = "no reason given";
+  scheduler_.SetSchedulable(name, false);
+  SaveNodeLocked(node);
+  int lost = 0;
+  for (auto& [run_id, record] : runs_) {
+    if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
+    RetryOrFailLocked(
+        record, absl::StrFormat("node %s left (%s)", name, node.leave_reason));
+    ++lost;
+  }
+  LogInfo(
+      absl::StrFormat("node %s: leaving (%s); %d run(s) on it lost their "
+                      "attempt",
+                      name, node.leave_reason, lost));
 }
 
 void Coordinator::AckExitLocked(NodeState& node, const v1::WorkerExited& exit) {

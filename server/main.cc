@@ -1,5 +1,6 @@
 // hpcai500d: the coordinator. Parses flags, opens the store, and serves the
-// gRPC services and the HTTP front end until SIGTERM or SIGINT.
+// gRPC services and the HTTP front end until SIGTERM (unless --ignore-sigterm)
+// or SIGINT.
 #include <grpcpp/grpcpp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,7 +53,7 @@ constexpr char kUsage[] =
     "[--insecure]\n"
     "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "                 [--queues FILE] [--heartbeat-interval-s N]\n"
-    "                 [--max-queued-per-user N]\n"
+    "                 [--max-queued-per-user N] [--ignore-sigterm]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
     "auth is on once a token exists (hpcai500d token create) or with\n"
@@ -71,7 +72,10 @@ constexpr char kUsage[] =
     "register), at most a third of --node-timeout-s; default 5 s, or a\n"
     "third of the timeout when that is shorter\n"
     "--max-queued-per-user: queued runs one user may have, 0 for no cap\n"
-    "(default 1000)\n";
+    "(default 1000)\n"
+    "--ignore-sigterm: only SIGINT stops it (in a Slurm batch step, where\n"
+    "scancel and the time limit send SIGTERM to every process of the job\n"
+    "at once, the job script records the cancel first, then stops it)\n";
 
 struct Flags {
   std::string grpc = "127.0.0.1:7500";
@@ -86,6 +90,7 @@ struct Flags {
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   bool http_public = false;
   bool insecure = false;
+  bool ignore_sigterm = false;
   TlsFileFlags tls;
   bool help = false;
 };
@@ -120,6 +125,7 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   AddValueFlag(*app, "max-queued-per-user", &max_queued);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
+  AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
   AddServerTlsFlags(*app, &flags.tls);
   AddSwitch(*app, "help,h", &flags.help);
   RETURN_IF_ERROR(ParseFlags(*app, args));
@@ -205,7 +211,11 @@ absl::Status RunServer(const Flags& flags) {
   // Block the stop signals in every thread; this one waits for them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
+  if (flags.ignore_sigterm) {
+    signal(SIGTERM, SIG_IGN);
+  } else {
+    sigaddset(&stop_signals, SIGTERM);
+  }
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 

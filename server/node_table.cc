@@ -46,6 +46,8 @@ NodeTable::Node& NodeTable::Connect(const v1::Register& request,
   node.workdir = request.workdir();
   node.checkpoint_root = request.checkpoint_root();
   node.iface = request.iface();
+  node.leaving = false;
+  node.leave_reason.clear();
   return node;
 }
 

@@ -42,6 +42,10 @@ class NodeTable {
     // store.
     bool draining = false;
     std::string drain_reason;
+    // Its agent said it is leaving for good (v1::Leaving), with the reason;
+    // cleared when the node registers again.
+    bool leaving = false;
+    std::string leave_reason;
   };
 
   // Adds node `name`, disconnected, with no slots and last seen at
@@ -55,10 +59,10 @@ class NodeTable {
   // Opens a session for an accepted Register: records the node's address
   // (the hostname when no address), slots, cpus, gpus, labels, inventory
   // whether its checkpoints are shared, its workdir, checkpoint root and
-  // iface, and
-  // `channel`, borrowed until Disconnect(session). A session the node had
-  // is replaced; `*replaced` (not null) says whether there was one.
-  // Returns the node; its `session` is the new session id.
+  // iface, and `channel`, borrowed until Disconnect(session); clears
+  // `leaving`. A session the node had is replaced; `*replaced` (not null)
+  // says whether there was one. Returns the node; its `session` is the new
+  // session id.
   Node& Connect(const v1::Register& request, AgentChannel* channel,
                 int64_t now_ms, bool* replaced);
 

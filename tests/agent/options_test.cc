@@ -25,6 +25,16 @@ TEST(ParseAgentArgs, FillsDefaults) {
   EXPECT_GE(options->cpus, 1);
   EXPECT_EQ(options->checkpoint_root, options->workdir + "/checkpoints");
   EXPECT_FALSE(options->shared_checkpoints);
+  EXPECT_FALSE(options->leave_on_stop);  // workers outlive a stopped agent
+}
+
+TEST(ParseAgentArgs, LeaveOnStopMakesAPilotAgent) {
+  absl::StatusOr<AgentOptions> options = ParseAgentArgs(
+      {"--coordinator", "h:1", "--name", "n1-1234", "--leave-on-stop"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->leave_on_stop);
+  EXPECT_NE(std::string(kAgentUsage).find("--leave-on-stop"),
+            std::string::npos);
 }
 
 TEST(ParseAgentArgs, ReadsTheCheckpointRootAndMakesItAbsolute) {

@@ -561,6 +561,47 @@ TEST_F(CoordinatorTest, SilentNodeRequeuesItsRunWhileItHasRetries) {
   EXPECT_THAT(run.error(), HasSubstr("no retry left: max_retries 1"));
 }
 
+TEST_F(CoordinatorTest, LeavingNodeLosesItsAttemptAtOnceAndTakesNothingNew) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  FakeAgent agent_c;
+  Register("c", &agent_c);
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  const int64_t stored = *store_->CountEvents();
+
+  v1::AgentMessage leaving;
+  leaving.mutable_leaving()->set_reason("stopped by SIGTERM");
+  Send(session_b_, leaving);
+  // No node timeout waited for: attempt 2 starts at once, on a and c.
+  v1::Run run = *coordinator_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_STARTING);
+  ASSERT_EQ(run.attempts_size(), 2);
+  EXPECT_EQ(run.attempts(0).state(), "requeued");
+  EXPECT_THAT(run.attempts(0).error(),
+              HasSubstr("node b left (stopped by SIGTERM)"));
+  EXPECT_THAT(run.attempts(1).nodes(), ElementsAre("a", "c"));
+  EXPECT_EQ(agent_a_.Cancels(), 1);
+  EXPECT_EQ(agent_b_.Cancels(), 1);  // b stops its rank of attempt 1
+  EXPECT_EQ(NodeNamed("b").state(), "down");
+  EXPECT_EQ(NodeNamed("b").state_reason(), "left: stopped by SIGTERM");
+
+  // What b delivers while it leaves is acknowledged, and nothing stored twice;
+  // its heartbeats are answered but do not make it schedulable again.
+  SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
+  EXPECT_EQ(*store_->CountEvents(), stored);
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+  Send(session_b_, heartbeat);
+  EXPECT_EQ(NodeNamed("b").state(), "down");
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1)).ok());
+  EXPECT_TRUE(agent_b_.Assignments(v1::Assignment::PHASE_RESERVE).empty());
+
+  // Registered again (a new agent on that node), it takes runs again.
+  FakeAgent b2;
+  Register("b", &b2);
+  EXPECT_EQ(NodeNamed("b").state(), "busy");
+  EXPECT_EQ(b2.Assignments(v1::Assignment::PHASE_RESERVE).size(), 1u);
+}
+
 TEST_F(CoordinatorTest, ReRegisteredAgentListingTheAttemptKeepsItRunning) {
   const v1::AttemptKey key = StartTwoNodeRun();
   coordinator_->Disconnect(session_b_);
