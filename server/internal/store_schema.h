@@ -167,6 +167,17 @@ CREATE TABLE leaderboard (
 CREATE INDEX leaderboard_order
   ON leaderboard(workload, config, unranked, valid_flops DESC, submission_id);
 )sql",
+    // 8 (regress baselines): the run each `hpcai500 regress` series is
+    // judged against, promoted by `hpcai500 baseline promote`; one row per
+    // series (common/regress_band.h RegressSeriesKey).
+    R"sql(
+CREATE TABLE regress_baselines (
+  series TEXT PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  promoted_by TEXT NOT NULL,
+  promoted_ms INTEGER NOT NULL
+);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

@@ -316,6 +316,23 @@ TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {
   EXPECT_EQ(given.config.batch_size, 100);
 }
 
+TEST(WorkerFlags, TestSlowdownComesOnlyFromItsEnvironmentVariable) {
+  WorkerOptions o;
+  std::string error;
+  ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
+  EXPECT_EQ(o.test_slow_step_ms, 0);
+  ASSERT_EQ(Parse(kSmoke, &o, &error, {{"HPCAI500_TEST_SLOW_STEP_MS", "40"}}),
+            ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.test_slow_step_ms, 40);
+  EXPECT_EQ(Parse(kSmoke, &o, &error, {{"HPCAI500_TEST_SLOW_STEP_MS", "-1"}}),
+            ParseOutcome::kError);
+  EXPECT_NE(error.find("HPCAI500_TEST_SLOW_STEP_MS"), std::string::npos)
+      << error;
+  // Hidden: no flag, and not in the usage text.
+  EXPECT_EQ(WorkerUsage().find("slow"), std::string::npos);
+}
+
 TEST(WorkerFlags, HelpAsksForUsage) {
   WorkerOptions o;
   std::string error;

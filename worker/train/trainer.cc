@@ -1,8 +1,10 @@
 #include "worker/train/trainer.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/event_keys.h"
@@ -210,6 +212,10 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
   StepTimer compute(&clock, Phase::kCompute);
   if (!scaler_.Step(*optimizer_, task_->module().parameters())) {
     ++stats.skipped_steps;
+  }
+  if (o_.test_slow_step_ms > 0) {  // tests only (WorkerOptions)
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(o_.test_slow_step_ms));
   }
 }
 
