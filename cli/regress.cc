@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "cli/format.h"
 #include "nlohmann/json.hpp"
 
@@ -258,34 +259,17 @@ nlohmann::ordered_json ReportJson(const RegressReport& report) {
 }
 
 std::string XmlEscape(absl::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\n':
-        out += "&#10;";
-        break;
-      default:
-        // Control characters other than tab are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t') {
-          out += '?';
-        } else {
-          out += c;
-        }
+  std::string out = absl::StrReplaceAll(text, {{"&", "&amp;"},
+                                               {"<", "&lt;"},
+                                               {">", "&gt;"},
+                                               {"\"", "&quot;"},
+                                               {"'", "&apos;"},
+                                               {"\n", "&#10;"}});
+  // Control characters other than tab and newline are not allowed in XML
+  // 1.0.
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') {
+      c = '?';
     }
   }
   return out;
@@ -294,33 +278,13 @@ std::string XmlEscape(absl::string_view text) {
 // Text for one Markdown table cell: no line breaks, no column separators,
 // no HTML.
 std::string MarkdownCell(absl::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '|':
-        out += "\\|";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '\n':
-      case '\r':
-        out += ' ';
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return absl::StrReplaceAll(text, {{"|", "\\|"},
+                                    {"\\", "\\\\"},
+                                    {"<", "&lt;"},
+                                    {">", "&gt;"},
+                                    {"&", "&amp;"},
+                                    {"\n", " "},
+                                    {"\r", " "}});
 }
 
 std::string BandCell(const MetricComparison& comparison) {

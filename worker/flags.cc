@@ -293,9 +293,7 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& argv,
   WorkerOptions o;
   ApplyRunArgs(args, &o);
   if (!ResolveConfig(args, registry, &o, error) ||
-      !ReadRankLayout(env, &o, error) ||
-      !ReadEnvInt(env, "HPCAI500_TEST_SLOW_STEP_MS", 0, 10'000,
-                  &o.test_slow_step_ms, error)) {
+      !ReadRankLayout(env, &o, error)) {
     return ParseOutcome::kError;
   }
   o.threads = args.threads ? static_cast<int>(*args.threads)

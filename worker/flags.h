@@ -51,12 +51,6 @@ struct WorkerOptions {
   std::string mllog_platform;
   std::string mllog_status = "onprem";  // onprem | cloud | preview | research
 
-  // Tests only: each training step sleeps this long, so that a regression
-  // test has a real slowdown to find. Set from $HPCAI500_TEST_SLOW_STEP_MS,
-  // which an agent passes on only when its operator names it (--env); no
-  // flag, not in the usage text. Not an integer in [0, 10000]: kError.
-  int test_slow_step_ms = 0;
-
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;

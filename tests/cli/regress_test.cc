@@ -114,7 +114,7 @@ std::string WellFormedProblem(const std::string& xml) {
         size_t end = xml.find(';', i);
         std::string entity = xml.substr(i, end - i + 1);
         if (entity != "&amp;" && entity != "&lt;" && entity != "&gt;" &&
-            entity != "&quot;" && entity != "&apos;") {
+            entity != "&quot;" && entity != "&apos;" && entity != "&#10;") {
           return "bad entity at " + std::to_string(i);
         }
       }
@@ -419,12 +419,17 @@ TEST(RegressJUnitXml, AFailedRunIsOneError) {
   report.name = "fmnist-nightly";
   report.run_ids = {9};
   report.error = "run 9 failed: worker rank 0 exited with code 3";
-  const std::string xml = RegressJUnitXml("s", {report});
+  std::string xml = RegressJUnitXml("s", {report});
   EXPECT_EQ(WellFormedProblem(xml), "") << xml;
   EXPECT_EQ(Count(xml, "<testcase "), 1u);
   EXPECT_THAT(xml, HasSubstr("<error message=\"run 9 failed: worker rank 0 "
                              "exited with code 3\"/>"));
   EXPECT_EQ(Count(xml, "<failure"), 0u);
+  // A stderr line break stays in the attribute; a control byte does not.
+  report.error = "rank 0:\nboom\x01";
+  xml = RegressJUnitXml("s", {report});
+  EXPECT_EQ(WellFormedProblem(xml), "") << xml;
+  EXPECT_THAT(xml, HasSubstr("message=\"rank 0:&#10;boom?\""));
 }
 
 TEST(CompareRegress, NoisyHistoryToleratesWhatAStableOneFlags) {

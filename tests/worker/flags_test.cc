@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
+
+#include "worker/test_slowdown.h"
 
 namespace hpcai500::worker {
 namespace {
@@ -316,19 +319,21 @@ TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {
   EXPECT_EQ(given.config.batch_size, 100);
 }
 
-TEST(WorkerFlags, TestSlowdownComesOnlyFromItsEnvironmentVariable) {
-  WorkerOptions o;
-  std::string error;
-  ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
-  EXPECT_EQ(o.test_slow_step_ms, 0);
-  ASSERT_EQ(Parse(kSmoke, &o, &error, {{"HPCAI500_TEST_SLOW_STEP_MS", "40"}}),
-            ParseOutcome::kRun)
-      << error;
-  EXPECT_EQ(o.test_slow_step_ms, 40);
-  EXPECT_EQ(Parse(kSmoke, &o, &error, {{"HPCAI500_TEST_SLOW_STEP_MS", "-1"}}),
-            ParseOutcome::kError);
-  EXPECT_NE(error.find("HPCAI500_TEST_SLOW_STEP_MS"), std::string::npos)
-      << error;
+TEST(TestStepSlowdown, ComesOnlyFromItsEnvironmentVariable) {
+  EXPECT_EQ(TestStepSlowdown(FakeEnv({})).count(), 0);
+  EXPECT_EQ(
+      TestStepSlowdown(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_MS", "40"}})).count(),
+      40);
+  for (const char* bad : {"-1", "10001", "fast", ""}) {
+    try {
+      TestStepSlowdown(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_MS", bad}}));
+      ADD_FAILURE() << "'" << bad << "' was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("HPCAI500_TEST_SLOW_STEP_MS"),
+                std::string::npos)
+          << e.what();
+    }
+  }
   // Hidden: no flag, and not in the usage text.
   EXPECT_EQ(WorkerUsage().find("slow"), std::string::npos);
 }

@@ -13,6 +13,7 @@
 #include "worker/events/mllog_keys.h"
 #include "worker/metrics/flops.h"
 #include "worker/models/model_zoo.h"
+#include "worker/test_slowdown.h"
 #include "worker/train/checkpoint.h"
 
 namespace hpcai500::worker {
@@ -213,10 +214,10 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
   if (!scaler_.Step(*optimizer_, task_->module().parameters())) {
     ++stats.skipped_steps;
   }
-  if (o_.test_slow_step_ms > 0) {  // tests only (WorkerOptions)
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(o_.test_slow_step_ms));
-  }
+  // Tests only (worker/test_slowdown.h); a bad value ends the run.
+  static const std::chrono::milliseconds slowdown =
+      TestStepSlowdown(ProcessEnv());
+  if (slowdown.count() > 0) std::this_thread::sleep_for(slowdown);
 }
 
 Batch Trainer::ToDevice(const Batch& batch) const {
