@@ -9,15 +9,15 @@
 
 namespace hpcai500::worker {
 
-std::chrono::milliseconds TestStepSlowdown(const EnvLookup& env) {
+int TestStepSlowdownPct(const EnvLookup& env) {
   const std::optional<std::string> text = env(kTestSlowStepVar);
-  if (!text.has_value()) return std::chrono::milliseconds(0);
-  int64_t ms = 0;
+  if (!text.has_value()) return 0;
+  int64_t pct = 0;
   std::string error;
-  if (!ReadInt(kTestSlowStepVar, *text, 0, 10'000, &ms, &error)) {
+  if (!ReadInt(kTestSlowStepVar, *text, 0, 1'000, &pct, &error)) {
     throw std::invalid_argument(error);
   }
-  return std::chrono::milliseconds(ms);
+  return static_cast<int>(pct);
 }
 
 }  // namespace hpcai500::worker

@@ -109,6 +109,14 @@ class GrpcServicesTest : public ::testing::Test {
     v1::CancelRunResponse response;
     return client_->CancelRun(&context, request, &response);
   }
+  grpc::Status PromoteAs(const std::string& user, int64_t run_id) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + tokens_[user]);
+    v1::PromoteBaselineRequest request;
+    request.set_run_id(run_id);
+    v1::Baseline response;
+    return client_->PromoteBaseline(&context, request, &response);
+  }
   // Opens an agent stream with `token` ("" for none) and registers as
   // `node`; returns the stream's first answer (Registered) or its status.
   grpc::Status RegisterAs(const std::string& token, const std::string& node,
@@ -340,27 +348,20 @@ TEST_F(GrpcServicesTest, OnlyAnAdminInvalidatesAResult) {
 TEST_F(GrpcServicesTest, OperatorPromotesOnlyItsOwnRunsAndOnlyAScoredOne) {
   int64_t run = 0;
   ASSERT_TRUE(SubmitAs("alice", &run).ok());
-  auto promote = [&](const std::string& user) {
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + tokens_[user]);
-    v1::PromoteBaselineRequest request;
-    request.set_run_id(run);
-    v1::Baseline response;
-    return client_->PromoteBaseline(&context, request, &response);
-  };
-  grpc::Status refused = promote("bob");
+  grpc::Status refused = PromoteAs("bob", run);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(refused.error_message().find("may promote only its own runs"),
             std::string::npos)
       << refused.error_message();
-  EXPECT_EQ(promote("vera").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(PromoteAs("vera", run).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   // Allowed for its owner and an admin, but a queued run has no score.
-  grpc::Status queued = promote("alice");
+  grpc::Status queued = PromoteAs("alice", run);
   EXPECT_EQ(queued.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(queued.error_message().find("a baseline must be a succeeded run"),
             std::string::npos)
       << queued.error_message();
-  EXPECT_EQ(promote("root").error_code(),
+  EXPECT_EQ(PromoteAs("root", run).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
   const std::vector<v1::AuditEntry> audit = AuditRows();
   EXPECT_EQ(audit[0].user(), "root");

@@ -319,17 +319,17 @@ TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {
   EXPECT_EQ(given.config.batch_size, 100);
 }
 
-TEST(TestStepSlowdown, ComesOnlyFromItsEnvironmentVariable) {
-  EXPECT_EQ(TestStepSlowdown(FakeEnv({})).count(), 0);
+TEST(TestStepSlowdownPct, ComesOnlyFromItsEnvironmentVariable) {
+  EXPECT_EQ(TestStepSlowdownPct(FakeEnv({})), 0);
   EXPECT_EQ(
-      TestStepSlowdown(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_MS", "40"}})).count(),
-      40);
-  for (const char* bad : {"-1", "10001", "fast", ""}) {
+      TestStepSlowdownPct(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_PCT", "150"}})),
+      150);
+  for (const char* bad : {"-1", "1001", "fast", ""}) {
     try {
-      TestStepSlowdown(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_MS", bad}}));
+      TestStepSlowdownPct(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_PCT", bad}}));
       ADD_FAILURE() << "'" << bad << "' was taken";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("HPCAI500_TEST_SLOW_STEP_MS"),
+      EXPECT_NE(std::string(e.what()).find("HPCAI500_TEST_SLOW_STEP_PCT"),
                 std::string::npos)
           << e.what();
     }

@@ -176,6 +176,7 @@ EpochStats Trainer::TrainEpoch(int epoch) {
 
 void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
                         EpochStats& stats, double& loss_sum) {
+  const auto step_start = std::chrono::steady_clock::now();
   SetLearningRate(*optimizer_,
                   schedule_->At((epoch - 1) * steps_per_epoch_ + step));
   optimizer_->zero_grad();
@@ -215,9 +216,11 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
     ++stats.skipped_steps;
   }
   // Tests only (worker/test_slowdown.h); a bad value ends the run.
-  static const std::chrono::milliseconds slowdown =
-      TestStepSlowdown(ProcessEnv());
-  if (slowdown.count() > 0) std::this_thread::sleep_for(slowdown);
+  static const int slowdown_pct = TestStepSlowdownPct(ProcessEnv());
+  if (slowdown_pct > 0) {
+    std::this_thread::sleep_for(
+        (std::chrono::steady_clock::now() - step_start) * slowdown_pct / 100);
+  }
 }
 
 Batch Trainer::ToDevice(const Batch& batch) const {
