@@ -55,7 +55,7 @@ class RegressSuite : public ::testing::Test {
                          "valid_flops", "--tolerance", "30", "--junit", junit,
                          "--markdown", cluster_.dir() + "/summary.md",
                          "--json-file", cluster_.dir() + "/report.json"},
-                        seconds(240));
+                        seconds(480));
   }
 
   TestCluster cluster_;
