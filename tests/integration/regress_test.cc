@@ -85,7 +85,9 @@ TEST_F(RegressSuite, PassesTwiceUnchangedAndFailsNamingTheSlowedSpec) {
   const Json& plain = report["specs"][0];
   EXPECT_EQ(plain["name"], "tiny-plain");
   ASSERT_EQ(plain["baseline"]["run_ids"].size(), 1u) << plain.dump();
-  EXPECT_EQ(plain["metrics"][0]["verdict"], "ok") << plain.dump();
+  // Unchanged: not regressed (a busy machine may make it "improved").
+  EXPECT_NE(plain["metrics"][0]["verdict"], "regressed") << plain.dump();
+  EXPECT_NE(plain["metrics"][0]["verdict"], "no_baseline") << plain.dump();
   std::string xml = ReadFile(junit);
   EXPECT_NE(xml.find("failures=\"0\""), std::string::npos) << xml;
 
