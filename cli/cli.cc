@@ -45,6 +45,7 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
           {"leaderboard", {}},
           {"help", {}},
           {"regress", {"SPEC"}},
+          {"baseline", {"promote", "RUN"}},
           {"audit", {}},
           {"invalidate", {"RUN"}},
           {"hold", {"RUN"}},
@@ -64,7 +65,8 @@ const std::map<std::string, std::vector<std::string>>& CommandArgs() {
 struct RawCliArgs {
   CliArgs args;
   std::string coordinator;
-  std::string state, limit, offset, since, until, window, baseline, tolerance;
+  std::string state, limit, offset, since, until, window, baseline, tolerance,
+      min_history;
   std::string timeout;  // check
   std::vector<std::string> references, metrics;
 };
@@ -114,6 +116,9 @@ void AddCommand(CLI::App& app, const std::string& command, RawCliArgs& raw) {
     AddValueFlag(*sub, "tolerance", &raw.tolerance);
     AddRepeatedFlag(*sub, "metric", &raw.metrics);
     AddValueFlag(*sub, "junit", &args.regress.junit_path);
+    AddValueFlag(*sub, "markdown", &args.regress.markdown_path);
+    AddValueFlag(*sub, "json-file", &args.regress.json_path);
+    AddValueFlag(*sub, "min-history", &raw.min_history);
   }
 }
 
@@ -266,12 +271,11 @@ absl::Status ConvertRegressFlags(const RawCliArgs& raw,
     ASSIGN_OR_RETURN(options.window, ParseRegressWindow(raw.window));
   }
   if (!raw.baseline.empty()) {
-    absl::StatusOr<int64_t> run = ParseRunIdArg(raw.baseline);
-    if (!run.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--baseline: ", run.status().message()));
-    }
-    options.baseline_run = *run;
+    RETURN_IF_ERROR(ParseRegressBaseline(raw.baseline, options));
+  }
+  if (!raw.min_history.empty()) {
+    ASSIGN_OR_RETURN(options.band.min_history,
+                     ParseRegressMinHistory(raw.min_history));
   }
   for (const std::string& reference : raw.references) {
     RETURN_IF_ERROR(AddRegressReference(reference, options));
@@ -310,6 +314,13 @@ absl::Status CheckPositional(const CliArgs& args) {
   }
   if (!expected.empty() && expected[0] == "RUN") {
     return ParseRunIdArg(args.positional[0]).status();
+  }
+  if (args.command == "baseline") {
+    if (args.positional[0] != "promote") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'baseline' knows only 'promote', got '", args.positional[0], "'"));
+    }
+    return ParseRunIdArg(args.positional[1]).status();
   }
   return absl::OkStatus();
 }
@@ -404,18 +415,29 @@ std::string UsageText() {
       "                          node-hours, attempts and why each ended; T:\n"
       "                          YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC) or\n"
       "                          a time ago: 30m, 2h, 7d, 1w\n"
-      "  regress SPEC [--window N] [--baseline RUN] [--tolerance PCT]\n"
+      "  regress SPEC|SUITE [--baseline last-good|RUN|FILE] [--window N]\n"
+      "          [--min-history K] [--tolerance PCT]\n"
       "          [--reference METRIC=VALUE]... [--metric M]... [--json]\n"
-      "          [--junit FILE]\n"
-      "                          submit --wait, then compare with the median\n"
-      "                          of the newest N (default 5) earlier runs of\n"
-      "                          the same name and shape, run RUN, or fixed\n"
-      "                          VALUEs: a drop over PCT% (default 5)\n"
-      "                          regresses, and so does missing a target the\n"
-      "                          baseline reached. M: throughput, flops,\n"
-      "                          valid_flops, quality (default all but\n"
-      "                          flops). --json: the report as JSON, the live\n"
-      "                          log on stderr; --junit: JUnit XML\n"
+      "          [--json-file FILE] [--junit FILE] [--markdown FILE]\n"
+      "                          submit --wait, then judge each spec's\n"
+      "                          metrics against its baseline: the promoted\n"
+      "                          run (baseline promote), else the median of\n"
+      "                          the newest N (default 10) good runs of the\n"
+      "                          same name and shape; or the newest good\n"
+      "                          one, run RUN, a --json-file FILE, fixed\n"
+      "                          VALUEs. The band is learned from those N\n"
+      "                          runs (robust z-score: 3 x 1.4826 x MAD, at\n"
+      "                          least 2%); with fewer than K (default 5)\n"
+      "                          it is PCT% (default 5). A move outside the\n"
+      "                          band in the bad direction regresses, and so\n"
+      "                          does missing a target the baseline reached.\n"
+      "                          M: throughput, flops, valid_flops, quality,\n"
+      "                          time_to_target (default all but flops).\n"
+      "                          --json: the report on stdout, the live log\n"
+      "                          on stderr; --junit: JUnit XML; --markdown:\n"
+      "                          a summary for CI\n"
+      "  baseline promote RUN    make a succeeded run the regress baseline of\n"
+      "                          its series (your own runs; an admin's any)\n"
       "\n"
       "The coordinator is --coordinator, else $",
       kCoordinatorEnvVar, ", else ", kDefaultCoordinator,
@@ -509,6 +531,22 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     }
     spec_text = std::move(*spec);
   }
+  if (parsed->command == "regress" &&
+      parsed->regress.baseline == RegressBaselineKind::kFile) {
+    const std::string& path = parsed->regress.baseline_file;
+    absl::StatusOr<std::string> text = ReadFileText(path, "baseline file");
+    if (!text.ok()) {
+      err << "hpcai500: " << text.status().message() << "\n";
+      return kExitNoInput;
+    }
+    auto values = ParseRegressBaselineFile(*text);
+    if (!values.ok()) {
+      err << "hpcai500: baseline file '" << path
+          << "': " << values.status().message() << "\n";
+      return kExitNoInput;
+    }
+    parsed->regress.file_values = *std::move(values);
+  }
 
   std::unique_ptr<v1::ClientService::StubInterface> stub =
       env.connect(parsed->coordinator, CoordinatorChannelCredentials(*tls));
@@ -518,6 +556,9 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     const std::string& source = parsed->positional[0];
     return commands.Submit(source == "-" ? "from stdin" : "'" + source + "'",
                            spec_text, parsed->wait);
+  }
+  if (command == "baseline") {
+    return commands.PromoteBaseline(*ParseRunIdArg(parsed->positional[1]));
   }
   if (command == "regress") {
     const std::string& source = parsed->positional[0];

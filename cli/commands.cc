@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "cli/history.h"
 #include "common/json.h"
 #include "common/run_state.h"
+#include "common/suite.h"
 
 namespace hpcai500 {
 namespace {
@@ -719,13 +722,76 @@ bool Commands::ReadRegressSeries(const std::vector<v1::Run>& runs, int window,
   return true;
 }
 
+bool Commands::ReadPromotedBaseline(const v1::RunSpec& spec,
+                                    std::vector<v1::Run>& baseline) {
+  v1::GetBaselineRequest request;
+  *request.mutable_spec() = spec;
+  v1::Baseline promoted;
+  grpc::Status status =
+      Unary(&v1::ClientService::StubInterface::GetBaseline, request, &promoted);
+  // None promoted, or a coordinator from before promoted baselines.
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND ||
+      status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return true;
+  }
+  if (!status.ok()) {
+    ReportRpcError("regress: read the promoted baseline", status);
+    return false;
+  }
+  return ReadBaselineRun(promoted.run_id(), baseline);
+}
+
+std::optional<RegressReport> Commands::JudgeSubmission(
+    const std::vector<v1::Run>& runs, const RegressOptions& options,
+    const std::vector<v1::Run>& named_run) {
+  if (std::string error = UnscoredRunError(runs); !error.empty()) {
+    RegressReport report;
+    report.name = runs.front().spec().name();
+    for (const v1::Run& run : runs) report.run_ids.push_back(run.id());
+    report.error = std::move(error);
+    return report;
+  }
+  std::vector<v1::Run> history;
+  if (!ReadRegressSeries(runs, options.window, history)) return std::nullopt;
+  std::vector<v1::Run> baseline;
+  std::map<RegressMetric, double> file_values;
+  RegressBaselineKind kind = options.baseline;
+  switch (options.baseline) {
+    case RegressBaselineKind::kRun:
+      baseline = named_run;
+      break;
+    case RegressBaselineKind::kFile:
+      if (auto it = options.file_values.find(runs.front().spec().name());
+          it != options.file_values.end()) {
+        file_values = it->second;
+      }
+      break;
+    case RegressBaselineKind::kLastGood:
+      if (!history.empty()) baseline.push_back(history.front());
+      break;
+    case RegressBaselineKind::kSeries:
+    case RegressBaselineKind::kPromoted:
+      if (!ReadPromotedBaseline(runs.front().spec(), baseline)) {
+        return std::nullopt;
+      }
+      if (baseline.empty()) {
+        kind = RegressBaselineKind::kSeries;
+        baseline = history;
+      } else {
+        kind = RegressBaselineKind::kPromoted;
+      }
+      break;
+  }
+  return CompareRegress(runs, baseline, history, kind, options, file_values);
+}
+
 int Commands::Regress(const std::string& spec_source,
                       const std::string& spec_yaml,
                       const RegressOptions& options, bool json) {
   // A baseline run is checked before anything is submitted.
-  std::vector<v1::Run> baseline;
-  if (options.baseline_run > 0 &&
-      !ReadBaselineRun(options.baseline_run, baseline)) {
+  std::vector<v1::Run> named_run;
+  if (options.baseline == RegressBaselineKind::kRun &&
+      !ReadBaselineRun(options.baseline_run, named_run)) {
     return kExitFailed;
   }
   // With --json, stdout carries the report alone.
@@ -735,32 +801,77 @@ int Commands::Regress(const std::string& spec_source,
       live.SubmitAndWatch(spec_source, spec_yaml, /*wait=*/true, runs);
   if (runs.empty()) return watched;  // refused or not submitted: reported
 
-  RegressReport report;
-  if (std::string error = UnscoredRunError(runs); !error.empty()) {
-    report.name = runs.front().spec().name();
-    for (const v1::Run& run : runs) report.run_ids.push_back(run.id());
-    report.error = std::move(error);
-  } else {
-    if (options.baseline_run == 0 &&
-        !ReadRegressSeries(runs, options.window, baseline)) {
-      return kExitFailed;
+  // One report per submission (spec of the suite), in the suite's order.
+  std::vector<std::vector<v1::Run>> submissions;
+  for (v1::Run& run : runs) {
+    if (submissions.empty() ||
+        submissions.back().front().submission_id() != run.submission_id()) {
+      submissions.emplace_back();
     }
-    report = CompareRegress(runs, baseline, options);
+    submissions.back().push_back(std::move(run));
   }
+  std::vector<RegressReport> reports;
+  for (const std::vector<v1::Run>& submission : submissions) {
+    std::optional<RegressReport> report =
+        JudgeSubmission(submission, options, named_run);
+    if (!report.has_value()) return kExitFailed;
+    reports.push_back(*std::move(report));
+  }
+  absl::StatusOr<Suite> suite = ParseSuite(spec_yaml);
+  const std::string suite_name =
+      suite.ok() ? suite->name : reports.front().name;
   if (json) {
-    out_ << RegressReportJson(report);
+    out_ << (reports.size() == 1 ? RegressReportJson(reports.front())
+                                 : RegressSuiteJson(suite_name, reports));
   } else {
-    out_ << "\n" << FormatRegressReport(report);
+    for (const RegressReport& report : reports) {
+      out_ << "\n";
+      if (reports.size() > 1) out_ << report.name << "\n";
+      out_ << FormatRegressReport(report);
+    }
   }
   out_.flush();
-  if (!options.junit_path.empty() &&
-      !WriteTextFile(options.junit_path, RegressJUnitXml(report))) {
-    err_ << "hpcai500: cannot write JUnit file '" << options.junit_path
-         << "': " << std::strerror(errno) << "\n";
-    return kExitFailed;
+  for (const auto& [path, what, text] :
+       {std::tuple<const std::string&, const char*, std::string>{
+            options.junit_path, "JUnit",
+            options.junit_path.empty() ? ""
+                                       : RegressJUnitXml(suite_name, reports)},
+        {options.markdown_path, "Markdown",
+         options.markdown_path.empty() ? ""
+                                       : RegressMarkdown(suite_name, reports)},
+        {options.json_path, "JSON",
+         options.json_path.empty() ? ""
+                                   : RegressSuiteJson(suite_name, reports)}}) {
+    if (path.empty()) continue;
+    if (!WriteTextFile(path, text)) {
+      err_ << "hpcai500: cannot write " << what << " file '" << path
+           << "': " << std::strerror(errno) << "\n";
+      return kExitFailed;
+    }
   }
-  if (!report.error.empty()) return kExitFailed;
-  return report.regressed() ? kExitRegressed : kExitOk;
+  bool failed = false;
+  bool regressed = false;
+  for (const RegressReport& report : reports) {
+    failed = failed || !report.error.empty();
+    regressed = regressed || report.regressed();
+  }
+  if (failed) return kExitFailed;
+  return regressed ? kExitRegressed : kExitOk;
+}
+
+int Commands::PromoteBaseline(int64_t run_id) {
+  v1::PromoteBaselineRequest request;
+  request.set_run_id(run_id);
+  v1::Baseline baseline;
+  grpc::Status status = Unary(
+      &v1::ClientService::StubInterface::PromoteBaseline, request, &baseline);
+  if (!status.ok()) {
+    return ReportRpcError(absl::StrCat("promote run ", run_id).c_str(), status);
+  }
+  out_ << "run " << baseline.run_id()
+       << " is the regress baseline of its series now (promoted by "
+       << baseline.promoted_by() << ")\n";
+  return kExitOk;
 }
 
 }  // namespace hpcai500

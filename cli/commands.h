@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -91,15 +92,20 @@ class Commands {
   // Accounting rows (cli/history.h) of the runs `filter` matches, newest
   // first, filter.limit() of them (0: 100), as a table or one JSON array.
   int History(const v1::ListRunsRequest& filter, bool json);
-  // Reads options.baseline_run if set, submits and waits like Submit, then
-  // (without a baseline run) reads the newest options.window runs of the
-  // spec's series submitted before these, and prints the comparison of each
-  // metric (as JSON with `json`; the live output then goes to err) and writes
-  // options.junit_path if set. Returns kExitOk (also with no baseline yet),
-  // kExitRegressed, kExitRefused, or kExitFailed when a run did not finish with
-  // a score, the baseline run has no score, or on any error.
+  // Reads options.baseline_run if set, submits the spec or suite and waits
+  // like Submit, then, per spec, reads the newest options.window good runs
+  // of its series submitted before these (the band's history) and its
+  // baseline (options.baseline; by default the promoted one, else the
+  // series), and prints the comparison of each metric (as JSON with `json`;
+  // the live output then goes to err) and writes options.junit_path,
+  // markdown_path and json_path if set. Returns kExitOk (also with no
+  // baseline yet), kExitRegressed, kExitRefused, or kExitFailed when a run
+  // did not finish with a score, a baseline run has no score, or on any
+  // error.
   int Regress(const std::string& spec_source, const std::string& spec_yaml,
               const RegressOptions& options, bool json);
+  // Makes run_id the promoted regress baseline of its series.
+  int PromoteBaseline(int64_t run_id);
 
  private:
   // A context carrying the token and, unless `streaming`, the deadline.
@@ -134,6 +140,15 @@ class Commands {
   // Regress's baseline run, read before it submits; false after printing
   // why it cannot be one.
   bool ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline);
+  // The promoted baseline run of `spec`'s series into `baseline` (left
+  // empty when none was promoted). False after printing why not.
+  bool ReadPromotedBaseline(const v1::RunSpec& spec,
+                            std::vector<v1::Run>& baseline);
+  // Regress's report for one submission's `runs`; nullopt after printing an
+  // RPC error. `named_run`: the --baseline RUN, read already.
+  std::optional<RegressReport> JudgeSubmission(
+      const std::vector<v1::Run>& runs, const RegressOptions& options,
+      const std::vector<v1::Run>& named_run);
   // The series baseline of `runs` (one submission): the newest `window`
   // succeeded, scored runs of the same series with lower ids, asked of the
   // coordinator by name, workload, config and state. False after printing

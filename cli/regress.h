@@ -1,8 +1,10 @@
-// `hpcai500 regress`: judging a finished run against a baseline for nightly
-// CI. The metrics a run is judged by, the baseline (the median of a series of
-// earlier runs of the same benchmark, one run, or fixed reference values),
-// the verdict per metric, and the reports: a table, JSON and JUnit XML.
-// Pure functions; the RPCs are in Commands::Regress.
+// `hpcai500 regress`: judging finished runs against a baseline for nightly
+// CI, one verdict per spec of a suite and metric. The baseline (the median
+// of a series of earlier runs of the same benchmark, the newest good one, a
+// promoted or named run, or fixed values from a file or --reference), the
+// tolerance band learned from the series' history (common/regress_band.h),
+// the verdict per metric, and the reports: a table, JSON, Markdown and JUnit
+// XML. Pure functions; the RPCs are in Commands::Regress.
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_CLI_REGRESS_H_
@@ -17,39 +19,62 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/regress_band.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
 
-// Higher is better for every metric.
-enum class RegressMetric {
-  kThroughput,  // samples / train_seconds
-  kFlops,
-  kValidFlops,
-  kQuality,
+// Where a spec's baseline comes from (--baseline).
+enum class RegressBaselineKind {
+  kSeries,    // the median of the series' newest good runs
+  kPromoted,  // the run `hpcai500 baseline promote` made the baseline
+  kLastGood,  // the series' newest good run
+  kRun,       // one run named by --baseline RUN
+  kFile,      // values per spec from a JSON file (--baseline FILE)
 };
-
-// "throughput", "flops", "valid_flops", "quality".
-std::string RegressMetricName(RegressMetric metric);
-// InvalidArgument naming the metric and the known ones for any other name.
-absl::StatusOr<RegressMetric> ParseRegressMetric(absl::string_view name);
-// The metric's value in a score (throughput 0 without training time).
-double RegressMetricValue(const v1::Score& score, RegressMetric metric);
+// "series", "promoted", "last-good", "run", "file".
+std::string RegressBaselineKindName(RegressBaselineKind kind);
 
 // What `regress` was asked on its command line.
 struct RegressOptions {
-  int window = 5;            // newest runs of the series the median takes
-  int64_t baseline_run = 0;  // > 0: judge against this run, not the series
+  // Newest good runs of the series the band learns from (and the series
+  // baseline's median takes).
+  int window = 10;
+  // kSeries here means the default: the promoted baseline when the series
+  // has one, else the series.
+  RegressBaselineKind baseline = RegressBaselineKind::kSeries;
+  int64_t baseline_run = 0;   // kRun: judge against this run
+  std::string baseline_file;  // kFile
+  // kFile: the file's values per spec name (ParseRegressBaselineFile), read
+  // by the command line before anything is submitted.
+  std::map<std::string, std::map<RegressMetric, double>> file_values;
   // Fixed baseline values (ReFrame-style references); they replace the runs
   // for their metrics, and their metrics are judged even without --metric.
   std::map<RegressMetric, double> references;
-  double tolerance_pct = 5;  // a drop of more than this percent regresses
-  std::vector<RegressMetric>
-      metrics;             // empty: throughput, valid_flops, quality
-  std::string junit_path;  // empty: no JUnit file
+  // The fixed band without enough history: a move of more than this percent
+  // in the bad direction regresses.
+  double tolerance_pct = 5;
+  BandOptions band;                    // its fixed_pct is tolerance_pct
+  std::vector<RegressMetric> metrics;  // empty: all but flops
+  std::string junit_path;              // empty: no JUnit file
+  std::string markdown_path;           // empty: no Markdown summary
+  std::string json_path;               // empty: no JSON file
 };
 
+// The baseline values a --baseline FILE holds per spec name, read from what
+// --json-file (or --json) wrote: a suite object {"specs": [report, ...]} or
+// one report, each report {"name": ..., "metrics": [{"metric": ...,
+// "value": ...}, ...]}. InvalidArgument naming the problem for anything
+// else (a null value is skipped: a target never reached).
+absl::StatusOr<std::map<std::string, std::map<RegressMetric, double>>>
+ParseRegressBaselineFile(absl::string_view json_text);
+
 // Parsers of the flag values; InvalidArgument naming the problem.
+// "--baseline": "last-good", a run id, or else a file name.
+absl::Status ParseRegressBaseline(absl::string_view text,
+                                  RegressOptions& options);
+// "--min-history": an integer >= 2.
+absl::StatusOr<int> ParseRegressMinHistory(absl::string_view text);
 // "--window": an integer >= 1.
 absl::StatusOr<int> ParseRegressWindow(absl::string_view text);
 // "--tolerance": a finite percentage >= 0.
@@ -58,9 +83,7 @@ absl::StatusOr<double> ParseRegressTolerance(absl::string_view text);
 absl::Status AddRegressReference(absl::string_view text,
                                  RegressOptions& options);
 
-// Whether two runs belong to one series: the same spec name and shape
-// (workload, config, level, nodes, ranks per node, device, batch size,
-// precision, compression, epochs, system); seed and repetitions may differ.
+// Whether two runs belong to one series: the same RegressSeriesKey.
 bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b);
 
 // The series baseline of `spec` among `runs` (any order): the runs of the
@@ -69,27 +92,31 @@ bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b);
 std::vector<v1::Run> SelectRegressSeries(const std::vector<v1::Run>& runs,
                                          const v1::RunSpec& spec, int window);
 
-// The median; 0 for none.
-double Median(std::vector<double> values);
-
 enum class RegressVerdict { kNoBaseline, kOk, kRegressed, kImproved };
 
 struct MetricComparison {
   RegressMetric metric = RegressMetric::kThroughput;
-  std::optional<double> baseline;    // empty: nothing to compare with
-  bool from_reference = false;       // else from the report's baseline runs
-  double value = 0;                  // this run (median over repetitions)
+  std::optional<double> baseline;  // empty: nothing to compare with
+  bool from_reference = false;     // else from the report's baseline runs
+  // This submission's runs (median over repetitions); empty for time to
+  // target when none reached the target.
+  std::optional<double> value;
   std::optional<double> change_pct;  // empty without a positive baseline
+  // Around the baseline; set whenever baseline and value are.
+  std::optional<ToleranceBand> band;
+  std::vector<int64_t> evidence;  // the history runs the band learned from
   RegressVerdict verdict = RegressVerdict::kNoBaseline;
-  std::string reason;  // why, for kRegressed
+  // Why, for kRegressed and kImproved: the metric, the move, the band and
+  // the evidence.
+  std::string reason;
 };
 
 struct RegressReport {
   std::string name;                    // the spec name
   std::vector<int64_t> run_ids;        // this submission's runs
   std::vector<int64_t> baseline_runs;  // newest first; empty: none yet
-  bool baseline_is_series = true;      // else one run named by --baseline
-  double tolerance_pct = 5;
+  RegressBaselineKind baseline_kind = RegressBaselineKind::kSeries;
+  double tolerance_pct = 5;  // the fixed band
   std::vector<MetricComparison> metrics;
   // Set when a run of this submission did not finish with a score; then
   // nothing is compared.
@@ -99,11 +126,23 @@ struct RegressReport {
 };
 
 // Compares `current` (this submission's runs, all succeeded with a score)
-// with `baseline` (runs succeeded with a score; may be empty) per metric. A
-// metric regresses when it dropped by more than the tolerance from the
-// median of the baseline runs or from its reference; it improved when it
-// rose by more. Quality also regresses when most baseline runs reached
-// their target and most of `current` did not (not for a quality reference).
+// with `baseline` (runs succeeded with a score; may be empty) per metric,
+// `kind` saying where they came from. Each metric's centre is the median of
+// the baseline runs or its reference (options.references, then
+// `file_values`); its band is learned from `history` (the series' good
+// runs, newest first) by LearnBand with options.band, or fixed at
+// options.tolerance_pct with too little history. A metric regresses when it
+// lies outside the band in its bad direction (down, or up for time to
+// target), improves outside it in the good one. Quality also regresses when
+// most baseline runs reached their target and most of `current` did not
+// (not for a quality reference), and time to target when the baseline
+// reached the target and no current run did.
+RegressReport CompareRegress(
+    const std::vector<v1::Run>& current, const std::vector<v1::Run>& baseline,
+    const std::vector<v1::Run>& history, RegressBaselineKind kind,
+    const RegressOptions& options,
+    const std::map<RegressMetric, double>& file_values = {});
+// The series baseline: `baseline` is the history too.
 RegressReport CompareRegress(const std::vector<v1::Run>& current,
                              const std::vector<v1::Run>& baseline,
                              const RegressOptions& options);
@@ -111,15 +150,29 @@ RegressReport CompareRegress(const std::vector<v1::Run>& current,
 // "ok", "REGRESSED", "improved", "no baseline".
 std::string RegressVerdictName(RegressVerdict verdict);
 
-// The table (metric, baseline, from, this run, change, verdict) and a
-// closing line: the regressed metrics, or "no regression", and "no
-// baseline: run N starts the series" when there were no baseline runs.
+// The table (metric, baseline, from, this run, change, band, verdict) and a
+// closing line: the regressed metrics with their reasons, or "no
+// regression", and "no baseline: run N starts the series" when there were
+// no baseline runs.
 std::string FormatRegressReport(const RegressReport& report);
 // The same as one indented JSON object.
 std::string RegressReportJson(const RegressReport& report);
-// A JUnit XML <testsuite>: one <testcase> per metric with a <failure> for
-// each regression, or one "run" testcase with an <error> for report.error.
-std::string RegressJUnitXml(const RegressReport& report);
+// A suite's reports as one JSON object: {"suite", "regressed", "failed",
+// "specs": [report, ...]} (what --baseline FILE reads back).
+std::string RegressSuiteJson(const std::string& suite,
+                             const std::vector<RegressReport>& reports);
+// The summary a CI job posts: a heading with the suite's verdict, a table
+// (spec, metric, value, baseline, band, verdict) and the reason of each
+// regression; cell text escaped for GitHub/GitLab Markdown.
+std::string RegressMarkdown(const std::string& suite,
+                            const std::vector<RegressReport>& reports);
+// JUnit XML: <testsuites> with one <testsuite> per spec and one <testcase>
+// (classname "hpcai500.regress.SPEC", name METRIC) per metric, with a
+// <failure> naming the metric, the move, the band and the evidence for each
+// regression and <skipped> without a baseline; a spec whose runs failed is
+// one "run" testcase with an <error>.
+std::string RegressJUnitXml(const std::string& suite,
+                            const std::vector<RegressReport>& reports);
 
 }  // namespace hpcai500
 

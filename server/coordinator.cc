@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
+#include "common/regress_band.h"
 #include "common/run_state.h"
 #include "common/scoring.h"
 #include "common/spec.h"
@@ -361,6 +362,41 @@ absl::StatusOr<v1::Run> Coordinator::InvalidateRun(int64_t run_id,
   LogInfo(absl::StrCat("run ", run_id, " ", line));
   record->Changed(line);
   return run;
+}
+
+absl::StatusOr<v1::Baseline> Coordinator::PromoteBaseline(
+    int64_t run_id, const std::string& by) {
+  ASSIGN_OR_RETURN(v1::Run run, GetRun(run_id));
+  if (run.state() != v1::RUN_STATE_SUCCEEDED || !run.has_score()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", run_id, " is ", RunStateName(run.state()),
+        run.state() == v1::RUN_STATE_SUCCEEDED ? " without a score" : "",
+        "; a baseline must be a succeeded run with a score"));
+  }
+  if (!run.invalidated_by().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, "'s result was invalidated by ",
+                     run.invalidated_by(), "; it cannot be a baseline"));
+  }
+  v1::Baseline baseline;
+  baseline.set_series(RegressSeriesKey(run.spec()));
+  baseline.set_run_id(run_id);
+  baseline.set_promoted_by(by.empty() ? "(anonymous)" : by);
+  baseline.set_promoted_ms(clock_->NowMs());
+  RETURN_IF_ERROR(store_->SaveBaseline(baseline));
+  LogInfo(absl::StrCat("run ", run_id, " promoted to the regress baseline of ",
+                       run.spec().name(), " by ", baseline.promoted_by()));
+  return baseline;
+}
+
+absl::StatusOr<v1::Baseline> Coordinator::GetBaseline(const v1::RunSpec& spec) {
+  ASSIGN_OR_RETURN(std::optional<v1::Baseline> baseline,
+                   store_->FindBaseline(RegressSeriesKey(spec)));
+  if (!baseline.has_value()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no promoted baseline for the series of '", spec.name(), "'"));
+  }
+  return *std::move(baseline);
 }
 
 absl::StatusOr<std::optional<v1::RunUpdate>> Coordinator::NextRunUpdate(

@@ -94,6 +94,15 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<v1::Run> InvalidateRun(int64_t run_id, const std::string& by,
                                         const std::string& reason);
 
+  // Makes run `run_id` the promoted regress baseline of its series
+  // (common/regress_band.h), recording `by`; returns the baseline. NotFound;
+  // FailedPrecondition for a run that did not succeed with a score or whose
+  // result was invalidated.
+  absl::StatusOr<v1::Baseline> PromoteBaseline(int64_t run_id,
+                                               const std::string& by);
+  // The promoted baseline of `spec`'s series; NotFound when none.
+  absl::StatusOr<v1::Baseline> GetBaseline(const v1::RunSpec& spec);
+
   // Holds a queued run (`by` records who): it stays queued and is never
   // placed until released; ReleaseRun lets it compete again. Both return
   // the run. NotFound; FailedPrecondition for a run that is not queued, or

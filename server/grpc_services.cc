@@ -532,6 +532,34 @@ grpc::Status ClientServiceImpl::ReleaseRun(grpc::ServerContext* context,
                        response);
 }
 
+grpc::Status ClientServiceImpl::PromoteBaseline(
+    grpc::ServerContext* context, const v1::PromoteBaselineRequest* request,
+    v1::Baseline* response) {
+  Principal who;
+  grpc::Status allowed =
+      AuthorizeRunChange(*context, "promote", request->run_id(), &who);
+  if (!allowed.ok()) return allowed;
+  return AuditedAnswer(
+      *access_, who, *context, "promote",
+      absl::StrCat("run ", request->run_id()),
+      coordinator_->PromoteBaseline(request->run_id(), who.user),
+      "regress baseline of its series", response);
+}
+
+grpc::Status ClientServiceImpl::GetBaseline(
+    grpc::ServerContext* context, const v1::GetBaselineRequest* request,
+    v1::Baseline* response) {
+  Principal who;
+  grpc::Status allowed =
+      Authorize(*access_, *context, Action::kRead, "read a baseline", &who);
+  if (!allowed.ok()) return allowed;
+  absl::StatusOr<v1::Baseline> baseline =
+      coordinator_->GetBaseline(request->spec());
+  if (!baseline.ok()) return ToGrpcStatus(baseline.status());
+  *response = *std::move(baseline);
+  return grpc::Status::OK;
+}
+
 grpc::Status ClientServiceImpl::DrainNode(grpc::ServerContext* context,
                                           const v1::DrainNodeRequest* request,
                                           v1::Node* response) {

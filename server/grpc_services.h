@@ -87,11 +87,17 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   grpc::Status ListQueues(grpc::ServerContext* context,
                           const v1::ListQueuesRequest* request,
                           v1::ListQueuesResponse* response) override;
+  grpc::Status PromoteBaseline(grpc::ServerContext* context,
+                               const v1::PromoteBaselineRequest* request,
+                               v1::Baseline* response) override;
+  grpc::Status GetBaseline(grpc::ServerContext* context,
+                           const v1::GetBaselineRequest* request,
+                           v1::Baseline* response) override;
 
  private:
   // Checks that the caller may change run `run_id` (`verb`: cancel, hold,
-  // release): an operator its own runs, an admin any. A refusal is audited
-  // and returned; `who` is the caller.
+  // release, promote): an operator its own runs, an admin any. A refusal is
+  // audited and returned; `who` is the caller.
   grpc::Status AuthorizeRunChange(grpc::ServerContext& context,
                                   const std::string& verb, int64_t run_id,
                                   Principal* who);

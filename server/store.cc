@@ -949,6 +949,33 @@ absl::StatusOr<std::vector<TokenRecord>> Store::ListTokens() {
   return tokens;
 }
 
+absl::Status Store::SaveBaseline(const v1::Baseline& baseline) {
+  absl::MutexLock lock(&mu_);
+  return Write(
+      "INSERT OR REPLACE INTO regress_baselines (series, run_id, promoted_by, "
+      "promoted_ms) VALUES (?, ?, ?, ?)",
+      "storing a regress baseline", baseline.series(), baseline.run_id(),
+      baseline.promoted_by(), baseline.promoted_ms());
+}
+
+absl::StatusOr<std::optional<v1::Baseline>> Store::FindBaseline(
+    const std::string& series) {
+  absl::MutexLock lock(&mu_);
+  Statement find(db_,
+                 "SELECT run_id, promoted_by, promoted_ms FROM "
+                 "regress_baselines WHERE series = ?");
+  find.BindAll(series);
+  const int rc = find.Step();
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) return Error("reading a regress baseline");
+  v1::Baseline baseline;
+  baseline.set_series(series);
+  baseline.set_run_id(find.Int(0));
+  baseline.set_promoted_by(find.Text(1));
+  baseline.set_promoted_ms(find.Int(2));
+  return baseline;
+}
+
 absl::Status Store::RevokeToken(const std::string& id, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Write(

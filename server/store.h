@@ -210,6 +210,13 @@ class Store {
   absl::StatusOr<std::vector<v1::AuditEntry>> ListAudit(int limit,
                                                         int64_t before_id);
 
+  // Promoted regress baselines, one per series: SaveBaseline inserts or
+  // replaces the series' row; FindBaseline is nullopt for a series without
+  // one.
+  absl::Status SaveBaseline(const v1::Baseline& baseline);
+  absl::StatusOr<std::optional<v1::Baseline>> FindBaseline(
+      const std::string& series);
+
   // Inserts or updates a node by name (connected and used_slots are not
   // stored: they are live state).
   absl::Status SaveNode(const v1::Node& node);

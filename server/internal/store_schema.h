@@ -176,6 +176,17 @@ ALTER TABLE leaderboard ADD COLUMN level TEXT NOT NULL DEFAULT '';
 CREATE INDEX leaderboard_level_order ON leaderboard(
   workload, config, level, unranked, valid_flops DESC, submission_id);
 )sql",
+    // 9: regress baselines: the run each `hpcai500 regress` series is
+    // judged against, promoted by `hpcai500 baseline promote`; one row per
+    // series (common/regress_band.h RegressSeriesKey).
+    R"sql(
+CREATE TABLE regress_baselines (
+  series TEXT PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  promoted_by TEXT NOT NULL,
+  promoted_ms INTEGER NOT NULL
+);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

@@ -147,8 +147,36 @@ class FakeClientService final : public v1::ClientService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GetBaseline(grpc::ServerContext*,
+                           const v1::GetBaselineRequest* request,
+                           v1::Baseline* response) override {
+    absl::MutexLock lock(&mu_);
+    auto it = baselines_.find(request->spec().name());
+    if (it == baselines_.end()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "none promoted");
+    }
+    *response = it->second;
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PromoteBaseline(grpc::ServerContext*,
+                               const v1::PromoteBaselineRequest* request,
+                               v1::Baseline* response) override {
+    absl::MutexLock lock(&mu_);
+    auto it = runs_.find(request->run_id());
+    if (it == runs_.end()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such run");
+    }
+    response->set_run_id(request->run_id());
+    response->set_promoted_by("alice");
+    baselines_[it->second.spec().name()] = *response;
+    return grpc::Status::OK;
+  }
+
   // Canned answers; set before the CLI runs.
   absl::Mutex mu_;
+  // Promoted baselines by spec name.
+  std::map<std::string, v1::Baseline> baselines_ ABSL_GUARDED_BY(mu_);
   grpc::Status submit_status_ ABSL_GUARDED_BY(mu_);
   v1::SubmitResponse submit_response_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, v1::Run> runs_ ABSL_GUARDED_BY(mu_);
@@ -968,7 +996,7 @@ TEST_F(CliTest, RegressComparesWithTheSeriesAndWritesJUnit) {
   EXPECT_THAT(out, HasSubstr("REGRESSED valid_flops: dropped 33.3%"));
   std::string xml;
   std::getline(std::ifstream(junit), xml, '\0');
-  EXPECT_THAT(xml, HasSubstr("<failure message=\"dropped 33.3%"));
+  EXPECT_THAT(xml, HasSubstr("<failure message=\"valid_flops dropped 33.3%"));
 
   {  // The coordinator was asked for the series' earlier successes only.
     absl::MutexLock lock(&service_.mu_);
@@ -1058,6 +1086,97 @@ TEST_F(CliTest, RegressAgainstAnUnfinishedBaselineRunSubmitsNothing) {
   EXPECT_EQ(service_.submitted_yaml_, "");
 }
 
+TEST_F(CliTest, RegressSuiteJudgesEachSpecAndWritesEveryReport) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    for (int64_t id : {1, 2}) {
+      v1::Run earlier = FinishedRun(id, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+      if (id == 2) earlier.mutable_spec()->set_name("ewa-smoke");
+      service_.runs_[id] = earlier;
+    }
+  }
+  SetSubmitted({5, 6});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, true));
+  v1::Run slowed = FinishedRun(6, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+  slowed.set_submission_id(2);
+  slowed.mutable_spec()->set_name("ewa-smoke");
+  slowed.mutable_score()->set_valid_flops(0.5e9);
+  SetWatch(slowed);
+  const std::string suite = (dir_ / "suite.yaml").string();
+  std::ofstream(suite) << "suite: nightly\nspecs:\n  - name: fmnist-smoke\n"
+                          "  - name: ewa-smoke\n";
+  const std::string junit = (dir_ / "r.xml").string();
+  const std::string markdown = (dir_ / "r.md").string();
+  const std::string json = (dir_ / "r.json").string();
+  EXPECT_EQ(Run({"regress", suite, "--metric", "valid_flops", "--junit", junit,
+                 "--markdown", markdown, "--json-file", json}),
+            kExitRegressed);
+  EXPECT_THAT(out_.str(), HasSubstr("\nfmnist-smoke\n"));
+  EXPECT_THAT(out_.str(), HasSubstr("\newa-smoke\n"));
+  std::string xml;
+  std::getline(std::ifstream(junit), xml, '\0');
+  EXPECT_THAT(xml, HasSubstr("<testsuites name=\"hpcai500 regress nightly\" "
+                             "tests=\"2\" failures=\"1\""));
+  EXPECT_THAT(xml, HasSubstr("classname=\"hpcai500.regress.ewa-smoke\" "
+                             "name=\"valid_flops\">\n      <failure "));
+  std::string md;
+  std::getline(std::ifstream(markdown), md, '\0');
+  EXPECT_THAT(md, HasSubstr("| ewa-smoke | valid_flops |"));
+  EXPECT_THAT(md, HasSubstr("REGRESSED (1 of 2 verdicts)"));
+  std::string written;
+  std::getline(std::ifstream(json), written, '\0');
+  nlohmann::json report = nlohmann::json::parse(written);
+  EXPECT_EQ(report["suite"], "nightly");
+  EXPECT_EQ(report["regressed"], true);
+  ASSERT_EQ(report["specs"].size(), 2u);
+  EXPECT_EQ(report["specs"][1]["baseline"]["run_ids"],
+            nlohmann::json::array({2}));
+
+  // That JSON file is a baseline: the same runs again match its values.
+  EXPECT_EQ(
+      Run({"regress", suite, "--metric", "valid_flops", "--baseline", json}),
+      kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("500.00 MFLOPS  file"));
+}
+
+TEST_F(CliTest, RegressUsesAPromotedBaselineBeforeTheSeries) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    for (int64_t id : {1, 2, 3}) {
+      v1::Run earlier = FinishedRun(id, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+      earlier.mutable_score()->set_valid_flops(id == 1 ? 3e9 : 1.5e9);
+      service_.runs_[id] = earlier;
+    }
+  }
+  EXPECT_EQ(Run({"baseline", "promote", "1"}), kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("run 1 is the regress baseline of its "
+                                    "series now (promoted by alice)"));
+  SetSubmitted({5});
+  SetWatch(FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, true));
+  EXPECT_EQ(Run({"regress", spec_path_, "--metric", "valid_flops"}),
+            kExitRegressed);
+  EXPECT_THAT(out_.str(), HasSubstr("promoted run 1"));
+  EXPECT_THAT(out_.str(), HasSubstr("dropped 50.0%"));
+  // --baseline last-good: the newest good run (3), as good as this one.
+  EXPECT_EQ(Run({"regress", spec_path_, "--metric", "valid_flops", "--baseline",
+                 "last-good"}),
+            kExitOk);
+  EXPECT_THAT(out_.str(), HasSubstr("last good run 3"));
+}
+
+TEST_F(CliTest, RegressWithAnUnreadableBaselineFileSubmitsNothing) {
+  const std::string bad = (dir_ / "bad.json").string();
+  std::ofstream(bad) << "{\"specs\": 1}";
+  EXPECT_EQ(Run({"regress", spec_path_, "--baseline", bad}), kExitNoInput);
+  EXPECT_THAT(err_.str(), HasSubstr("\"specs\" is not an array"));
+  EXPECT_EQ(Run({"regress", spec_path_, "--baseline",
+                 (dir_ / "missing.json").string()}),
+            kExitNoInput);
+  EXPECT_THAT(err_.str(), HasSubstr("cannot read baseline file"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "");
+}
+
 TEST_F(CliTest, RegressAgainstOneRunComparesWithIt) {
   {
     absl::MutexLock lock(&service_.mu_);
@@ -1084,7 +1203,11 @@ TEST_F(CliTest, RegressBadFlagsExit64NamingTheProblem) {
        "--tolerance must be a percentage"},
       {{"regress", "s.yaml", "--window", "0"},
        "--window must be an integer of at least 1"},
-      {{"regress", "s.yaml", "--baseline", "x"}, "--baseline: expected"},
+      {{"regress", "s.yaml", "--baseline", "0"}, "--baseline: expected"},
+      {{"regress", "s.yaml", "--min-history", "1"},
+       "--min-history must be an integer of at least 2"},
+      {{"baseline", "keep", "3"}, "'baseline' knows only 'promote'"},
+      {{"baseline", "promote", "x"}, "expected a run id"},
       {{"regress", "s.yaml", "--window", "2", "--window", "3"},
        "flag '--window' given twice"},
       {{"regress"}, "'regress' needs SPEC"},

@@ -5,6 +5,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -73,6 +75,30 @@ RegressVerdict ThroughputVerdict(double baseline, double value,
       .verdict;
 }
 
+// ScoredRun with epochs of `epoch_seconds` each, the target (0.7) first
+// reached after epoch `reached_after` (0: never).
+v1::Run RunWithEpochs(int64_t id, double epoch_seconds, int reached_after) {
+  v1::Run run = ScoredRun(id, 100);
+  for (int epoch = 1; epoch <= 3; ++epoch) {
+    v1::EpochSummary* summary = run.add_epochs();
+    summary->set_epoch(epoch);
+    summary->set_seconds(epoch_seconds);
+    summary->set_accuracy(reached_after > 0 && epoch >= reached_after ? 0.75
+                                                                      : 0.5);
+  }
+  return run;
+}
+
+// Good runs 1..n of SmokeSpec with these throughputs.
+std::vector<v1::Run> History(const std::vector<double>& throughputs) {
+  std::vector<v1::Run> runs;
+  for (size_t i = 0; i < throughputs.size(); ++i) {
+    runs.push_back(ScoredRun(static_cast<int64_t>(throughputs.size() - i),
+                             throughputs[i]));
+  }
+  return runs;
+}
+
 // Checks that `xml` is well-formed in the subset JUnit uses: balanced,
 // properly nested elements, quoted attributes, escaped text. Returns "" or
 // what is wrong.
@@ -88,7 +114,7 @@ std::string WellFormedProblem(const std::string& xml) {
         size_t end = xml.find(';', i);
         std::string entity = xml.substr(i, end - i + 1);
         if (entity != "&amp;" && entity != "&lt;" && entity != "&gt;" &&
-            entity != "&quot;" && entity != "&apos;") {
+            entity != "&quot;" && entity != "&apos;" && entity != "&#10;") {
           return "bad entity at " + std::to_string(i);
         }
       }
@@ -133,13 +159,6 @@ size_t Count(const std::string& text, const std::string& what) {
     ++count;
   }
   return count;
-}
-
-TEST(Median, TakesTheMiddleOrTheMeanOfTheTwoMiddles) {
-  EXPECT_EQ(Median({3, 1, 2}), 2);
-  EXPECT_EQ(Median({4, 1, 3, 2}), 2.5);
-  EXPECT_EQ(Median({7}), 7);
-  EXPECT_EQ(Median({}), 0);
 }
 
 TEST(SelectRegressSeries, KeepsTheNewestScoredRunsOfTheSameNameAndShape) {
@@ -205,14 +224,15 @@ TEST(CompareRegress, BaselineIsTheMedianOfTheSeries) {
   EXPECT_FALSE(report.regressed());
 }
 
-TEST(CompareRegress, DefaultMetricsAreThroughputValidFlopsAndQuality) {
+TEST(CompareRegress, DefaultMetricsAreAllButFlops) {
   RegressReport report =
       CompareRegress({ScoredRun(9, 200)}, {ScoredRun(1, 200)}, {});
   std::vector<std::string> names;
   for (const MetricComparison& comparison : report.metrics) {
     names.push_back(RegressMetricName(comparison.metric));
   }
-  EXPECT_THAT(names, ElementsAre("throughput", "valid_flops", "quality"));
+  EXPECT_THAT(names, ElementsAre("throughput", "valid_flops", "quality",
+                                 "time_to_target"));
 }
 
 TEST(CompareRegress, ADropOfExactlyTheToleranceIsStillOk) {
@@ -232,7 +252,8 @@ TEST(CompareRegress, RegressionSaysByHowMuch) {
       CompareRegress({ScoredRun(9, 50)}, {ScoredRun(1, 100)}, options);
   EXPECT_TRUE(report.regressed());
   EXPECT_EQ(report.metrics[0].reason,
-            "dropped 50.0%, more than the 5% tolerance");
+            "dropped 50.0% (100.0 samples/s -> 50.0 samples/s), outside the "
+            "band \u00b15.0% fixed (--tolerance): 1 good run, fewer than 5");
   ASSERT_TRUE(report.metrics[0].change_pct.has_value());
   EXPECT_EQ(*report.metrics[0].change_pct, -50);
 }
@@ -309,15 +330,14 @@ TEST(FormatRegressReport, NamesTheBaselineRunsAndTheRegressions) {
   options.metrics = {RegressMetric::kThroughput, RegressMetric::kQuality};
   RegressReport report = CompareRegress(
       {ScoredRun(9, 100)}, {ScoredRun(5, 200), ScoredRun(4, 200)}, options);
-  EXPECT_EQ(FormatRegressReport(report),
-            "metric             baseline  from              this run  change  "
-            "verdict\n"
-            "throughput  200.0 samples/s  runs 5, 4  100.0 samples/s  "
-            "-50.0%  REGRESSED\n"
-            "quality              0.8000  runs 5, 4           0.8000   "
-            "+0.0%  ok\n"
-            "REGRESSED throughput: dropped 50.0%, more than the 5% "
-            "tolerance\n");
+  const std::string text = FormatRegressReport(report);
+  EXPECT_THAT(text, HasSubstr("throughput  200.0 samples/s  runs 5, 4  "
+                              "100.0 samples/s  -50.0%  \u00b15.0% fixed, 2 "
+                              "runs  REGRESSED\n"));
+  EXPECT_THAT(text, HasSubstr("quality              0.8000  runs 5, 4"));
+  EXPECT_THAT(text, HasSubstr("REGRESSED throughput: dropped 50.0% (200.0 "
+                              "samples/s -> 100.0 samples/s), outside the "
+                              "band \u00b15.0% fixed"));
 }
 
 TEST(FormatRegressReport, OneBaselineRunIsNamedAndStartsNoSeries) {
@@ -327,7 +347,7 @@ TEST(FormatRegressReport, OneBaselineRunIsNamedAndStartsNoSeries) {
       CompareRegress({ScoredRun(9, 100)}, {ScoredRun(4, 100)}, options);
   const std::string text = FormatRegressReport(report);
   EXPECT_THAT(text, HasSubstr("  run 4  "));
-  EXPECT_THAT(text, Not(HasSubstr("no baseline")));
+  EXPECT_THAT(text, Not(HasSubstr("no baseline:")));
   EXPECT_THAT(text, HasSubstr("no regression (tolerance 5%)\n"));
 }
 
@@ -341,13 +361,20 @@ TEST(RegressReportJson, HoldsTheSameComparison) {
   EXPECT_EQ(json["baseline"]["kind"], "series");
   EXPECT_EQ(json["baseline"]["run_ids"], nlohmann::json::array({4}));
   EXPECT_EQ(json["regressed"], true);
-  ASSERT_EQ(json["metrics"].size(), 3u);
+  ASSERT_EQ(json["metrics"].size(), 4u);
   EXPECT_EQ(json["metrics"][0]["metric"], "throughput");
   EXPECT_EQ(json["metrics"][0]["from"], "reference");
   EXPECT_EQ(json["metrics"][0]["verdict"], "regressed");
   EXPECT_EQ(json["metrics"][1]["from"], "runs");
   EXPECT_EQ(json["metrics"][1]["verdict"], "ok");
   EXPECT_EQ(json["metrics"][1]["change_pct"], 0.0);
+  EXPECT_EQ(json["metrics"][1]["band"]["learned"], false);
+  EXPECT_EQ(json["metrics"][1]["band"]["history_runs"],
+            nlohmann::json::array({4}));
+  // No epoch reached the target: no time to target, no baseline for it.
+  EXPECT_EQ(json["metrics"][3]["metric"], "time_to_target");
+  EXPECT_EQ(json["metrics"][3]["value"], nullptr);
+  EXPECT_EQ(json["metrics"][3]["verdict"], "no_baseline");
 }
 
 TEST(RegressJUnitXml, HasOneFailurePerRegressionAndIsWellFormed) {
@@ -357,30 +384,34 @@ TEST(RegressJUnitXml, HasOneFailurePerRegressionAndIsWellFormed) {
   current.mutable_spec()->set_name("a<b> & \"c\"");
   RegressReport report = CompareRegress(
       {current}, {ScoredRun(4, 100, 1e9, 0.8, /*reached=*/true)}, options);
-  const std::string xml = RegressJUnitXml(report);
+  const std::string xml = RegressJUnitXml("nightly & <co>", {report});
   EXPECT_EQ(WellFormedProblem(xml), "") << xml;
-  EXPECT_EQ(Count(xml, "<testcase "), 3u) << xml;
+  EXPECT_EQ(Count(xml, "<testcase "), 4u) << xml;
   EXPECT_EQ(Count(xml, "<failure "), 2u) << xml;
   EXPECT_THAT(xml, HasSubstr("failures=\"2\""));
-  EXPECT_THAT(xml, HasSubstr("name=\"throughput\">\n    <failure "));
-  EXPECT_THAT(xml, HasSubstr("name=\"quality\">\n    <failure "));
-  EXPECT_THAT(xml, HasSubstr("name=\"valid_flops\">\n  </testcase>"));
-  EXPECT_THAT(xml, HasSubstr("a&lt;b&gt; &amp; &quot;c&quot;"));
+  EXPECT_THAT(xml, HasSubstr("name=\"throughput\">\n      <failure "
+                             "message=\"throughput dropped 100.0%"));
+  EXPECT_THAT(xml, HasSubstr("name=\"quality\">\n      <failure "));
+  EXPECT_THAT(xml, HasSubstr("name=\"valid_flops\">\n    </testcase>"));
+  EXPECT_THAT(xml, HasSubstr("classname=\"hpcai500.regress.a&lt;b&gt; &amp; "
+                             "&quot;c&quot;\""));
+  EXPECT_THAT(xml, HasSubstr("<testsuites name=\"hpcai500 regress nightly "
+                             "&amp; &lt;co&gt;\""));
 }
 
 TEST(RegressJUnitXml, PassingRunHasNoFailureAndNoBaselineIsSkipped) {
   RegressReport passing =
       CompareRegress({ScoredRun(9, 100)}, {ScoredRun(4, 100)}, {});
-  std::string xml = RegressJUnitXml(passing);
+  std::string xml = RegressJUnitXml("s", {passing});
   EXPECT_EQ(WellFormedProblem(xml), "") << xml;
   EXPECT_EQ(Count(xml, "<failure"), 0u) << xml;
   EXPECT_THAT(xml, HasSubstr("failures=\"0\""));
 
   RegressReport first = CompareRegress({ScoredRun(9, 100)}, {}, {});
-  xml = RegressJUnitXml(first);
+  xml = RegressJUnitXml("s", {first});
   EXPECT_EQ(WellFormedProblem(xml), "") << xml;
   EXPECT_EQ(Count(xml, "<failure"), 0u) << xml;
-  EXPECT_EQ(Count(xml, "<skipped "), 3u) << xml;
+  EXPECT_EQ(Count(xml, "<skipped "), 4u) << xml;
 }
 
 TEST(RegressJUnitXml, AFailedRunIsOneError) {
@@ -388,12 +419,197 @@ TEST(RegressJUnitXml, AFailedRunIsOneError) {
   report.name = "fmnist-nightly";
   report.run_ids = {9};
   report.error = "run 9 failed: worker rank 0 exited with code 3";
-  const std::string xml = RegressJUnitXml(report);
+  std::string xml = RegressJUnitXml("s", {report});
   EXPECT_EQ(WellFormedProblem(xml), "") << xml;
   EXPECT_EQ(Count(xml, "<testcase "), 1u);
   EXPECT_THAT(xml, HasSubstr("<error message=\"run 9 failed: worker rank 0 "
                              "exited with code 3\"/>"));
   EXPECT_EQ(Count(xml, "<failure"), 0u);
+  // A stderr line break stays in the attribute; a control byte does not.
+  report.error = "rank 0:\nboom\x01";
+  xml = RegressJUnitXml("s", {report});
+  EXPECT_EQ(WellFormedProblem(xml), "") << xml;
+  EXPECT_THAT(xml, HasSubstr("message=\"rank 0:&#10;boom?\""));
+}
+
+TEST(CompareRegress, NoisyHistoryToleratesWhatAStableOneFlags) {
+  RegressOptions options;
+  options.metrics = {RegressMetric::kThroughput};
+  // The same 25% drop from the same promoted baseline of 2000 samples/s.
+  const std::vector<v1::Run> promoted = {ScoredRun(50, 2000)};
+  const std::vector<v1::Run> current = {ScoredRun(99, 1500)};
+  RegressReport noisy = CompareRegress(
+      current, promoted, History({1052, 2347, 1500, 1900, 1210, 2100}),
+      RegressBaselineKind::kPromoted, options);
+  RegressReport stable = CompareRegress(
+      current, promoted, History({2000, 2010, 1990, 2005, 1995, 2000}),
+      RegressBaselineKind::kPromoted, options);
+  const MetricComparison& wide = noisy.metrics.at(0);
+  const MetricComparison& tight = stable.metrics.at(0);
+  ASSERT_TRUE(wide.band.has_value());
+  ASSERT_TRUE(tight.band.has_value());
+  EXPECT_TRUE(wide.band->learned);
+  EXPECT_GT(wide.band->HalfWidthPct(), 25);
+  EXPECT_LT(tight.band->HalfWidthPct(), 3);
+  EXPECT_EQ(wide.verdict, RegressVerdict::kOk);
+  EXPECT_EQ(tight.verdict, RegressVerdict::kRegressed);
+  EXPECT_THAT(tight.evidence, ElementsAre(6, 5, 4, 3, 2, 1));
+  EXPECT_THAT(tight.reason,
+              HasSubstr("dropped 25.0% (2000.0 samples/s -> 1500.0 "
+                        "samples/s), outside the band \u00b1"));
+  EXPECT_THAT(tight.reason,
+              HasSubstr("learned (robust z 3) from 6 good runs 6, 5, 4, 3, "
+                        "2, 1"));
+  EXPECT_THAT(FormatRegressReport(stable), HasSubstr("promoted run 50"));
+}
+
+TEST(CompareRegress, TimeToTargetRegressesWhenItGrowsOrIsNeverReached) {
+  RegressOptions options;
+  options.metrics = {RegressMetric::kTimeToTarget};
+  // The baseline reached the target after epoch 2 of 10 s: 20 s.
+  const std::vector<v1::Run> baseline = {RunWithEpochs(1, 10, 2)};
+  RegressReport slower =
+      CompareRegress({RunWithEpochs(9, 15, 2)}, baseline, options);
+  const MetricComparison& grown = slower.metrics.at(0);
+  EXPECT_EQ(grown.baseline, 20);
+  EXPECT_EQ(grown.value, 30);
+  EXPECT_EQ(grown.verdict, RegressVerdict::kRegressed);
+  EXPECT_THAT(grown.reason, HasSubstr("rose 50.0% (20.0 s -> 30.0 s)"));
+  // Sooner is better.
+  EXPECT_EQ(CompareRegress({RunWithEpochs(9, 10, 1)}, baseline, options)
+                .metrics.at(0)
+                .verdict,
+            RegressVerdict::kImproved);
+  RegressReport never =
+      CompareRegress({RunWithEpochs(9, 10, 0)}, baseline, options);
+  EXPECT_EQ(never.metrics.at(0).verdict, RegressVerdict::kRegressed);
+  EXPECT_THAT(never.metrics.at(0).reason,
+              HasSubstr("no run reached the target; the baseline did in "
+                        "20.0 s"));
+  EXPECT_THAT(FormatRegressReport(never), HasSubstr("not reached"));
+}
+
+TEST(CompareRegress, FileValuesAreTheBaselineAndReferencesWinOverThem) {
+  RegressOptions options;
+  options.metrics = {RegressMetric::kThroughput, RegressMetric::kQuality};
+  options.references[RegressMetric::kQuality] = 0.5;
+  RegressReport report = CompareRegress(
+      {ScoredRun(9, 100)}, {}, {}, RegressBaselineKind::kFile, options,
+      {{RegressMetric::kThroughput, 200}, {RegressMetric::kQuality, 0.99}});
+  EXPECT_EQ(Find(report, RegressMetric::kThroughput).baseline, 200);
+  EXPECT_EQ(Find(report, RegressMetric::kThroughput).verdict,
+            RegressVerdict::kRegressed);
+  EXPECT_EQ(Find(report, RegressMetric::kQuality).baseline, 0.5);
+  EXPECT_THAT(FormatRegressReport(report), HasSubstr("  file  "));
+}
+
+TEST(RegressJUnitXml, SuiteHasOneTestsuitePerSpecAndNamesTheRegressedCase) {
+  RegressOptions options;
+  options.metrics = {RegressMetric::kThroughput};
+  RegressReport fine =
+      CompareRegress({ScoredRun(9, 100)}, {ScoredRun(1, 100)}, options);
+  v1::Run slow = ScoredRun(10, 40);
+  slow.mutable_spec()->set_name("ewa-smoke");
+  RegressReport slowed = CompareRegress({slow}, {ScoredRun(2, 100)}, options);
+  const std::string xml = RegressJUnitXml("nightly", {fine, slowed});
+  EXPECT_EQ(WellFormedProblem(xml), "") << xml;
+  EXPECT_EQ(Count(xml, "<testsuite "), 2u) << xml;
+  EXPECT_THAT(xml, HasSubstr("<testsuites name=\"hpcai500 regress nightly\" "
+                             "tests=\"2\" failures=\"1\" errors=\"0\">"));
+  EXPECT_THAT(xml, HasSubstr("<testcase classname=\"hpcai500.regress."
+                             "ewa-smoke\" name=\"throughput\">\n      "
+                             "<failure message=\"throughput dropped 60.0%"));
+  // The failure's text names the runs on both sides and the band.
+  EXPECT_THAT(xml, HasSubstr("this run 40.0 samples/s (run 10)"));
+  EXPECT_THAT(xml, HasSubstr("fixed (--tolerance): 1 good run"));
+}
+
+TEST(RegressMarkdown, TabulatesEveryVerdictAndEscapesCells) {
+  RegressOptions options;
+  options.metrics = {RegressMetric::kThroughput, RegressMetric::kQuality};
+  v1::Run current = ScoredRun(9, 50);
+  current.mutable_spec()->set_name("a|b <c>");
+  RegressReport report =
+      CompareRegress({current}, {ScoredRun(1, 100)}, options);
+  RegressReport failed;
+  failed.name = "ewa";
+  failed.run_ids = {10};
+  failed.error = "run 10 failed: rank 0 exited with code 3";
+  const std::string md = RegressMarkdown("nightly", {report, failed});
+  EXPECT_THAT(md, HasSubstr("## hpcai500 regress: nightly \u2014 REGRESSED (1 "
+                            "of 2 verdicts), 1 spec failed\n"));
+  EXPECT_THAT(md, HasSubstr("| spec | metric | value | baseline | band | "
+                            "verdict |\n|---|"));
+  EXPECT_THAT(md, HasSubstr("| a\\|b &lt;c&gt; | throughput | 50.0 samples/s "
+                            "| 100.0 samples/s (run 1) | \u00b15.0% fixed, 1 "
+                            "run | **REGRESSED** -50.0% |\n"));
+  EXPECT_THAT(md, HasSubstr("| a\\|b &lt;c&gt; | quality | 0.8000 |"));
+  EXPECT_THAT(md, HasSubstr("| ewa | run | - | - | - | **FAILED** |"));
+  EXPECT_THAT(md, HasSubstr("- **a\\|b &lt;c&gt; throughput**: dropped 50.0%"));
+  // Every table row has the header's seven separators.
+  for (absl::string_view line : absl::StrSplit(md, '\n')) {
+    if (!absl::StartsWith(line, "|")) continue;
+    EXPECT_EQ(Count(absl::StrReplaceAll(line, {{"\\|", ""}}), "|"), 7u) << line;
+  }
+  EXPECT_THAT(RegressMarkdown("nightly", {}), HasSubstr("no regression"));
+}
+
+TEST(ParseRegressBaselineFile, ReadsBackWhatTheSuiteJsonWrote) {
+  RegressOptions options;
+  RegressReport report = CompareRegress({RunWithEpochs(9, 10, 2)}, {}, options);
+  auto values = ParseRegressBaselineFile(RegressSuiteJson("s", {report}));
+  ASSERT_TRUE(values.ok()) << values.status();
+  const auto& spec = values->at("fmnist-nightly");
+  EXPECT_EQ(spec.at(RegressMetric::kThroughput), 100);
+  EXPECT_EQ(spec.at(RegressMetric::kTimeToTarget), 20);
+  EXPECT_EQ(spec.at(RegressMetric::kQuality), 0.8);
+  // One report (regress --json) works too; a null value is skipped.
+  values = ParseRegressBaselineFile(
+      R"({"name": "x", "metrics": [{"metric": "quality", "value": 0.5},
+          {"metric": "time_to_target", "value": null}]})");
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(values->at("x").size(), 1u);
+}
+
+TEST(ParseRegressBaselineFile, BadFilesAreNamed) {
+  EXPECT_THAT(ParseRegressBaselineFile("[1]").status().message(),
+              HasSubstr("not a JSON object"));
+  EXPECT_THAT(ParseRegressBaselineFile("{").status().message(),
+              HasSubstr("not a JSON object"));
+  EXPECT_THAT(ParseRegressBaselineFile(R"({"specs": 3})").status().message(),
+              HasSubstr("\"specs\" is not an array"));
+  EXPECT_THAT(ParseRegressBaselineFile(R"({"specs": [{"name": "a"}]})")
+                  .status()
+                  .message(),
+              HasSubstr("spec 1: needs a string \"name\""));
+  EXPECT_THAT(
+      ParseRegressBaselineFile(
+          R"({"name": "a", "metrics": [{"metric": "speed", "value": 1}]})")
+          .status()
+          .message(),
+      HasSubstr("unknown metric 'speed'"));
+  EXPECT_THAT(
+      ParseRegressBaselineFile(
+          R"({"name": "a", "metrics": [{"metric": "quality", "value": "x"}]})")
+          .status()
+          .message(),
+      HasSubstr("quality's value is not a finite number"));
+}
+
+TEST(ParseRegressBaseline, TellsLastGoodARunAndAFileApart) {
+  RegressOptions options;
+  ASSERT_TRUE(ParseRegressBaseline("last-good", options).ok());
+  EXPECT_EQ(options.baseline, RegressBaselineKind::kLastGood);
+  ASSERT_TRUE(ParseRegressBaseline("42", options).ok());
+  EXPECT_EQ(options.baseline, RegressBaselineKind::kRun);
+  EXPECT_EQ(options.baseline_run, 42);
+  ASSERT_TRUE(ParseRegressBaseline("nightly.json", options).ok());
+  EXPECT_EQ(options.baseline, RegressBaselineKind::kFile);
+  EXPECT_EQ(options.baseline_file, "nightly.json");
+  EXPECT_THAT(ParseRegressBaseline("0", options).message(),
+              HasSubstr("--baseline: expected a run id"));
+  EXPECT_THAT(ParseRegressMinHistory("1").status().message(),
+              HasSubstr("--min-history must be an integer of at least 2"));
 }
 
 TEST(WellFormedProblem, CatchesWhatItChecks) {
@@ -417,7 +633,7 @@ TEST(RegressFlags, BadValuesAreNamed) {
   EXPECT_EQ(*ParseRegressTolerance("2.5"), 2.5);
   EXPECT_THAT(ParseRegressMetric("speed").status().message(),
               HasSubstr("unknown metric 'speed' (known: throughput, flops, "
-                        "valid_flops, quality)"));
+                        "valid_flops, quality, time_to_target)"));
 
   RegressOptions options;
   EXPECT_THAT(AddRegressReference("throughput", options).message(),

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/access_control.h"
 #include "server/auth.h"
@@ -107,6 +108,14 @@ class GrpcServicesTest : public ::testing::Test {
     request.set_run_id(run_id);
     v1::CancelRunResponse response;
     return client_->CancelRun(&context, request, &response);
+  }
+  grpc::Status PromoteAs(const std::string& user, int64_t run_id) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + tokens_[user]);
+    v1::PromoteBaselineRequest request;
+    request.set_run_id(run_id);
+    v1::Baseline response;
+    return client_->PromoteBaseline(&context, request, &response);
   }
   // Opens an agent stream with `token` ("" for none) and registers as
   // `node`; returns the stream's first answer (Registered) or its status.
@@ -334,6 +343,45 @@ TEST_F(GrpcServicesTest, OnlyAnAdminInvalidatesAResult) {
             grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(AuditRows()[0].action(), "invalidate");
   EXPECT_FALSE(AuditRows()[0].allowed());
+}
+
+TEST_F(GrpcServicesTest, OperatorPromotesOnlyItsOwnRunsAndOnlyAScoredOne) {
+  int64_t run = 0;
+  ASSERT_TRUE(SubmitAs("alice", &run).ok());
+  grpc::Status refused = PromoteAs("bob", run);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("may promote only its own runs"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(PromoteAs("vera", run).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Allowed for its owner and an admin, but a queued run has no score.
+  grpc::Status queued = PromoteAs("alice", run);
+  EXPECT_EQ(queued.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(queued.error_message().find("a baseline must be a succeeded run"),
+            std::string::npos)
+      << queued.error_message();
+  EXPECT_EQ(PromoteAs("root", run).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  const std::vector<v1::AuditEntry> audit = AuditRows();
+  EXPECT_EQ(audit[0].user(), "root");
+  EXPECT_EQ(audit[0].action(), "promote");
+  EXPECT_FALSE(audit[0].allowed());
+  bool bob_refused = false;
+  for (const v1::AuditEntry& e : audit) {
+    bob_refused |= e.user() == "bob" && e.action() == "promote" &&
+                   !e.allowed() && e.target() == absl::StrCat("run ", run);
+  }
+  EXPECT_TRUE(bob_refused);
+
+  // No baseline yet: a read that any viewer may make.
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + tokens_["vera"]);
+  v1::GetBaselineRequest request;
+  *request.mutable_spec() = coordinator_->GetRun(run)->spec();
+  v1::Baseline baseline;
+  EXPECT_EQ(client_->GetBaseline(&context, request, &baseline).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(GrpcServicesTest, RevokedTokenIsRefused) {

@@ -21,9 +21,10 @@ namespace {
 
 // Turns a file of the current schema back into version 2: undoes
 // migrations 3 (spec columns), 4 (exits, resume points), 5 (users,
-// invalidation, tokens, audit), 6 (queues, holds, node states, inventory)
-// and 7 (the leaderboard table).
-constexpr char kUndoVersions3To7[] =
+// invalidation, tokens, audit), 6 (queues, holds, node states, inventory),
+// 7 (the leaderboard table), 8 (its level column) and 9 (regress baselines).
+constexpr char kUndoVersions3To9[] =
+    "DROP TABLE regress_baselines; "
     "DROP TABLE leaderboard; "
     "DROP INDEX runs_by_user; "
     "ALTER TABLE runs DROP COLUMN queue; "
@@ -113,6 +114,35 @@ TEST_F(StoreTest, SetsTheSchemaVersion) {
   ASSERT_TRUE(version.ok());
   EXPECT_EQ(*version, Store::SchemaVersion());
   EXPECT_GE(*version, 1);
+}
+
+TEST_F(StoreTest, KeepsOnePromotedBaselinePerSeriesAcrossReopening) {
+  int64_t later = 0;
+  {
+    auto store = *Store::Open(path_);
+    EXPECT_EQ(*store->FindBaseline("series-a"), std::nullopt);
+    const int64_t earlier = RunWithAttempt(*store);
+    later = RunWithAttempt(*store);
+    v1::Baseline first;
+    first.set_series("series-a");
+    first.set_run_id(earlier);
+    first.set_promoted_by("alice");
+    first.set_promoted_ms(1000);
+    ASSERT_TRUE(store->SaveBaseline(first).ok());
+    v1::Baseline second = first;
+    second.set_run_id(later);
+    second.set_promoted_by("bob");
+    ASSERT_TRUE(store->SaveBaseline(second).ok());
+  }
+  auto store = *Store::Open(path_);
+  absl::StatusOr<std::optional<v1::Baseline>> found =
+      store->FindBaseline("series-a");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->run_id(), later);
+  EXPECT_EQ((*found)->promoted_by(), "bob");
+  EXPECT_EQ((*found)->promoted_ms(), 1000);
+  EXPECT_EQ(*store->FindBaseline("series-b"), std::nullopt);
 }
 
 TEST_F(StoreTest, StoresAnEventOnceWhenInsertedTwice) {
@@ -314,7 +344,7 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      kUndoVersions3To7 +
+      kUndoVersions3To9 +
       std::string("ALTER TABLE results DROP COLUMN energy_joules; "
                   "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                   "PRAGMA user_version = 1;"));
@@ -447,7 +477,7 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(kUndoVersions3To7 + std::string("PRAGMA user_version = 2;"));
+  RewriteFile(kUndoVersions3To9 + std::string("PRAGMA user_version = 2;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -750,7 +780,9 @@ TEST_F(StoreTest, VersionSixFileGetsItsLeaderboardFilled) {
     AddSubmission(*store, "image_classification", "cfg-a", true, 2,
                   {ok(1), PlannedRun{v1::RUN_STATE_FAILED, 0}});
   }
-  RewriteFile("DROP TABLE leaderboard; PRAGMA user_version = 6;");
+  RewriteFile(
+      "DROP TABLE regress_baselines; DROP TABLE leaderboard; "
+      "PRAGMA user_version = 6;");
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -769,6 +801,7 @@ TEST_F(StoreTest, VersionSevenFileGetsItsLeaderboardRowsRewritten) {
     AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(5)});
   }
   RewriteFile(
+      "DROP TABLE regress_baselines; "
       "DROP INDEX leaderboard_level_order; "
       "ALTER TABLE leaderboard DROP COLUMN level; "
       "UPDATE leaderboard SET row = x''; PRAGMA user_version = 7;");

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
+
+#include "worker/test_slowdown.h"
 
 namespace hpcai500::worker {
 namespace {
@@ -314,6 +317,25 @@ TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {
   EXPECT_EQ(fp32.config.batch_size, 128);
   EXPECT_EQ(bf16.config.batch_size, 256);
   EXPECT_EQ(given.config.batch_size, 100);
+}
+
+TEST(TestStepSlowdownPct, ComesOnlyFromItsEnvironmentVariable) {
+  EXPECT_EQ(TestStepSlowdownPct(FakeEnv({})), 0);
+  EXPECT_EQ(
+      TestStepSlowdownPct(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_PCT", "150"}})),
+      150);
+  for (const char* bad : {"-1", "1001", "fast", ""}) {
+    try {
+      TestStepSlowdownPct(FakeEnv({{"HPCAI500_TEST_SLOW_STEP_PCT", bad}}));
+      ADD_FAILURE() << "'" << bad << "' was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("HPCAI500_TEST_SLOW_STEP_PCT"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Hidden: no flag, and not in the usage text.
+  EXPECT_EQ(WorkerUsage().find("slow"), std::string::npos);
 }
 
 TEST(WorkerFlags, HelpAsksForUsage) {

@@ -1,8 +1,10 @@
 #include "worker/train/trainer.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "common/event_keys.h"
@@ -11,6 +13,7 @@
 #include "worker/events/mllog_keys.h"
 #include "worker/metrics/flops.h"
 #include "worker/models/model_zoo.h"
+#include "worker/test_slowdown.h"
 #include "worker/train/checkpoint.h"
 
 namespace hpcai500::worker {
@@ -173,6 +176,7 @@ EpochStats Trainer::TrainEpoch(int epoch) {
 
 void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
                         EpochStats& stats, double& loss_sum) {
+  const auto step_start = std::chrono::steady_clock::now();
   SetLearningRate(*optimizer_,
                   schedule_->At((epoch - 1) * steps_per_epoch_ + step));
   optimizer_->zero_grad();
@@ -210,6 +214,12 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
   StepTimer compute(&clock, Phase::kCompute);
   if (!scaler_.Step(*optimizer_, task_->module().parameters())) {
     ++stats.skipped_steps;
+  }
+  // Tests only (worker/test_slowdown.h); a bad value ends the run.
+  static const int slowdown_pct = TestStepSlowdownPct(ProcessEnv());
+  if (slowdown_pct > 0) {
+    std::this_thread::sleep_for(
+        (std::chrono::steady_clock::now() - step_start) * slowdown_pct / 100);
   }
 }
 

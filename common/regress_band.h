@@ -1,0 +1,103 @@
+// The tolerance band of a benchmark metric, learned from its history
+// (docs/design.md "Nightly regression"): the metrics a run is judged by,
+// which way each is better, their values in a run, and the robust z-score
+// band (median and MAD of the last good runs) that says whether a new value
+// moved more than the metric's own noise. `hpcai500 regress` judges with it;
+// the coordinator's history page can draw the same band.
+//
+// Thread-safe: free functions.
+#ifndef HPCAI500_COMMON_REGRESS_BAND_H_
+#define HPCAI500_COMMON_REGRESS_BAND_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500 {
+
+enum class RegressMetric {
+  kThroughput,    // samples / train_seconds; higher is better
+  kFlops,         // higher is better
+  kValidFlops,    // higher is better
+  kQuality,       // higher is better
+  kTimeToTarget,  // training seconds until quality first reached the
+                  // target; lower is better
+};
+
+// Every metric, in the order reports list them.
+const std::vector<RegressMetric>& AllRegressMetrics();
+// "throughput", "flops", "valid_flops", "quality", "time_to_target".
+std::string RegressMetricName(RegressMetric metric);
+// InvalidArgument naming the metric and the known ones for any other name.
+absl::StatusOr<RegressMetric> ParseRegressMetric(absl::string_view name);
+// Whether a larger value of `metric` is better (all but time to target).
+bool HigherIsBetter(RegressMetric metric);
+
+// The series a run belongs to for regress: its spec name and every field
+// that changes what is measured (workload, config, level, nodes, ranks per
+// node, device, batch size, precision, compression, epochs, system); seed
+// and repetitions may differ. Equal keys: the same series. The coordinator
+// keys promoted baselines by it.
+std::string RegressSeriesKey(const v1::RunSpec& spec);
+
+// The training seconds (the sum of the epochs' seconds) up to and including
+// the first evaluated epoch whose quality reached the score's target;
+// nullopt when no epoch reached it or the run has no score.
+std::optional<double> TimeToTargetSeconds(const v1::Run& run);
+// The metric's value in a scored run; nullopt for time to target when the
+// run never reached its target (throughput is 0 without training time).
+std::optional<double> RegressMetricValue(const v1::Run& run,
+                                         RegressMetric metric);
+
+// The median; 0 for none.
+double Median(std::vector<double> values);
+// The median absolute deviation from the median; 0 for none.
+double MedianAbsoluteDeviation(const std::vector<double>& values);
+
+// How a band is drawn.
+struct BandOptions {
+  // Fewer good runs than this: the fixed band applies.
+  int min_history = 5;
+  // The band's half width in robust standard deviations (1.4826 x MAD,
+  // which estimates the standard deviation of normal noise).
+  double threshold = 3;
+  // The narrowest learned half width, in percent of the centre, so that a
+  // metric that never moved does not flag a 0.1% move.
+  double min_band_pct = 2;
+  // The half width, in percent of the centre, without enough history.
+  double fixed_pct = 5;
+};
+
+struct ToleranceBand {
+  double center = 0;      // the baseline value
+  double half_width = 0;  // absolute, >= 0
+  bool learned = false;   // else the fixed band (too little history)
+  int history = 0;        // the good runs behind it
+
+  double low() const { return center - half_width; }
+  double high() const { return center + half_width; }
+  // The half width in percent of the centre; 0 when the centre is 0.
+  double HalfWidthPct() const;
+};
+
+// The band around `center` for a metric whose earlier good values are
+// `history` (any order): learned (threshold x 1.4826 x MAD of history, at
+// least min_band_pct of the centre) with at least options.min_history
+// values, else fixed (fixed_pct of the centre).
+ToleranceBand LearnBand(double center, const std::vector<double>& history,
+                        const BandOptions& options);
+
+enum class BandVerdict { kWithin, kWorse, kBetter };
+
+// Where `value` lies against `band` for `metric`: worse or better when it
+// is outside the band in that metric's bad or good direction.
+BandVerdict JudgeAgainstBand(double value, const ToleranceBand& band,
+                             RegressMetric metric);
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_COMMON_REGRESS_BAND_H_
