@@ -24,6 +24,11 @@ namespace hpcai500 {
 // to pin a run to one node (`hpcai500 check NODE`, Slurm's --nodelist).
 inline constexpr char kNodeLabel[] = "node";
 
+// The label a pilot agent inside a Slurm allocation carries with Slurm's name
+// for its node (deploy/slurm/agents.sbatch): `launcher: srun` names the
+// node by it, since the agent's own name is NODE-JOBID.
+inline constexpr char kSlurmNodeLabel[] = "slurm_node";
+
 // Parses and validates a run spec. Returns the spec with defaults filled in
 // (epochs from the config, repetitions 1, ranked computed), or
 // InvalidArgument whose message names the field and the reason, e.g.

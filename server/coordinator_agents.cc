@@ -364,6 +364,13 @@ void Coordinator::AddLaunchNodesLocked(const RunRecord& record,
     *node->mutable_ranks() = ranks.ranks();
     auto it = nodes_.nodes().find(record.nodes[i]);
     if (it == nodes_.nodes().end()) continue;  // the agent refuses it
+    // A pilot agent (deploy/slurm/agents.sbatch) is named NODE-JOBID; srun
+    // needs Slurm's own node name, which it carries as a label.
+    const auto& labels = it->second.info.labels();
+    if (auto slurm = labels.find(kSlurmNodeLabel);
+        slurm != labels.end() && !slurm->second.empty()) {
+      node->set_name(slurm->second);
+    }
     node->set_address(it->second.info.address());
     node->set_workdir(it->second.workdir);
     node->set_checkpoint_root(it->second.checkpoint_root);

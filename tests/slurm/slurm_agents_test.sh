@@ -2,7 +2,8 @@
 # deploy/slurm/agents.sbatch under a real Slurm (tests/slurm/slurm_cluster.sh):
 # a long-lived hpcai500d outside Slurm; `sbatch agents.sbatch` brings a pilot
 # agent up, named NODE-JOBID and labelled with the job id and partition; a
-# run completes on it. Then a second allocation, a run on the first one and
+# run completes on it, then one with `launcher: srun` as a job step of the
+# allocation. Then a second allocation, a run on the first one and
 # `scancel` of the first allocation: its agent leaves cleanly (well before
 # the node timeout), the run's attempt 2 runs on the second allocation and
 # succeeds, and no event of attempt 1 is lost or stored twice.
@@ -99,6 +100,27 @@ run1="$(sed -nE 's/^run ([0-9]+) succeeded$/\1/p' "$SCRATCH/run1.out")"
 [[ -n "$run1" ]] || fail "no 'run N succeeded' in $(cat "$SCRATCH/run1.out")"
 [[ "$(run_field "$run1" '.attempts[0].nodes[0]')" == "$node1" ]] ||
   fail "run $run1 did not run on $node1"
+
+# 2b. launcher: srun: rank 0's agent runs the ranks as one job step of the
+# allocation, naming the node by its slurm_node label (Slurm's node name, not
+# the agent's NODE-JOBID); squeue lists the step while it runs.
+[[ "$(node_field "$node1" '.labels.slurm_node')" == "$HOST" ]] ||
+  fail "node $node1 lacks label slurm_node=$HOST"
+sed 's/^name: pilot-smoke$/name: pilot-srun\nlauncher: srun/' \
+  "$SCRATCH/smoke.yaml" >"$SCRATCH/srun.yaml"
+run_srun="$(cli submit "$SCRATCH/srun.yaml" | tail -n 1)"
+[[ "$run_srun" =~ ^[0-9]+$ ]] || fail "submit printed no run id: $run_srun"
+steps_seen=""
+srun_polled() {
+  steps_seen+=" $(squeue -h --steps -j "$job1" -o %j 2>/dev/null | tr '\n' ' ')"
+  run_ended "$run_srun"
+}
+wait_until 300 srun_polled || fail "launcher: srun run $run_srun did not end"
+[[ "$(run_state "$run_srun")" == "RUN_STATE_SUCCEEDED" ]] ||
+  fail "launcher: srun run $run_srun ended $(run_state "$run_srun"):" \
+    "$(run_field "$run_srun" .error)"
+[[ "$steps_seen" == *"hpcai500-run-$run_srun"* ]] ||
+  fail "squeue --steps never listed hpcai500-run-$run_srun (saw:$steps_seen)"
 
 # 3. A second allocation, held back (drained) while the next run is placed
 # on the first one.
