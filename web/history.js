@@ -7,16 +7,15 @@ import {lineChart} from './chart.js';
 import {cell, element, formatFlops, formatQuality, formatScaled, formatTime, getJson, link} from './format.js';
 
 // The band: median ± BAND_K x MAD (scaled to a normal's standard deviation)
-// of the last BAND_WINDOW good runs before each run, drawn from BAND_MIN
-// runs of history on.
-//
-// STAND-IN: `hpcai500 regress` (branch regress, cli/regress.*) learns the
-// tolerance of each metric from the last N good runs with its own robust
-// statistics. Once the coordinator serves that verdict and band, this page
-// should draw theirs (fetched per spec, system and metric) instead of
-// computing toleranceBand here, so that the page and CI agree.
+// of the last BAND_WINDOW good runs before each run, never narrower than
+// BAND_MIN_PCT of the median, drawn from BAND_MIN runs of history on: the
+// defaults of common/regress_band.h (BandOptions, regress --window), so the
+// page marks what `hpcai500 regress` would flag against its learned band.
+// (The page computes it rather than asking the coordinator; both sides are
+// a few lines: keep them in step.)
 export const BAND_WINDOW = 10;
-export const BAND_MIN = 3;
+export const BAND_MIN = 5;
+export const BAND_MIN_PCT = 2;
 export const BAND_K = 3;
 const MAD_TO_SIGMA = 1.4826;
 
@@ -29,7 +28,8 @@ function median(values) {
 // For each value (oldest first): {lo, hi, regression} from the good values
 // before it (a regression is not good history), or null while fewer than
 // BAND_MIN came before. Higher is better, so only falling below lo is a
-// regression. A history without spread gets a band of 1% of its median.
+// regression. A history without spread gets a band of BAND_MIN_PCT of its
+// median.
 export function toleranceBand(values) {
   const good = [];
   return values.map((value) => {
@@ -39,7 +39,8 @@ export function toleranceBand(values) {
       const middle = median(recent);
       const mad = median(recent.map((v) => Math.abs(v - middle)));
       const width =
-          Math.max(BAND_K * MAD_TO_SIGMA * mad, Math.abs(middle) * 0.01);
+          Math.max(
+          BAND_K * MAD_TO_SIGMA * mad, Math.abs(middle) * BAND_MIN_PCT / 100);
       band = {
         lo: middle - width,
         hi: middle + width,

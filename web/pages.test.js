@@ -87,22 +87,21 @@ test('scalingPoints averages per device count and rates efficiency', () => {
   assert.ok(Math.abs(points[2].efficiency - 330 / 4 / 110) < 1e-12);
 });
 
-test('toleranceBand draws from three runs on and flags a drop below', () => {
+test('toleranceBand draws from five runs on and flags a drop below', () => {
   const bands = toleranceBand([100, 102, 98, 101, 99, 50, 100]);
   assert.equal(bands[0], null);
-  assert.equal(bands[2], null);
-  assert.ok(bands[3].lo < 98 && bands[3].hi > 102, JSON.stringify(bands[3]));
-  assert.equal(bands[4].regression, false);
+  assert.equal(bands[4], null);
+  assert.ok(bands[5].lo < 98 && bands[5].hi > 102, JSON.stringify(bands[5]));
   assert.equal(bands[5].regression, true);
   // The regression is not history: the band after it is as before.
   assert.ok(bands[6].lo > 90, JSON.stringify(bands[6]));
   assert.equal(bands[6].regression, false);
 });
 
-test('toleranceBand gives a flat history a band of 1% of its median', () => {
-  const bands = toleranceBand([10, 10, 10, 9.95, 9.8]);
-  assert.equal(bands[3].regression, false);
-  assert.equal(bands[4].regression, true);
+test('toleranceBand gives a flat history a band of 2% of its median', () => {
+  const bands = toleranceBand([10, 10, 10, 10, 10, 9.85, 9.7]);
+  assert.equal(bands[5].regression, false);
+  assert.equal(bands[6].regression, true);
 });
 
 test(
