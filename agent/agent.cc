@@ -69,6 +69,9 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
   if (const char* job = std::getenv("SLURM_JOB_ID")) {
     out.launchers.slurm_job_id = job;
   }
+  if (const char* conf = std::getenv("SLURM_CONF")) {
+    out.launchers.slurm_conf = conf;
+  }
   return out;
 }
 

@@ -266,6 +266,9 @@ LauncherPlan SrunPlan(const v1::Assignment& a, const NodeContext& node,
   // --distribution=arbitrary lays task i on the i-th line of this file.
   plan.launch.env.push_back(
       absl::StrCat("SLURM_HOSTFILE=", plan.hostfile_path));
+  if (!settings.slurm_conf.empty()) {
+    plan.launch.env.push_back(absl::StrCat("SLURM_CONF=", settings.slurm_conf));
+  }
   plan.launch.argv = {settings.srun,
                       absl::StrCat("--jobid=", settings.slurm_job_id),
                       "--overlap",

@@ -36,6 +36,9 @@ struct LauncherSettings {
   std::string srun = "srun";      // --srun PATH
   bool as_root = false;           // adds --allow-run-as-root to mpirun
   std::string slurm_job_id;       // the agent's SLURM_JOB_ID; empty outside
+  // The agent's SLURM_CONF (where srun finds the cluster's slurm.conf when
+  // it is not in the default place); passed to srun alone, not to ranks.
+  std::string slurm_conf;
 };
 
 // What rank 0's agent writes and starts.

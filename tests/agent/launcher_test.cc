@@ -160,6 +160,22 @@ TEST(PlanLauncher, SrunRunsOneStepWithAMultiProgFileAndArbitraryLayout) {
   EXPECT_NE(std::find(plan->launch.env.begin(), plan->launch.env.end(),
                       "SLURM_HOSTFILE=" + plan->hostfile_path),
             plan->launch.env.end());
+  for (const std::string& kv : plan->launch.env) {
+    EXPECT_NE(kv.rfind("SLURM_CONF=", 0), 0u) << "the agent has none: " << kv;
+  }
+}
+
+TEST(PlanLauncher, SrunFindsTheClustersConfigWhereTheAgentDoes) {
+  LauncherSettings settings = Settings();
+  settings.slurm_conf = "/etc/slurm-test/slurm.conf";
+  absl::StatusOr<LauncherPlan> plan = PlanLauncher(
+      Launcher::kSrun, LauncherStart("srun"), Node(), settings, kAttempt);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_NE(std::find(plan->launch.env.begin(), plan->launch.env.end(),
+                      "SLURM_CONF=/etc/slurm-test/slurm.conf"),
+            plan->launch.env.end());
+  // srun's alone: the ranks' lines do not carry it.
+  EXPECT_EQ(plan->config_text.find("SLURM_CONF"), std::string::npos);
 }
 
 TEST(PlanLauncher, SrunSetsTheInterfaceOnlyWhenEveryNodeSharesIt) {
