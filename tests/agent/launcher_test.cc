@@ -28,7 +28,7 @@ v1::Assignment LauncherStart(const std::string& launcher) {
     n->set_address("10.0.0." + std::to_string(node + 1));
     n->add_ranks(2 * node);
     n->add_ranks(2 * node + 1);
-    n->set_workdir("/work/agent-" + letter);
+    n->set_workdir("/srv/agent-" + letter);
     n->set_checkpoint_root("/ckpt/" + letter);
     n->set_cpus(8 * (node + 1));
     n->set_iface(node == 0 ? "eth1" : "ib0");
@@ -38,7 +38,7 @@ v1::Assignment LauncherStart(const std::string& launcher) {
 
 NodeContext Node() {
   NodeContext node;
-  node.workdir = "/work/agent-a";
+  node.workdir = "/srv/agent-a";
   node.worker_path = "/opt/hpcai500/hpcai500-worker";
   node.cpus = 8;
   node.base_env = {"PATH=/usr/bin:/bin", "GLOO_SOCKET_IFNAME=eth1",
@@ -60,7 +60,7 @@ std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
 }
 
-const char kAttempt[] = "/work/agent-a/runs/7/attempt-2";
+const char kAttempt[] = "/srv/agent-a/runs/7/attempt-2";
 
 TEST(PlanLauncher, MpirunAppFileHasOneLinePerRankInRankOrder) {
   absl::StatusOr<LauncherPlan> plan = PlanLauncher(
@@ -77,8 +77,8 @@ TEST(PlanLauncher, MpirunAppFileHasOneLinePerRankInRankOrder) {
       "-x NCCL_SOCKET_IFNAME=ib0 "};
   const char* hosts[] = {"10.0.0.1:2", "10.0.0.1:2", "10.0.0.2:2",
                          "10.0.0.2:2"};
-  const char* workdirs[] = {"/work/agent-a", "/work/agent-a", "/work/agent-b",
-                            "/work/agent-b"};
+  const char* workdirs[] = {"/srv/agent-a", "/srv/agent-a", "/srv/agent-b",
+                            "/srv/agent-b"};
   for (int rank = 0; rank < 4; ++rank) {
     const std::string& line = lines[rank];
     SCOPED_TRACE(line);
@@ -150,7 +150,7 @@ TEST(PlanLauncher, SrunRunsOneStepWithAMultiProgFileAndArbitraryLayout) {
               0u)
         << lines[rank];
     EXPECT_NE(lines[rank].find(
-                  std::string("/work/agent-") + (rank < 2 ? "a" : "b") +
+                  std::string("/srv/agent-") + (rank < 2 ? "a" : "b") +
                   "/runs/7/attempt-2/rank-" + std::to_string(rank) + ".events"),
               std::string::npos);
   }

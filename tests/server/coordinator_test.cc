@@ -242,7 +242,7 @@ TEST_F(CoordinatorTest, LauncherRunTellsRankZeroEveryNodeOfTheAttempt) {
     request.set_address(std::string(name) + ".local");
     request.set_slots(1);
     request.set_cpus(name == std::string("a") ? 4 : 8);
-    request.set_workdir(std::string("/work/agent-") + name);
+    request.set_workdir(std::string("/srv/agent-") + name);
     request.set_checkpoint_root(std::string("/ckpt/") + name);
     request.set_iface(std::string("veth-") + name);
     absl::StatusOr<int64_t> session = coordinator_->Connect(request, agent);
@@ -268,7 +268,7 @@ TEST_F(CoordinatorTest, LauncherRunTellsRankZeroEveryNodeOfTheAttempt) {
     EXPECT_EQ(node.name(), name);
     EXPECT_EQ(node.address(), name + ".local");
     EXPECT_THAT(node.ranks(), ElementsAre(i));
-    EXPECT_EQ(node.workdir(), "/work/agent-" + name);
+    EXPECT_EQ(node.workdir(), "/srv/agent-" + name);
     EXPECT_EQ(node.checkpoint_root(), "/ckpt/" + name);
     EXPECT_EQ(node.cpus(), i == 0 ? 4 : 8);
     EXPECT_EQ(node.iface(), "veth-" + name);
