@@ -268,6 +268,9 @@ class Coordinator final : public CoordinatorView {
     // The run's record when `key` is its current attempt, else null. Stays
     // valid while mu_ is held (runs_ is a std::map).
     RunRecord* record = nullptr;
+    // A late event of an attempt that lost its leaving node: stored, but
+    // no longer its run's news (record is null).
+    bool late = false;
     EventRow row;  // the line, or empty with the reason it was refused
     absl::StatusOr<EventLine> parsed;
   };
@@ -276,7 +279,9 @@ class Coordinator final : public CoordinatorView {
   // host its rank or its seq is below 1; else the row to store, which holds
   // an error instead of the line when the line is refused for good. An
   // event of a stale attempt or an ended run comes back with a null record:
-  // it is fenced, acknowledged and never stored.
+  // it is fenced, acknowledged and never stored; unless a leaving node
+  // delivers what its stopped workers wrote for an attempt it hosted
+  // (`late`): that is stored, as an honest record of that attempt.
   std::optional<IncomingEvent> CheckEventLocked(const NodeState& node,
                                                 const v1::Event& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

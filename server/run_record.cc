@@ -57,11 +57,30 @@ int RunRecord::NodeIndex(const std::string& node) const {
   return at == nodes.end() ? -1 : static_cast<int>(at - nodes.begin());
 }
 
+namespace {
+
+// Whether the `node_index`-th node of a gang hosts `rank`.
+bool NodeHostsRank(int node_index, int ranks_per_node, int32_t rank) {
+  return node_index >= 0 && rank >= node_index * ranks_per_node &&
+         rank < (node_index + 1) * ranks_per_node;
+}
+
+}  // namespace
+
 bool RunRecord::HostsRank(const std::string& node, int32_t rank) const {
-  const int node_index = NodeIndex(node);
-  if (node_index < 0) return false;
-  const int rpn = run.spec().ranks_per_node();
-  return rank >= node_index * rpn && rank < (node_index + 1) * rpn;
+  return NodeHostsRank(NodeIndex(node), run.spec().ranks_per_node(), rank);
+}
+
+bool RunRecord::HostedRank(int32_t attempt, const std::string& node,
+                           int32_t rank) const {
+  for (const v1::Attempt& past : run.attempts()) {
+    if (past.number() != attempt) continue;
+    const auto at = std::find(past.nodes().begin(), past.nodes().end(), node);
+    if (at == past.nodes().end()) return false;
+    return NodeHostsRank(static_cast<int>(at - past.nodes().begin()),
+                         run.spec().ranks_per_node(), rank);
+  }
+  return false;
 }
 
 v1::CoordinatorMessage RunRecord::AssignmentFor(v1::Assignment::Phase phase,

@@ -49,6 +49,9 @@ struct RunRecord {
   int NodeIndex(const std::string& node) const;
   // Whether `node` hosts `rank` in the current attempt's gang.
   bool HostsRank(const std::string& node, int32_t rank) const;
+  // Whether `node` hosted `rank` in attempt `attempt` (any attempt the run
+  // has had, the current one included).
+  bool HostedRank(int32_t attempt, const std::string& node, int32_t rank) const;
 
   // The assignment of the current attempt's ranks on its `node_rank`-th
   // node in `phase`; the caller adds the rendezvous address to a START.

@@ -570,7 +570,7 @@ absl::StatusOr<std::vector<EventDisposition>> Store::InsertEvents(
     Statement insert(db_,
                      "INSERT OR IGNORE INTO events (run_id, attempt, rank, "
                      "seq, line, error) SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE "
-                     "EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND "
+                     "?7 OR EXISTS (SELECT 1 FROM runs WHERE id = ?1 AND "
                      "current_attempt = ?2)");
     Statement current(
         db_, "SELECT 1 FROM runs WHERE id = ? AND current_attempt = ?");
@@ -583,7 +583,7 @@ absl::StatusOr<std::vector<EventDisposition>> Store::InsertEvents(
       insert.Reset();
       if (insert
               .BindAll(row.run_id, row.attempt, row.rank, row.seq, row.line,
-                       row.error)
+                       row.error, row.past_attempt ? 1 : 0)
               .Step() != SQLITE_DONE) {
         return Error("storing an event");
       }
@@ -592,10 +592,11 @@ absl::StatusOr<std::vector<EventDisposition>> Store::InsertEvents(
         continue;
       }
       current.Reset();
-      dispositions.push_back(current.BindAll(row.run_id, row.attempt).Step() ==
-                                     SQLITE_ROW
-                                 ? EventDisposition::kDuplicate
-                                 : EventDisposition::kStale);
+      dispositions.push_back(
+          row.past_attempt ||
+                  current.BindAll(row.run_id, row.attempt).Step() == SQLITE_ROW
+              ? EventDisposition::kDuplicate
+              : EventDisposition::kStale);
     }
     return dispositions;
   });

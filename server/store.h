@@ -55,6 +55,9 @@ struct EventRow {
   int64_t seq = 0;
   std::string line;
   std::string error;
+  // Stored even though `attempt` is no longer the run's current one: what a
+  // leaving node's stopped workers wrote (Coordinator::CheckEventLocked).
+  bool past_attempt = false;
 };
 
 // One stored event line. `error` is set (and `line` empty) for a line the
@@ -160,8 +163,9 @@ class Store {
   // Stores a batch (e.g. a whole Events message, of any runs and attempts)
   // in ONE transaction, so one sync makes all of it durable; each row is
   // treated exactly as InsertEvent treats it (a key repeated within the
-  // batch is kDuplicate). Returns one disposition per row, in order. On an
-  // error nothing of the batch is stored: acknowledge none of it.
+  // batch is kDuplicate), except that a `past_attempt` row is stored
+  // whichever attempt is current. Returns one disposition per row, in order. On
+  // an error nothing of the batch is stored: acknowledge none of it.
   absl::StatusOr<std::vector<EventDisposition>> InsertEvents(
       const std::vector<EventRow>& rows);
   // The highest seq s such that every event 1..s of (run, attempt, rank) is

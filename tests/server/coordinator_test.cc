@@ -585,9 +585,32 @@ TEST_F(CoordinatorTest, LeavingNodeLosesItsAttemptAtOnceAndTakesNothingNew) {
   EXPECT_EQ(NodeNamed("b").state_reason(), "left: stopped by SIGTERM");
 
   // What b delivers while it leaves is acknowledged, and nothing stored twice;
-  // its heartbeats are answered but do not make it schedulable again.
+  // what its stopped rank wrote last is stored under attempt 1 (nothing
+  // lost), but only for the rank b hosted.
   SendFixture(session_b_, key, 1, "fmnist_rank1.mllog");
   EXPECT_EQ(*store_->CountEvents(), stored);
+  auto send_last = [&](int64_t session, int rank) {
+    v1::AgentMessage message;
+    v1::Event* event = message.mutable_events()->add_events();
+    *event->mutable_key() = key;
+    event->set_rank(rank);
+    event->set_seq(1000);
+    event->set_line(absl::StrCat(
+        ":::MLLOG {\"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", "
+        "\"key\": \"epoch_start\", \"value\": null, \"metadata\": "
+        "{\"seq\": 1000, \"rank\": ",
+        rank, "}}"));
+    Send(session, message);
+  };
+  send_last(session_b_, 1);
+  EXPECT_EQ(*store_->CountEvents(), stored + 1);
+  send_last(session_b_, 1);
+  send_last(session_b_, 0);  // rank 0 was a's
+  send_last(session_a_, 0);  // a is not leaving: its stale events are fenced
+  EXPECT_EQ(*store_->CountEvents(), stored + 1);
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(),
+            v1::RUN_STATE_STARTING);
+  // Its heartbeats are answered but do not make it schedulable again.
   v1::AgentMessage heartbeat;
   heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
   Send(session_b_, heartbeat);
