@@ -10,16 +10,19 @@ agent, and passes where they are. Three sides run the same worker binary
 - sbatch: `sbatch --wrap "exec hpcai500-worker ..."`, one job per run;
 - srun: `srun hpcai500-worker ...`, one job per run (srun waits for it).
 
-For each side, two phases:
+Phases (a warm-up of --warmup-runs runs per side, not counted, first):
 
-1. latency: --latency-runs runs one after the other (the next is submitted
-   once the last one's worker wrote run_stop): submit -> start, where
-   submit is the moment the client process is spawned and start is the
-   time_ms of the worker's first event line (its own clock, the same
-   host), so the worker's start-up counts on every side alike.
-2. throughput: --runs runs submitted by --clients client processes at once;
-   runs/s = runs / (the last worker's run_stop - the first submit), and the
-   submit -> start latency under that load.
+1. latency: --latency-runs runs per side one after the other (the next is
+   submitted once the last one's worker wrote run_stop), the sides taking
+   turns run by run: submit -> start, where submit is the moment the client
+   process is spawned and start is the time_ms of the worker's first event
+   line (its own clock, the same host), so the worker's start-up counts on
+   every side alike.
+2. throughput: --runs runs per side submitted by --clients client processes
+   at once, in chunks of --chunk runs that the sides take in turn (so a
+   change of the machine's load hits every side alike); runs/s = runs /
+   the sum over chunks of (the chunk's last run_stop - its first submit),
+   and the submit -> start latency under that load.
 
 hpcai500's phases come from its database (runs.created_ms: the submission
 stored; attempts.started_ms: the run placed) and Slurm's from a timestamp the
@@ -234,12 +237,17 @@ class SlurmSide:
         }
 
 
-def latency_phase(side, count, timeout_s):
-    runs = []
-    for i in range(count):
-        run = side.submit(i)
-        side.wait([run], timeout_s)
-        runs.append(run)
+def one_at_a_time(sides, first, count, timeout_s):
+    """Runs `count` runs per side one after the other, interleaved (run i of
+    every side before run i + 1 of any), so a side does not gain or lose by
+    when it ran (page cache, daemons settling, other load). Returns each
+    side's runs."""
+    runs = {side.name: [] for side in sides}
+    for i in range(first, first + count):
+        for side in sides:
+            run = side.submit(i)
+            side.wait([run], timeout_s)
+            runs[side.name].append(run)
     return runs
 
 
@@ -250,21 +258,29 @@ def throughput_phase(side, first, count, clients, timeout_s):
     return runs
 
 
-def summarize(side, phase, runs):
+def wall_s(runs):
+    """From the first submit to the last worker's run_stop."""
+    return (max(r["stop_ms"] for r in runs) -
+            min(r["submit_ms"] for r in runs)) / 1000.0
+
+
+def summarize(side, phase, chunks):
+    """One RESULT line for a side's phase; `chunks` are lists of runs, and
+    runs/s is all runs over the sum of each chunk's wall time."""
+    runs = [r for chunk in chunks for r in chunk]
     bad = [r for r in runs if not r["ok"]]
     if bad:
         raise SystemExit(f"{side.name} {phase}: {len(bad)} run(s) failed, "
                          f"e.g. {bad[0]}")
     latencies = [r["start_ms"] - r["submit_ms"] for r in runs]
-    wall_s = (max(r["stop_ms"] for r in runs) -
-              min(r["submit_ms"] for r in runs)) / 1000.0
+    wall = sum(wall_s(chunk) for chunk in chunks)
     result = {
         "side": side.name, "phase": phase, "runs": len(runs),
         "p50_ms": round(percentile(latencies, 50), 1),
         "p99_ms": round(percentile(latencies, 99), 1),
         "mean_ms": round(statistics.mean(latencies), 1),
-        "wall_s": round(wall_s, 2),
-        "runs_per_s": round(len(runs) / wall_s, 2),
+        "wall_s": round(wall, 2),
+        "runs_per_s": round(len(runs) / wall, 2),
         "phases_p50_ms": {name: round(percentile(values, 50), 1)
                           for name, values in side.phases(runs).items()
                           if values},
@@ -285,6 +301,8 @@ def main():
     parser.add_argument("--scratch", required=True)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--latency-runs", type=int, default=100)
+    parser.add_argument("--warmup-runs", type=int, default=5)
+    parser.add_argument("--chunk", type=int, default=100)
     parser.add_argument("--slots", type=int, default=8)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--sides", default="hpcai500,sbatch,srun")
@@ -301,23 +319,39 @@ def main():
         else:
             raise SystemExit(f"--sides: unknown side {name!r}")
 
-    results = {}
-    for side in sides:
-        print(f"# {side.name}: {args.latency_runs} runs one after the other",
-              file=sys.stderr, flush=True)
-        latency = summarize(side, "latency",
-                            latency_phase(side, args.latency_runs,
-                                          args.timeout_s))
-        print(f"# {side.name}: {args.runs} runs from {args.clients} clients",
-              file=sys.stderr, flush=True)
-        load = summarize(side, "throughput",
-                         throughput_phase(side, args.latency_runs, args.runs,
-                                          args.clients, args.timeout_s))
-        results[side.name] = (latency, load)
+    # Run numbers: warm-up, then one at a time, then the loaded chunks; a
+    # Slurm side derives its files and MASTER_PORT from them.
+    warm_first = 0
+    latency_first = warm_first + args.warmup_runs
+    load_first = latency_first + args.latency_runs
+    print(f"# warm-up: {args.warmup_runs} runs per side, not counted",
+          file=sys.stderr, flush=True)
+    one_at_a_time(sides, warm_first, args.warmup_runs, args.timeout_s)
+    print(f"# one at a time: {args.latency_runs} runs per side, interleaved",
+          file=sys.stderr, flush=True)
+    latency_runs = one_at_a_time(sides, latency_first, args.latency_runs,
+                                 args.timeout_s)
+    latencies = {side.name: summarize(side, "latency",
+                                      [latency_runs[side.name]])
+                 for side in sides}
+    chunk = max(1, min(args.chunk, args.runs))
+    print(f"# under load: {args.runs} runs per side from {args.clients} "
+          f"clients, in chunks of {chunk} taken by the sides in turn",
+          file=sys.stderr, flush=True)
+    chunks = {side.name: [] for side in sides}
+    for first in range(load_first, load_first + args.runs, chunk):
+        count = min(chunk, load_first + args.runs - first)
+        for side in sides:
+            chunks[side.name].append(throughput_phase(
+                side, first, count, args.clients, args.timeout_s))
+    results = {side.name: (latencies[side.name],
+                           summarize(side, "throughput", chunks[side.name]))
+               for side in sides}
 
     print()
     print("| side | submit->start p50 / p99 (one at a time) | "
-          f"p50 / p99 with {args.clients} clients | runs/s ({args.runs} runs) "
+          f"p50 / p99 with {args.clients} clients | runs/s ({args.runs} runs, "
+          f"chunks of {chunk}) "
           "| where the time goes (p50, one at a time) |")
     print("|---|---:|---:|---:|---|")
     for name, (latency, load) in results.items():
