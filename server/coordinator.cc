@@ -197,14 +197,20 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
     }
   }
   const int64_t now = clock_->NowMs();
+  std::vector<Store::NewSubmission> submissions;
+  for (const PreparedSpec& one : prepared) {
+    submissions.push_back(Store::NewSubmission{
+        one.yaml, one.run_specs, one.choice.queue, one.choice.priority});
+  }
+  // One transaction: a suite is stored whole or not at all.
+  ASSIGN_OR_RETURN(const std::vector<v1::SubmitResponse> all_stored,
+                   store_->CreateSubmissions(submissions, now, user));
   v1::SubmitResponse response;
   if (suite.specs.size() > 1) response.set_suite(suite.name);
-  for (const PreparedSpec& one : prepared) {
+  for (size_t s = 0; s < prepared.size(); ++s) {
+    const PreparedSpec& one = prepared[s];
+    const v1::SubmitResponse& stored = all_stored[s];
     const v1::RunSpec& spec = one.run_specs.front();
-    ASSIGN_OR_RETURN(
-        v1::SubmitResponse stored,
-        store_->CreateSubmission(one.yaml, one.run_specs, now, user,
-                                 one.choice.queue, one.choice.priority));
     if (response.submission_ids_size() == 0) {
       response.set_submission_id(stored.submission_id());
     }

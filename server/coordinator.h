@@ -70,11 +70,11 @@ class Coordinator final : public CoordinatorView {
   // Validates and stores a spec (R repetitions = R runs with seeds seed,
   // seed+1, ...) and queues its runs; a suite (common/suite.h) is one
   // submission per spec, all checked before any is stored (an error names
-  // the spec by its number). InvalidArgument with the reason when the
-  // spec is refused; FailedPrecondition naming the need and the capacity
-  // when the nodes registered so far could never hold it (a coordinator that
-  // knows no node yet queues it: nodes may still join). Nothing is stored
-  // then.
+  // the spec by its number), then stored in one transaction: all or none.
+  // InvalidArgument with the reason when the spec is refused;
+  // FailedPrecondition naming the need and the capacity when the nodes
+  // registered so far could never hold it (a coordinator that knows no node
+  // yet queues it: nodes may still join). Nothing is stored then.
   // The runs record `user` as their submitter; ResourceExhausted when the
   // user would have more than `max_queued` runs queued (0: no cap).
   absl::StatusOr<v1::SubmitResponse> Submit(std::string_view spec_yaml,

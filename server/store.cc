@@ -309,31 +309,54 @@ absl::StatusOr<int> Store::UserVersion() {
   return static_cast<int>(get.Int(0));
 }
 
+absl::StatusOr<std::vector<v1::SubmitResponse>> Store::CreateSubmissions(
+    const std::vector<NewSubmission>& submissions, int64_t now_ms,
+    const std::string& user) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction(
+      [&]() -> absl::StatusOr<std::vector<v1::SubmitResponse>> {
+        std::vector<v1::SubmitResponse> responses;
+        for (const NewSubmission& submission : submissions) {
+          ASSIGN_OR_RETURN(v1::SubmitResponse response,
+                           InsertSubmissionLocked(submission, now_ms, user));
+          responses.push_back(std::move(response));
+        }
+        return responses;
+      });
+}
+
+absl::StatusOr<v1::SubmitResponse> Store::InsertSubmissionLocked(
+    const NewSubmission& submission, int64_t now_ms, const std::string& user) {
+  v1::SubmitResponse response;
+  RETURN_IF_ERROR(
+      Write("INSERT INTO submissions (spec_yaml, created_ms) VALUES (?, ?)",
+            "storing a submission", submission.spec_yaml, now_ms));
+  response.set_submission_id(sqlite3_last_insert_rowid(db_));
+  int repetition = 0;
+  for (const v1::RunSpec& spec : submission.run_specs) {
+    RETURN_IF_ERROR(
+        Write("INSERT INTO runs (submission_id, repetition, spec, state, "
+              "created_ms, name, workload, config, user, queue, priority) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              "storing a run", response.submission_id(), ++repetition,
+              Blob{spec.SerializeAsString()},
+              static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms, spec.name(),
+              spec.workload(), spec.config(), user, submission.queue,
+              submission.priority));
+    response.add_run_ids(sqlite3_last_insert_rowid(db_));
+  }
+  return response;
+}
+
 absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
     int64_t now_ms, const std::string& user, const std::string& queue,
     int32_t priority) {
-  absl::MutexLock lock(&mu_);
-  return InTransaction([&]() -> absl::StatusOr<v1::SubmitResponse> {
-    v1::SubmitResponse response;
-    RETURN_IF_ERROR(
-        Write("INSERT INTO submissions (spec_yaml, created_ms) VALUES (?, ?)",
-              "storing a submission", spec_yaml, now_ms));
-    response.set_submission_id(sqlite3_last_insert_rowid(db_));
-    int repetition = 0;
-    for (const v1::RunSpec& spec : run_specs) {
-      RETURN_IF_ERROR(
-          Write("INSERT INTO runs (submission_id, repetition, spec, state, "
-                "created_ms, name, workload, config, user, queue, priority) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                "storing a run", response.submission_id(), ++repetition,
-                Blob{spec.SerializeAsString()},
-                static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms, spec.name(),
-                spec.workload(), spec.config(), user, queue, priority));
-      response.add_run_ids(sqlite3_last_insert_rowid(db_));
-    }
-    return response;
-  });
+  ASSIGN_OR_RETURN(
+      std::vector<v1::SubmitResponse> stored,
+      CreateSubmissions({NewSubmission{spec_yaml, run_specs, queue, priority}},
+                        now_ms, user));
+  return std::move(stored.front());
 }
 
 absl::Status Store::UpdateRun(const v1::Run& run) {

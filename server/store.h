@@ -106,11 +106,22 @@ class Store {
   // PRAGMA user_version of the open file.
   absl::StatusOr<int> UserVersion();
 
-  // Stores a submission of `user` and its runs, waiting in `queue` at
-  // `priority`, in one transaction.
-  // `run_specs` holds one spec per repetition (seeds already set); runs
-  // start QUEUED with repetition 1..R. Returns the submission id and run ids
-  // in order.
+  // One submission to store: its spec's text and one run spec per
+  // repetition (seeds already set), waiting in `queue` at `priority`.
+  struct NewSubmission {
+    std::string spec_yaml;
+    std::vector<v1::RunSpec> run_specs;
+    std::string queue;
+    int32_t priority = 0;
+  };
+  // Stores `submissions` of `user` (a suite: one per spec) and their runs
+  // in ONE transaction: on an error none of them is stored. Runs start
+  // QUEUED with repetition 1..R. Returns, per submission in order, its id
+  // and its run ids in order.
+  absl::StatusOr<std::vector<v1::SubmitResponse>> CreateSubmissions(
+      const std::vector<NewSubmission>& submissions, int64_t now_ms,
+      const std::string& user);
+  // CreateSubmissions of the one submission of `spec_yaml`.
   absl::StatusOr<v1::SubmitResponse> CreateSubmission(
       const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
       int64_t now_ms, const std::string& user = "",
@@ -230,6 +241,10 @@ class Store {
   Store(std::string path, sqlite3* db, int lock_fd);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One submission of CreateSubmissions, inside its transaction.
+  absl::StatusOr<v1::SubmitResponse> InsertSubmissionLocked(
+      const NewSubmission& submission, int64_t now_ms, const std::string& user)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) const;
   // Runs `body` (returning absl::Status or absl::StatusOr<T>) between BEGIN

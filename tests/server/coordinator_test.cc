@@ -1,5 +1,6 @@
 #include "server/coordinator.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -221,6 +222,36 @@ class CoordinatorTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no node " << name;
     return v1::Node();
+  }
+
+  // Runs `sql` on the coordinator's database through a connection of its
+  // own, as an operator's sqlite3 shell would.
+  void ExecOnDatabase(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/c.db").c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+
+  // The names ListNodes lists.
+  std::vector<std::string> NodeNames() {
+    std::vector<std::string> names;
+    const v1::ListNodesResponse nodes = *coordinator_->ListNodes();
+    for (const v1::Node& node : nodes.nodes()) {
+      names.push_back(node.name());
+    }
+    return names;
+  }
+
+  // A Leaving from `session`'s agent, then its stream's end.
+  void LeaveAndDisconnect(int64_t session, const std::string& reason) {
+    v1::AgentMessage leaving;
+    leaving.mutable_leaving()->set_reason(reason);
+    Send(session, leaving);
+    coordinator_->Disconnect(session);
   }
 
   std::vector<Scheduler::Queue> queues_;
@@ -1345,6 +1376,25 @@ TEST_F(CoordinatorTest, SuiteIsOneSubmissionPerSpecAndGoesInWholeOrNotAtAll) {
   v1::ListRunsRequest fine;
   fine.set_name("fine");
   EXPECT_TRUE(coordinator_->ListRuns(fine)->runs().empty());  // none stored
+}
+
+TEST_F(CoordinatorTest, SuiteWhoseLaterSpecCannotBeStoredStoresNoSpec) {
+  session_a_ = Register("a", &agent_a_);
+  // The store fails on the second spec's submission, as a full disk would.
+  ExecOnDatabase(
+      "CREATE TRIGGER refuse_doomed BEFORE INSERT ON submissions WHEN "
+      "NEW.spec_yaml LIKE '%name: doomed%' BEGIN SELECT RAISE(ABORT, "
+      "'refused by the test'); END;");
+  const std::string suite =
+      "---\n" + SpecYaml(1, 1, "fine") + "---\n" + SpecYaml(1, 1, "doomed");
+  absl::StatusOr<v1::SubmitResponse> refused = coordinator_->Submit(suite);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("refused by the test"));
+  EXPECT_TRUE(store_->ListRuns(v1::ListRunsRequest())->empty())
+      << "the first spec is not stored either";
+  EXPECT_TRUE(agent_a_.Assignments(v1::Assignment::PHASE_RESERVE).empty())
+      << "nor queued and placed";
+  EXPECT_TRUE(coordinator_->ListRuns(v1::ListRunsRequest())->runs().empty());
 }
 
 }  // namespace
