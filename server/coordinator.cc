@@ -145,18 +145,10 @@ absl::StatusOr<Coordinator::PreparedSpec> Coordinator::PrepareSpecLocked(
   const int fitting = scheduler_.EligibleNodes(request, /*up_only=*/false);
   if (scheduler_.node_count() > 0 && fitting < spec.nodes()) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "the run needs %d node(s) of queue %s with %d slot(s)%s%s each; of "
-        "the %d registered node(s), %d can host it (see `hpcai500 nodes`)",
-        spec.nodes(), prepared.choice.queue, spec.ranks_per_node(),
-        request.gpus_per_node > 0
-            ? absl::StrCat(" and ", request.gpus_per_node, " GPU(s)")
-            : "",
-        request.constraints.empty()
-            ? ""
-            : absl::StrCat(" labelled ",
-                           absl::StrJoin(request.constraints, ",",
-                                         absl::PairFormatter("="))),
-        scheduler_.node_count(), fitting));
+        "the run needs %s each; of the %d registered node(s), %d can host it "
+        "(see `hpcai500 nodes`)",
+        scheduler_.Needs(request, /*free=*/false), scheduler_.node_count(),
+        fitting));
   }
   return prepared;
 }

@@ -61,6 +61,19 @@ TEST(Scheduler, GangSchedulesAllOrNothing) {
   EXPECT_EQ(scheduler.queue_length(), 0);
 }
 
+TEST(Scheduler, NeedsSaysFreeOnlyOfWhatARunWaitsFor) {
+  Scheduler scheduler;
+  Scheduler::Request request = Job(1, /*nodes=*/2, /*ranks_per_node=*/8);
+  request.gpus_per_node = 8;
+  request.constraints = {{"rack", "3"}};
+  EXPECT_EQ(scheduler.Needs(request, /*free=*/false),
+            "2 node(s) of queue default with 8 slot(s) and 8 GPU(s) labelled "
+            "rack=3");
+  EXPECT_EQ(scheduler.Needs(request, /*free=*/true),
+            "2 node(s) of queue default with 8 free slot(s) and 8 free GPU(s) "
+            "labelled rack=3");
+}
+
 TEST(Scheduler, HighestPriorityFirstThenOldestAndHeldRunsWait) {
   Scheduler scheduler;
   Up(scheduler, "a", 1);
