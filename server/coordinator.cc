@@ -745,7 +745,8 @@ v1::Node Coordinator::NodeViewLocked(const NodeState& node) {
   view.clear_state_reason();
   if (node.leaving) {
     view.set_state("down");
-    view.set_state_reason(absl::StrCat("left: ", node.leave_reason));
+    view.set_state_reason(
+        absl::StrCat(NodeTable::kLeftReasonPrefix, node.leave_reason));
   } else if (node.draining) {
     view.set_state(used > 0 ? "draining" : "drained");
     view.set_state_reason(node.drain_reason);

@@ -50,6 +50,14 @@ void Scheduler::SetNode(const std::string& name, const NodeOffer& offer) {
   dirty_ = true;
 }
 
+bool Scheduler::RemoveNode(const std::string& name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || it->second.used_slots > 0) return false;
+  nodes_.erase(it);
+  dirty_ = true;  // the waiting reasons count the nodes
+  return true;
+}
+
 void Scheduler::SetSchedulable(const std::string& name, bool schedulable) {
   NodeState& node = nodes_[name];
   if (node.schedulable == schedulable) return;

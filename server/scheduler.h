@@ -91,6 +91,9 @@ class Scheduler {
 
   // Adds a node or updates what it offers; a new node is not schedulable.
   void SetNode(const std::string& name, const NodeOffer& offer);
+  // Forgets a node that holds no slots; false (and kept) when it holds
+  // some or is unknown.
+  bool RemoveNode(const std::string& name);
   // Whether new runs may be placed on the node (it is connected and heard).
   // A node that is not keeps the slots it holds.
   void SetSchedulable(const std::string& name, bool schedulable);

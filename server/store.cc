@@ -862,6 +862,11 @@ absl::Status Store::SaveNode(const v1::Node& node) {
       Blob{node.inventory().SerializeAsString()});
 }
 
+absl::Status Store::DeleteNode(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return Write("DELETE FROM nodes WHERE name = ?", "forgetting a node", name);
+}
+
 absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {
   absl::MutexLock lock(&mu_);
   Statement list(db_,

@@ -236,6 +236,8 @@ class Store {
   // stored: they are live state).
   absl::Status SaveNode(const v1::Node& node);
   absl::StatusOr<std::vector<v1::Node>> ListNodes();
+  // Deletes node `name`'s row; OK when there is none.
+  absl::Status DeleteNode(const std::string& name);
 
  private:
   Store(std::string path, sqlite3* db, int lock_fd);

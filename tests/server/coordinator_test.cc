@@ -116,6 +116,7 @@ class CoordinatorTest : public ::testing::Test {
     options.node_timeout_ms = 60'000;
     options.exit_grace_ms = 5'000;
     options.queues = queues_;
+    options.node_retention_ms = node_retention_ms_;
     auto created = Coordinator::Create(store_.get(), &clock_,
                                        &Registry::Builtin(), options);
     ASSERT_TRUE(created.ok()) << created.status();
@@ -255,6 +256,7 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   std::vector<Scheduler::Queue> queues_;
+  int64_t node_retention_ms_ = CoordinatorOptions().node_retention_ms;
   std::string dir_;
   FakeClock clock_;
   std::unique_ptr<Store> store_;
@@ -1395,6 +1397,95 @@ TEST_F(CoordinatorTest, SuiteWhoseLaterSpecCannotBeStoredStoresNoSpec) {
   EXPECT_TRUE(agent_a_.Assignments(v1::Assignment::PHASE_RESERVE).empty())
       << "nor queued and placed";
   EXPECT_TRUE(coordinator_->ListRuns(v1::ListRunsRequest())->runs().empty());
+}
+
+TEST_F(CoordinatorTest, NodeThatLeftIsForgottenAfterTheRetentionAndMayReturn) {
+  node_retention_ms_ = 3'600'000;
+  OpenCoordinator();
+  FakeAgent pilot;
+  LeaveAndDisconnect(Register("n1-4242", &pilot), "stopped by SIGTERM");
+  clock_.now_ms += 3'600'000 - 1;
+  coordinator_->Tick();
+  EXPECT_EQ(NodeNamed("n1-4242").state_reason(), "left: stopped by SIGTERM");
+
+  clock_.now_ms += 1;
+  ::testing::internal::CaptureStderr();
+  coordinator_->Tick();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(NodeNames().empty());
+  EXPECT_TRUE(store_->ListNodes()->empty()) << "its row is gone too";
+  EXPECT_THAT(log, HasSubstr("node n1-4242: forgotten, silent for 1h (left: "
+                             "stopped by SIGTERM; node retention 1h)"));
+
+  // Nothing of it stays behind: the name registers anew and takes runs.
+  FakeAgent again;
+  Register("n1-4242", &again);
+  EXPECT_EQ(NodeNamed("n1-4242").state(), "idle");
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1)).ok());
+  EXPECT_EQ(again.Assignments(v1::Assignment::PHASE_RESERVE).size(), 1u);
+}
+
+TEST_F(CoordinatorTest, DownNodeIsKeptWhileItHoldsARunsSlots) {
+  node_retention_ms_ = 30'000;  // shorter than the node timeout (60 s)
+  OpenCoordinator();
+  const v1::AttemptKey key = StartTwoNodeRun();
+  coordinator_->Disconnect(session_b_);
+  clock_.now_ms += 40'000;
+  coordinator_->Tick();
+  EXPECT_THAT(NodeNames(), ElementsAre("a", "b")) << "b's run may come back";
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  // The node timeout requeues the run, freeing b, which is then forgotten.
+  clock_.now_ms += 21'000;
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+  Send(session_a_, heartbeat);
+  coordinator_->Tick();
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_THAT(NodeNames(), ElementsAre("a"));
+}
+
+TEST_F(CoordinatorTest, DrainedNodeIsKeptUntilResumedThenForgotten) {
+  node_retention_ms_ = 3'600'000;
+  OpenCoordinator();
+  session_a_ = Register("a", &agent_a_);
+  ASSERT_TRUE(coordinator_->DrainNode("a", "bad DIMM").ok());
+  coordinator_->Disconnect(session_a_);
+  clock_.now_ms += 2 * 3'600'000;
+  coordinator_->Tick();
+  EXPECT_EQ(NodeNamed("a").state(), "drained") << "an admin's mark stays";
+  EXPECT_EQ(NodeNamed("a").state_reason(), "bad DIMM");
+  ASSERT_TRUE(coordinator_->ResumeNode("a").ok());
+  coordinator_->Tick();
+  EXPECT_TRUE(NodeNames().empty());
+}
+
+TEST_F(CoordinatorTest, RetentionZeroKeepsDownNodesForEver) {
+  node_retention_ms_ = 0;
+  OpenCoordinator();
+  FakeAgent pilot;
+  LeaveAndDisconnect(Register("n1-7", &pilot), "allocation ended");
+  clock_.now_ms += int64_t{10} * 365 * 24 * 3'600'000;
+  coordinator_->Tick();
+  EXPECT_THAT(NodeNames(), ElementsAre("n1-7"));
+}
+
+TEST_F(CoordinatorTest, RetentionCountsFromTheAgentsLastWordAcrossARestart) {
+  node_retention_ms_ = 3'600'000;
+  OpenCoordinator();
+  session_a_ = Register("a", &agent_a_);  // up when hpcai500d stops
+  FakeAgent pilot;
+  LeaveAndDisconnect(Register("n1-9", &pilot), "stopped by SIGTERM");
+  clock_.now_ms += 40 * 60'000;
+  OpenCoordinator();  // a restart: nobody reconnects
+  EXPECT_EQ(NodeNamed("n1-9").state_reason(), "left: stopped by SIGTERM")
+      << "the left node is still shown as such";
+  clock_.now_ms += 20 * 60'000;
+  coordinator_->Tick();
+  EXPECT_THAT(NodeNames(), ElementsAre("a"))
+      << "n1-9 left an hour ago; a was up until the restart 20 minutes ago";
+  clock_.now_ms += 40 * 60'000;
+  coordinator_->Tick();
+  EXPECT_TRUE(NodeNames().empty());
 }
 
 }  // namespace
