@@ -341,9 +341,11 @@ void Coordinator::IngestStoredLocked(IncomingEvent& incoming,
   if (disposition != EventDisposition::kStored) return;
   ++events_ingested_;
   if (incoming.parsed.ok()) {
-    ingest_lag_.Observe(
-        std::max<int64_t>(0, clock_->NowMs() - incoming.parsed->time_ms) /
-        1000.0);
+    // In doubles: time_ms is the worker's, any int64, and the difference of
+    // two of those may not fit in one.
+    const double lag_ms = static_cast<double>(clock_->NowMs()) -
+                          static_cast<double>(incoming.parsed->time_ms);
+    ingest_lag_.Observe(std::max(0.0, lag_ms) / 1000.0);
   }
   if (incoming.record != nullptr && incoming.parsed.ok()) {
     if (incoming.parsed->key == event_keys::kResume &&

@@ -1399,6 +1399,27 @@ TEST_F(CoordinatorTest, SuiteWhoseLaterSpecCannotBeStoredStoresNoSpec) {
   EXPECT_TRUE(coordinator_->ListRuns(v1::ListRunsRequest())->runs().empty());
 }
 
+TEST_F(CoordinatorTest, IngestLagOfAnyEventTimeIsMeasuredWithoutOverflow) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  v1::AgentMessage message;
+  v1::Event* event = message.mutable_events()->add_events();
+  *event->mutable_key() = key;
+  event->set_rank(0);
+  event->set_seq(1);
+  // time_ms is the worker's clock: anything an int64 holds.
+  event->set_line(
+      ":::MLLOG {\"time_ms\": -9223372036854775808, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"epoch_start\", \"value\": null, "
+      "\"metadata\": {\"seq\": 1, \"rank\": 0}}");
+  Send(session_a_, message);
+  ASSERT_EQ(agent_a_.AckedSeq(key.run_id(), key.attempt(), 0), 1);
+  const std::string metrics = coordinator_->MetricsText();
+  EXPECT_THAT(metrics, HasSubstr("hpcai500_ingest_lag_seconds_count 1\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("hpcai500_ingest_lag_seconds_bucket{le=\"300\"} 0\n"))
+      << "an event from ages ago lags ages, not 0 s";
+}
+
 TEST_F(CoordinatorTest, NodeThatLeftIsForgottenAfterTheRetentionAndMayReturn) {
   node_retention_ms_ = 3'600'000;
   OpenCoordinator();
