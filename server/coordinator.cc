@@ -89,13 +89,9 @@ absl::Status Coordinator::RestorePlacedLocked(RunRecord& record, int64_t now) {
       request.gpus_per_node, attempt.started_ms(),
       request.time_limit_ms > 0 ? attempt.started_ms() + request.time_limit_ms
                                 : 0);
-  ASSIGN_OR_RETURN(std::vector<StoredEvent> stored,
-                   store_->LoadEvents(record.run.id(), attempt.number()));
-  for (const StoredEvent& event : stored) {
-    if (!event.error.empty()) continue;
-    absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
-    if (parsed.ok()) record.tracker.Add(*std::move(parsed));
-  }
+  ASSIGN_OR_RETURN(std::vector<EventLine> stored,
+                   StoredEventLines(record.run.id(), attempt.number()));
+  for (EventLine& event : stored) record.tracker.Add(std::move(event));
   ASSIGN_OR_RETURN(std::vector<v1::WorkerExited> exits,
                    store_->LoadExits(record.run.id(), attempt.number()));
   for (v1::WorkerExited& exit : exits) {
@@ -453,19 +449,27 @@ absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {
   return response;
 }
 
+absl::StatusOr<std::vector<EventLine>> Coordinator::StoredEventLines(
+    int64_t run_id, int32_t attempt, std::optional<int32_t> rank) {
+  ASSIGN_OR_RETURN(const std::vector<StoredEvent> stored,
+                   store_->LoadEvents(run_id, attempt, rank));
+  std::vector<EventLine> events;
+  events.reserve(stored.size());
+  for (const StoredEvent& event : stored) {
+    if (!event.error.empty()) continue;  // refused at intake
+    absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
+    if (parsed.ok()) events.push_back(*std::move(parsed));
+  }
+  return events;
+}
+
 absl::StatusOr<v1::RunRanksResponse> Coordinator::RunRanks(int64_t run_id) {
   ASSIGN_OR_RETURN(const v1::Run run, GetRun(run_id));
   // Read without mu_: the store serialises its own calls.
   std::map<std::pair<int32_t, int32_t>, v1::RankEpoch> latest;
   for (const v1::Attempt& attempt : run.attempts()) {
-    ASSIGN_OR_RETURN(const std::vector<StoredEvent> stored,
-                     store_->LoadEvents(run_id, attempt.number()));
-    std::vector<EventLine> events;
-    for (const StoredEvent& event : stored) {
-      if (!event.error.empty()) continue;  // refused at intake
-      absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
-      if (parsed.ok()) events.push_back(*std::move(parsed));
-    }
+    ASSIGN_OR_RETURN(const std::vector<EventLine> events,
+                     StoredEventLines(run_id, attempt.number()));
     for (v1::RankEpoch& row : SummarizeRankEpochs(events, attempt.number())) {
       latest[{row.epoch(), row.rank()}] = std::move(row);
     }
@@ -504,9 +508,8 @@ absl::StatusOr<std::string> Coordinator::RankLogText(int64_t run_id,
   std::string text;
   if (log == RankLog::kEvents) {
     ASSIGN_OR_RETURN(const std::vector<StoredEvent> events,
-                     store_->LoadEvents(run_id, attempt));
+                     store_->LoadEvents(run_id, attempt, rank));
     for (const StoredEvent& event : events) {
-      if (event.rank != rank) continue;
       if (event.error.empty()) {
         absl::StrAppend(&text, event.line, "\n");
       } else {

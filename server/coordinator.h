@@ -195,6 +195,13 @@ class Coordinator final : public CoordinatorView {
   absl::StatusOr<PreparedSpec> PrepareSpecLocked(std::string yaml)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // The stored lines of attempt `attempt` of run `run_id` (only rank
+  // `rank`'s when set) that parse, in the store's order; rows refused at
+  // intake are left out. Touches only the store: no lock needed.
+  absl::StatusOr<std::vector<EventLine>> StoredEventLines(
+      int64_t run_id, int32_t attempt,
+      std::optional<int32_t> rank = std::nullopt);
+
   // DrainNode and ResumeNode: marks the node (NotFound when unknown),
   // stores it and schedules.
   absl::StatusOr<v1::Node> SetDraining(const std::string& name, bool draining,

@@ -645,24 +645,34 @@ absl::StatusOr<int64_t> Store::ContiguousSeq(int64_t run_id, int32_t attempt,
   return contiguous;
 }
 
-absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(int64_t run_id,
-                                                           int32_t attempt) {
-  absl::MutexLock lock(&mu_);
-  Statement load(db_,
-                 "SELECT rank, seq, line, error FROM events WHERE run_id = ? "
-                 "AND attempt = ? ORDER BY rank, seq");
-  load.BindAll(run_id, attempt);
+absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(
+    int64_t run_id, int32_t attempt, std::optional<int32_t> rank) {
   std::vector<StoredEvent> events;
-  int rc;
-  while ((rc = load.Step()) == SQLITE_ROW) {
-    StoredEvent event;
-    event.rank = static_cast<int32_t>(load.Int(0));
-    event.seq = load.Int(1);
-    event.line = load.Text(2);
-    event.error = load.Text(3);
-    events.push_back(std::move(event));
-  }
-  if (rc != SQLITE_DONE) return Error("reading events");
+  RETURN_IF_ERROR(ReadSnapshot([&](sqlite3* db) -> absl::Status {
+    Statement load(db, rank.has_value()
+                           ? "SELECT rank, seq, line, error FROM events WHERE "
+                             "run_id = ? AND attempt = ? AND rank = ? ORDER "
+                             "BY seq"
+                           : "SELECT rank, seq, line, error FROM events WHERE "
+                             "run_id = ? AND attempt = ? ORDER BY rank, seq");
+    if (!load.prepared()) return Error(db, "reading events");
+    if (rank.has_value()) {
+      load.BindAll(run_id, attempt, *rank);
+    } else {
+      load.BindAll(run_id, attempt);
+    }
+    int rc;
+    while ((rc = load.Step()) == SQLITE_ROW) {
+      StoredEvent event;
+      event.rank = static_cast<int32_t>(load.Int(0));
+      event.seq = load.Int(1);
+      event.line = load.Text(2);
+      event.error = load.Text(3);
+      events.push_back(std::move(event));
+    }
+    if (rc != SQLITE_DONE) return Error(db, "reading events");
+    return absl::OkStatus();
+  }));
   return events;
 }
 

@@ -183,9 +183,12 @@ class Store {
   // stored; 0 when none is.
   absl::StatusOr<int64_t> ContiguousSeq(int64_t run_id, int32_t attempt,
                                         int32_t rank);
-  // All stored events of one attempt, ordered by rank then seq.
-  absl::StatusOr<std::vector<StoredEvent>> LoadEvents(int64_t run_id,
-                                                      int32_t attempt);
+  // The stored events of one attempt, ordered by rank then seq: all of
+  // them, or only rank `rank`'s. Read on a read connection, so a reader
+  // (the pages poll some of these) never holds up the events being stored.
+  absl::StatusOr<std::vector<StoredEvent>> LoadEvents(
+      int64_t run_id, int32_t attempt,
+      std::optional<int32_t> rank = std::nullopt);
   // Total events stored (all runs).
   absl::StatusOr<int64_t> CountEvents();
 

@@ -203,6 +203,14 @@ TEST_F(StoreTest, InsertEventsStoresABatchLikeInsertEventDoes) {
   EXPECT_EQ(events[2].error, "torn line");
   EXPECT_EQ(*store->CountEvents(), 3);
   EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 2);
+
+  // One rank's only (a rank's event log).
+  events = *store->LoadEvents(run, 1, /*rank=*/1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].rank, 1);
+  EXPECT_EQ(events[0].seq, 2);
+  EXPECT_EQ(store->LoadEvents(run, 1, /*rank=*/0)->size(), 2u);
+  EXPECT_TRUE(store->LoadEvents(run, 1, /*rank=*/7)->empty());
 }
 
 TEST_F(StoreTest, SuiteOfSubmissionsIsStoredWholeOrNotAtAll) {
