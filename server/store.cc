@@ -753,9 +753,10 @@ absl::Status Store::FillLeaderboard() {
 absl::StatusOr<v1::LeaderboardResponse> Store::Leaderboard(
     const v1::LeaderboardRequest& request) {
   if (!request.sort().empty()) {
-    // Another order than the table's index: every row the filters keep,
-    // ranked, then sorted and paged here (a (workload, config, level) group
-    // is at most a few thousand submissions).
+    // Another order than the table's index: every row the filters keep
+    // (the whole board without a workload or config filter) is read and
+    // ranked, then sorted and paged here. Most sort keys live only in the
+    // serialized row, so SQL cannot order by them (docs/design.md, "Pages").
     v1::LeaderboardRequest all = request;
     all.clear_sort();
     all.clear_limit();
