@@ -89,13 +89,9 @@ absl::Status Coordinator::RestorePlacedLocked(RunRecord& record, int64_t now) {
       request.gpus_per_node, attempt.started_ms(),
       request.time_limit_ms > 0 ? attempt.started_ms() + request.time_limit_ms
                                 : 0);
-  ASSIGN_OR_RETURN(std::vector<StoredEvent> stored,
-                   store_->LoadEvents(record.run.id(), attempt.number()));
-  for (const StoredEvent& event : stored) {
-    if (!event.error.empty()) continue;
-    absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
-    if (parsed.ok()) record.tracker.Add(*std::move(parsed));
-  }
+  ASSIGN_OR_RETURN(std::vector<EventLine> stored,
+                   StoredEventLines(record.run.id(), attempt.number()));
+  for (EventLine& event : stored) record.tracker.Add(std::move(event));
   ASSIGN_OR_RETURN(std::vector<v1::WorkerExited> exits,
                    store_->LoadExits(record.run.id(), attempt.number()));
   for (v1::WorkerExited& exit : exits) {
@@ -145,18 +141,10 @@ absl::StatusOr<Coordinator::PreparedSpec> Coordinator::PrepareSpecLocked(
   const int fitting = scheduler_.EligibleNodes(request, /*up_only=*/false);
   if (scheduler_.node_count() > 0 && fitting < spec.nodes()) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "the run needs %d node(s) of queue %s with %d slot(s)%s%s each; of "
-        "the %d registered node(s), %d can host it (see `hpcai500 nodes`)",
-        spec.nodes(), prepared.choice.queue, spec.ranks_per_node(),
-        request.gpus_per_node > 0
-            ? absl::StrCat(" and ", request.gpus_per_node, " GPU(s)")
-            : "",
-        request.constraints.empty()
-            ? ""
-            : absl::StrCat(" labelled ",
-                           absl::StrJoin(request.constraints, ",",
-                                         absl::PairFormatter("="))),
-        scheduler_.node_count(), fitting));
+        "the run needs %s each; of the %d registered node(s), %d can host it "
+        "(see `hpcai500 nodes`)",
+        scheduler_.Needs(request, /*free=*/false), scheduler_.node_count(),
+        fitting));
   }
   return prepared;
 }
@@ -197,14 +185,20 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
     }
   }
   const int64_t now = clock_->NowMs();
+  std::vector<Store::NewSubmission> submissions;
+  for (const PreparedSpec& one : prepared) {
+    submissions.push_back(Store::NewSubmission{
+        one.yaml, one.run_specs, one.choice.queue, one.choice.priority});
+  }
+  // One transaction: a suite is stored whole or not at all.
+  ASSIGN_OR_RETURN(const std::vector<v1::SubmitResponse> all_stored,
+                   store_->CreateSubmissions(submissions, now, user));
   v1::SubmitResponse response;
   if (suite.specs.size() > 1) response.set_suite(suite.name);
-  for (const PreparedSpec& one : prepared) {
+  for (size_t s = 0; s < prepared.size(); ++s) {
+    const PreparedSpec& one = prepared[s];
+    const v1::SubmitResponse& stored = all_stored[s];
     const v1::RunSpec& spec = one.run_specs.front();
-    ASSIGN_OR_RETURN(
-        v1::SubmitResponse stored,
-        store_->CreateSubmission(one.yaml, one.run_specs, now, user,
-                                 one.choice.queue, one.choice.priority));
     if (response.submission_ids_size() == 0) {
       response.set_submission_id(stored.submission_id());
     }
@@ -455,19 +449,27 @@ absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {
   return response;
 }
 
+absl::StatusOr<std::vector<EventLine>> Coordinator::StoredEventLines(
+    int64_t run_id, int32_t attempt, std::optional<int32_t> rank) {
+  ASSIGN_OR_RETURN(const std::vector<StoredEvent> stored,
+                   store_->LoadEvents(run_id, attempt, rank));
+  std::vector<EventLine> events;
+  events.reserve(stored.size());
+  for (const StoredEvent& event : stored) {
+    if (!event.error.empty()) continue;  // refused at intake
+    absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
+    if (parsed.ok()) events.push_back(*std::move(parsed));
+  }
+  return events;
+}
+
 absl::StatusOr<v1::RunRanksResponse> Coordinator::RunRanks(int64_t run_id) {
   ASSIGN_OR_RETURN(const v1::Run run, GetRun(run_id));
   // Read without mu_: the store serialises its own calls.
   std::map<std::pair<int32_t, int32_t>, v1::RankEpoch> latest;
   for (const v1::Attempt& attempt : run.attempts()) {
-    ASSIGN_OR_RETURN(const std::vector<StoredEvent> stored,
-                     store_->LoadEvents(run_id, attempt.number()));
-    std::vector<EventLine> events;
-    for (const StoredEvent& event : stored) {
-      if (!event.error.empty()) continue;  // refused at intake
-      absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
-      if (parsed.ok()) events.push_back(*std::move(parsed));
-    }
+    ASSIGN_OR_RETURN(const std::vector<EventLine> events,
+                     StoredEventLines(run_id, attempt.number()));
     for (v1::RankEpoch& row : SummarizeRankEpochs(events, attempt.number())) {
       latest[{row.epoch(), row.rank()}] = std::move(row);
     }
@@ -506,9 +508,8 @@ absl::StatusOr<std::string> Coordinator::RankLogText(int64_t run_id,
   std::string text;
   if (log == RankLog::kEvents) {
     ASSIGN_OR_RETURN(const std::vector<StoredEvent> events,
-                     store_->LoadEvents(run_id, attempt));
+                     store_->LoadEvents(run_id, attempt, rank));
     for (const StoredEvent& event : events) {
-      if (event.rank != rank) continue;
       if (event.error.empty()) {
         absl::StrAppend(&text, event.line, "\n");
       } else {
@@ -747,7 +748,8 @@ v1::Node Coordinator::NodeViewLocked(const NodeState& node) {
   view.clear_state_reason();
   if (node.leaving) {
     view.set_state("down");
-    view.set_state_reason(absl::StrCat("left: ", node.leave_reason));
+    view.set_state_reason(
+        absl::StrCat(NodeTable::kLeftReasonPrefix, node.leave_reason));
   } else if (node.draining) {
     view.set_state(used > 0 ? "draining" : "drained");
     view.set_state_reason(node.drain_reason);

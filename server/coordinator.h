@@ -54,6 +54,12 @@ struct CoordinatorOptions {
   // The queues (server/queues.h); empty: one queue, "default", over every
   // node.
   std::vector<Scheduler::Queue> queues;
+  // A node that is down (disconnected, or its agent left) and holds no
+  // slots is forgotten once its agent has been silent this long: taken out
+  // of the node table and the store (each Slurm allocation's pilot agents
+  // leave a NODE-JOBID row otherwise). A node an admin drained stays until
+  // it leaves or is resumed. 0: nodes are kept for ever.
+  int64_t node_retention_ms = 24 * 3600 * 1000;
 };
 
 class Coordinator final : public CoordinatorView {
@@ -70,11 +76,11 @@ class Coordinator final : public CoordinatorView {
   // Validates and stores a spec (R repetitions = R runs with seeds seed,
   // seed+1, ...) and queues its runs; a suite (common/suite.h) is one
   // submission per spec, all checked before any is stored (an error names
-  // the spec by its number). InvalidArgument with the reason when the
-  // spec is refused; FailedPrecondition naming the need and the capacity
-  // when the nodes registered so far could never hold it (a coordinator that
-  // knows no node yet queues it: nodes may still join). Nothing is stored
-  // then.
+  // the spec by its number), then stored in one transaction: all or none.
+  // InvalidArgument with the reason when the spec is refused;
+  // FailedPrecondition naming the need and the capacity when the nodes
+  // registered so far could never hold it (a coordinator that knows no node
+  // yet queues it: nodes may still join). Nothing is stored then.
   // The runs record `user` as their submitter; ResourceExhausted when the
   // user would have more than `max_queued` runs queued (0: no cap).
   absl::StatusOr<v1::SubmitResponse> Submit(std::string_view spec_yaml,
@@ -160,8 +166,9 @@ class Coordinator final : public CoordinatorView {
   void Disconnect(int64_t session);
 
   // Time-driven work: requeues (or fails) the runs of nodes silent for
-  // node_timeout_ms, stops attempts past their spec's time_limit and scores
-  // runs whose exit grace ran out. Call about once a second.
+  // node_timeout_ms, stops attempts past their spec's time_limit, scores
+  // runs whose exit grace ran out and forgets nodes down past
+  // node_retention_ms. Call about once a second.
   void Tick();
 
   // Wakes every watcher with Unavailable; later watches fail at once.
@@ -187,6 +194,13 @@ class Coordinator final : public CoordinatorView {
   };
   absl::StatusOr<PreparedSpec> PrepareSpecLocked(std::string yaml)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The stored lines of attempt `attempt` of run `run_id` (only rank
+  // `rank`'s when set) that parse, in the store's order; rows refused at
+  // intake are left out. Touches only the store: no lock needed.
+  absl::StatusOr<std::vector<EventLine>> StoredEventLines(
+      int64_t run_id, int32_t attempt,
+      std::optional<int32_t> rank = std::nullopt);
 
   // DrainNode and ResumeNode: marks the node (NotFound when unknown),
   // stores it and schedules.
@@ -301,6 +315,10 @@ class Coordinator final : public CoordinatorView {
   // `silent_ms`.
   void LoseRunsOnSilentNodeLocked(const std::string& name, int64_t silent_ms)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes from the node table, the scheduler and the store each node that
+  // is disconnected, holds no slots, is not drained (unless it left) and
+  // was last heard from node_retention_ms or more before `now`; logs each.
+  void ForgetGoneNodesLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fails placed runs whose current attempt ran past the spec's time_limit.
   void EnforceTimeLimitsLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Copies each queued run's waiting reason from the scheduler.

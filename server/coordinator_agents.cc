@@ -3,11 +3,14 @@
 // reserved ports, worker exits). Declared in coordinator.h; the queue,
 // scheduling and run ends are in coordinator.cc.
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/event_keys.h"
 #include "common/log.h"
 #include "common/run_state.h"
@@ -179,6 +182,7 @@ void Coordinator::Tick() {
     }
   }
   EnforceTimeLimitsLocked(now);
+  ForgetGoneNodesLocked(now);
   ScheduleLocked();
 }
 
@@ -190,6 +194,35 @@ void Coordinator::LoseRunsOnSilentNodeLocked(const std::string& name,
         record,
         absl::StrFormat("node %s silent for %d s (timeout %d s)", name,
                         silent_ms / 1000, options_.node_timeout_ms / 1000));
+  }
+}
+
+void Coordinator::ForgetGoneNodesLocked(int64_t now) {
+  if (options_.node_retention_ms <= 0) return;
+  std::vector<std::string> gone;
+  for (const auto& [name, node] : nodes_.nodes()) {
+    if (node.session != 0 || scheduler_.used_slots(name) > 0) continue;
+    // An admin's drain (and its reason) outlives the agent's absence.
+    if (node.draining && !node.leaving) continue;
+    if (now - node.LastHeardMs() < options_.node_retention_ms) continue;
+    gone.push_back(name);
+  }
+  for (const std::string& name : gone) {
+    const NodeState& node = nodes_.nodes().at(name);
+    const std::string line = absl::StrCat(
+        "node ", name, ": forgotten, silent for ",
+        absl::FormatDuration(absl::Seconds((now - node.LastHeardMs()) / 1000)),
+        " (", NodeViewLocked(node).state_reason(), "; node retention ",
+        absl::FormatDuration(absl::Milliseconds(options_.node_retention_ms)),
+        ")");
+    // Forgotten here even when the store fails: a row left there is
+    // restored and forgotten again after a restart.
+    if (absl::Status deleted = store_->DeleteNode(name); !deleted.ok()) {
+      LogError(absl::StrCat("node ", name, ": ", deleted.ToString()));
+    }
+    scheduler_.RemoveNode(name);
+    nodes_.Remove(name);
+    LogInfo(line);
   }
 }
 
@@ -308,9 +341,11 @@ void Coordinator::IngestStoredLocked(IncomingEvent& incoming,
   if (disposition != EventDisposition::kStored) return;
   ++events_ingested_;
   if (incoming.parsed.ok()) {
-    ingest_lag_.Observe(
-        std::max<int64_t>(0, clock_->NowMs() - incoming.parsed->time_ms) /
-        1000.0);
+    // In doubles: time_ms is the worker's, any int64, and the difference of
+    // two of those may not fit in one.
+    const double lag_ms = static_cast<double>(clock_->NowMs()) -
+                          static_cast<double>(incoming.parsed->time_ms);
+    ingest_lag_.Observe(std::max(0.0, lag_ms) / 1000.0);
   }
   if (incoming.record != nullptr && incoming.parsed.ok()) {
     if (incoming.parsed->key == event_keys::kResume &&

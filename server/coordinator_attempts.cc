@@ -58,19 +58,17 @@ std::pair<int32_t, int32_t> Coordinator::ResumePointLocked(
   if (record.run.attempts_size() == 0) return {0, 0};
   const v1::Attempt& last = *record.run.attempts().rbegin();
   std::pair<int32_t, int32_t> point = {0, 0};
-  absl::StatusOr<std::vector<StoredEvent>> stored =
-      store_->LoadEvents(record.run.id(), last.number());
-  if (!stored.ok()) {
+  absl::StatusOr<std::vector<EventLine>> rank0 =
+      StoredEventLines(record.run.id(), last.number(), /*rank=*/0);
+  if (!rank0.ok()) {
     LogError(absl::StrCat("run ", record.run.id(), ": reading attempt ",
                           last.number(),
-                          "'s checkpoints: ", stored.status().ToString()));
+                          "'s checkpoints: ", rank0.status().ToString()));
   } else {
-    for (const StoredEvent& event : *stored) {
-      if (event.rank != 0 || !event.error.empty()) continue;
-      absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
-      if (parsed.ok() && parsed->key == event_keys::kCheckpoint &&
-          parsed->epoch() > point.second) {
-        point = {last.number(), parsed->epoch()};
+    for (const EventLine& event : *rank0) {
+      if (event.key == event_keys::kCheckpoint &&
+          event.epoch() > point.second) {
+        point = {last.number(), event.epoch()};
       }
     }
   }
@@ -113,13 +111,8 @@ absl::StatusOr<std::vector<AttemptEvents>> Coordinator::EarlierAttemptsLocked(
     AttemptEvents part;
     part.through_epoch = through;
     part.after_epoch = current->resumed_epoch();
-    ASSIGN_OR_RETURN(std::vector<StoredEvent> stored,
-                     store_->LoadEvents(record.run.id(), current->number()));
-    for (const StoredEvent& event : stored) {
-      if (!event.error.empty()) continue;
-      absl::StatusOr<EventLine> parsed = ParseEventLine(event.line);
-      if (parsed.ok()) part.events.push_back(*std::move(parsed));
-    }
+    ASSIGN_OR_RETURN(part.events,
+                     StoredEventLines(record.run.id(), current->number()));
     earlier.push_back(std::move(part));
     through = current->resumed_epoch();
     from = current->resume_from_attempt();

@@ -106,16 +106,16 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   AccessControl* const access_;
 };
 
-// An agent stream is authenticated once, when it opens (the interceptor
-// leaves it alone), checked as the other calls are, and counted against
-// AccessLimits::max_agent_streams.
 // The agent streams alive: their owner waits for the last one's end before
 // what they borrow goes away (gRPC may run a stream's OnDone after
 // Server::Shutdown returned).
+//
+// Thread-safe.
 class LiveStreams {
  public:
-  void Add();
-  void Remove();
+  void Add();     // a stream began (its constructor)
+  void Remove();  // a stream ended (the last thing its OnDone does)
+  // Blocks until every stream that began has ended.
   void WaitForNone();
 
  private:
@@ -123,6 +123,9 @@ class LiveStreams {
   int count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// An agent stream is authenticated once, when it opens (the interceptor
+// leaves it alone), checked as the other calls are, and counted against
+// AccessLimits::max_agent_streams.
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   // `coordinator` and `access` are borrowed and must outlive the service.

@@ -53,7 +53,8 @@ constexpr char kUsage[] =
     "[--insecure]\n"
     "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "                 [--queues FILE] [--heartbeat-interval-s N]\n"
-    "                 [--max-queued-per-user N] [--ignore-sigterm]\n"
+    "                 [--max-queued-per-user N] [--node-retention-hours N]\n"
+    "                 [--ignore-sigterm]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
     "auth is on once a token exists (hpcai500d token create) or with\n"
@@ -73,6 +74,9 @@ constexpr char kUsage[] =
     "third of the timeout when that is shorter\n"
     "--max-queued-per-user: queued runs one user may have, 0 for no cap\n"
     "(default 1000)\n"
+    "--node-retention-hours: a node down (disconnected, or its agent left)\n"
+    "and running nothing is forgotten after this long without word from its\n"
+    "agent, unless drained; 0 keeps nodes for ever (default 24)\n"
     "--ignore-sigterm: only SIGINT stops it (in a Slurm batch step, where\n"
     "scancel and the time limit send SIGTERM to every process of the job\n"
     "at once, the job script records the cancel first, then stops it)\n";
@@ -87,6 +91,7 @@ struct Flags {
   int node_timeout_s = 60;
   int heartbeat_interval_s = 0;  // 0: HeartbeatIntervalMs's default
   int max_queued_per_user = AccessLimits{}.max_queued_runs_per_user;
+  int node_retention_hours = 24;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   bool http_public = false;
   bool insecure = false;
@@ -111,7 +116,8 @@ absl::Status ParseBoundedInt(absl::string_view flag, const std::string& text,
 // The command line (without argv[0]) by the rules of common/flags.h.
 absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   Flags flags;
-  std::string node_timeout, max_connections, heartbeat_interval, max_queued;
+  std::string node_timeout, max_connections, heartbeat_interval, max_queued,
+      node_retention;
   std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
   AddValueFlag(*app, "grpc", &flags.grpc);
   AddValueFlag(*app, "http", &flags.http);
@@ -123,6 +129,7 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   AddValueFlag(*app, "http-max-connections", &max_connections);
   AddValueFlag(*app, "heartbeat-interval-s", &heartbeat_interval);
   AddValueFlag(*app, "max-queued-per-user", &max_queued);
+  AddValueFlag(*app, "node-retention-hours", &node_retention);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
   AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
@@ -140,6 +147,9 @@ absl::StatusOr<Flags> ParseServerFlags(const std::vector<std::string>& args) {
   RETURN_IF_ERROR(ParseBoundedInt("--max-queued-per-user", max_queued, 0,
                                   10'000'000, "0 (no cap)..10000000",
                                   &flags.max_queued_per_user));
+  RETURN_IF_ERROR(ParseBoundedInt("--node-retention-hours", node_retention, 0,
+                                  87'600, "0 (keep for ever)..87600 hours",
+                                  &flags.node_retention_hours));
   // Refused here, before anything is opened, with the usage text.
   RETURN_IF_ERROR(
       HeartbeatIntervalMs(int64_t{flags.node_timeout_s} * 1000,
@@ -228,6 +238,7 @@ absl::Status RunServer(const Flags& flags) {
   RealClock clock;
   CoordinatorOptions options;
   options.node_timeout_ms = int64_t{flags.node_timeout_s} * 1000;
+  options.node_retention_ms = int64_t{flags.node_retention_hours} * 3600 * 1000;
   ASSIGN_OR_RETURN(
       options.heartbeat_interval_ms,
       HeartbeatIntervalMs(options.node_timeout_ms,
@@ -315,15 +326,18 @@ absl::Status RunServer(const Flags& flags) {
   LogInfo(absl::StrCat(tls.cert_pem.empty() ? "http" : "https",
                        " listening on ", WithPort(flags.http, http.port())));
 #endif
-  LogInfo(
-      absl::StrCat("store ", flags.db, ", auth ",
-                   auth ? (token.empty() ? "on (API tokens)"
-                                         : "on (shared token, API "
-                                           "tokens)")
-                        : "off (loopback only: create a token to turn it on)",
-                   flags.http_public ? ", HTTP read-only open to all" : "",
-                   ", node timeout ", flags.node_timeout_s, " s, heartbeat ",
-                   options.heartbeat_interval_ms / 1000.0, " s"));
+  LogInfo(absl::StrCat(
+      "store ", flags.db, ", auth ",
+      auth ? (token.empty() ? "on (API tokens)"
+                            : "on (shared token, API "
+                              "tokens)")
+           : "off (loopback only: create a token to turn it on)",
+      flags.http_public ? ", HTTP read-only open to all" : "",
+      ", node timeout ", flags.node_timeout_s, " s, heartbeat ",
+      options.heartbeat_interval_ms / 1000.0, " s, node retention ",
+      flags.node_retention_hours > 0
+          ? absl::StrCat(flags.node_retention_hours, " h")
+          : std::string("for ever")));
 
   std::atomic<bool> stopping{false};
   std::thread ticker([&] {

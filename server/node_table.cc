@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/strip.h"
+#include "absl/strings/string_view.h"
+
 namespace hpcai500 {
 
 bool NodeTable::AddIfUnknown(const std::string& name, int64_t now_ms) {
@@ -13,13 +16,29 @@ bool NodeTable::AddIfUnknown(const std::string& name, int64_t now_ms) {
 }
 
 void NodeTable::Restore(v1::Node info, int64_t now_ms) {
-  info.set_last_seen_ms(now_ms);
-  info.set_connected(false);
   const std::string name = info.name();
   Node& node = nodes_[name];
+  // A node stored down was saved when it went down, so its last_seen_ms is
+  // its agent's last word; a node stored up was saved when it registered
+  // and spoke since: its silence counts from the restore.
+  node.heard_before_restart_ms =
+      info.state() == "down" ? info.last_seen_ms() : 0;
+  info.set_last_seen_ms(now_ms);
+  info.set_connected(false);
   node.draining = info.state() == "draining" || info.state() == "drained";
   if (node.draining) node.drain_reason = info.state_reason();
+  absl::string_view reason = info.state_reason();
+  node.leaving =
+      info.state() == "down" && absl::ConsumePrefix(&reason, kLeftReasonPrefix);
+  if (node.leaving) node.leave_reason = std::string(reason);
   node.info = std::move(info);
+}
+
+bool NodeTable::Remove(const std::string& name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || it->second.session != 0) return false;
+  nodes_.erase(it);
+  return true;
 }
 
 NodeTable::Node& NodeTable::Connect(const v1::Register& request,
@@ -48,6 +67,7 @@ NodeTable::Node& NodeTable::Connect(const v1::Register& request,
   node.iface = request.iface();
   node.leaving = false;
   node.leave_reason.clear();
+  node.heard_before_restart_ms = 0;
   return node;
 }
 

@@ -43,18 +43,40 @@ class NodeTable {
     bool draining = false;
     std::string drain_reason;
     // Its agent said it is leaving for good (v1::Leaving), with the reason;
-    // cleared when the node registers again.
+    // cleared when the node registers again. Kept in the store as the
+    // state "down" with a reason of kLeftReasonPrefix + leave_reason.
     bool leaving = false;
     std::string leave_reason;
+    // A node restored from the store: when its agent was last heard from
+    // before the coordinator restarted (info's last_seen_ms restarts at the
+    // restore, so that the node timeout counts from there); 0 once it
+    // registers again.
+    int64_t heard_before_restart_ms = 0;
+
+    // When its agent was last heard from, across restarts: what the node
+    // retention counts from.
+    int64_t LastHeardMs() const {
+      return heard_before_restart_ms > 0 ? heard_before_restart_ms
+                                         : info.last_seen_ms();
+    }
   };
+
+  // The stored state_reason of a node that left: "left: <its reason>".
+  static constexpr char kLeftReasonPrefix[] = "left: ";
 
   // Adds node `name`, disconnected, with no slots and last seen at
   // `now_ms`, unless it is known. Returns whether it was added.
   bool AddIfUnknown(const std::string& name, int64_t now_ms);
 
   // Adds a node read back from the store, disconnected, its silence counted
-  // from `now_ms` (not from before a restart), draining when it was.
+  // from `now_ms` (not from before a restart), draining or leaving when it
+  // was; the stored last_seen_ms of a node stored down becomes its
+  // heard_before_restart_ms.
   void Restore(v1::Node info, int64_t now_ms);
+
+  // Forgets node `name` unless it has a live session; returns whether it
+  // was removed. References to other nodes stay valid.
+  bool Remove(const std::string& name);
 
   // Opens a session for an accepted Register: records the node's address
   // (the hostname when no address), slots, cpus, gpus, labels, inventory
@@ -80,7 +102,7 @@ class NodeTable {
   // The number of nodes with a live session.
   int connected() const;
 
-  // Every node by name. References stay valid until the table is destroyed.
+  // Every node by name. References stay valid until the node is removed.
   std::map<std::string, Node>& nodes() { return nodes_; }
   const std::map<std::string, Node>& nodes() const { return nodes_; }
 

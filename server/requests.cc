@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "common/inventory.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
@@ -126,6 +127,18 @@ absl::Status ValidateRegister(const v1::Register& request) {
     return absl::InvalidArgumentError(
         "register: address, hostname, cpus or gpus out of range");
   }
+  // Handed on to other agents in launcher runs (LaunchNode): bounded here,
+  // their form checked by the agent that launches.
+  auto at_most = [](absl::string_view field, const std::string& value,
+                    size_t most) -> absl::Status {
+    if (value.size() <= most) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "register: ", field, " is ", value.size(), " bytes; at most ", most));
+  };
+  RETURN_IF_ERROR(at_most("workdir", request.workdir(), kMaxAgentPathBytes));
+  RETURN_IF_ERROR(at_most("checkpoint_root", request.checkpoint_root(),
+                          kMaxAgentPathBytes));
+  RETURN_IF_ERROR(at_most("iface", request.iface(), kMaxAddressBytes));
   if (request.labels_size() > kMaxLabels) {
     return absl::ResourceExhaustedError(
         absl::StrCat("register: ", request.labels_size(),

@@ -21,6 +21,9 @@ namespace hpcai500 {
 // The longest node name, address or hostname the coordinator accepts.
 inline constexpr size_t kMaxNameBytes = 128;
 inline constexpr size_t kMaxAddressBytes = 256;
+// A Register's workdir and checkpoint_root (PATH_MAX, as the agent's
+// launcher takes them).
+inline constexpr size_t kMaxAgentPathBytes = 4096;
 
 // The runs of a submitted spec: parsed and checked against `registry` and
 // its level's rules (ParseRunSpec), then one RunSpec per repetition, with
@@ -41,9 +44,10 @@ absl::StatusOr<v1::ListRunsRequest> ListRunsFilter(
 
 // InvalidArgument when an agent's Register has a bad node name (1 to
 // kMaxNameBytes of letters, digits, '.', '-', '_'), slots outside
-// 1..4096, an address, hostname, cpu or gpu count out of range, or an
-// inventory beyond its bounds ("register: inventory: ...", see
-// common/inventory.h: devices, versions, text sizes).
+// 1..4096, an address, hostname, cpu or gpu count out of range, a workdir
+// or checkpoint_root over kMaxAgentPathBytes, an iface over
+// kMaxAddressBytes, or an inventory beyond its bounds ("register:
+// inventory: ...", see common/inventory.h: devices, versions, text sizes).
 absl::Status ValidateRegister(const v1::Register& request);
 
 // The rendezvous host of rank 0's node `node`: the reported host, else the

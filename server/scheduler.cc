@@ -50,6 +50,14 @@ void Scheduler::SetNode(const std::string& name, const NodeOffer& offer) {
   dirty_ = true;
 }
 
+bool Scheduler::RemoveNode(const std::string& name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || it->second.used_slots > 0) return false;
+  nodes_.erase(it);
+  dirty_ = true;  // the waiting reasons count the nodes
+  return true;
+}
+
 void Scheduler::SetSchedulable(const std::string& name, bool schedulable) {
   NodeState& node = nodes_[name];
   if (node.schedulable == schedulable) return;
@@ -144,12 +152,14 @@ int Scheduler::EligibleNodes(const Request& request, bool up_only) const {
   return count;
 }
 
-std::string Scheduler::Needs(const Request& request) const {
-  std::string needs = absl::StrFormat(
-      "%d node(s) of queue %s with %d free slot(s)", request.nodes,
-      QueueOf(request).name, request.ranks_per_node);
+std::string Scheduler::Needs(const Request& request, bool free) const {
+  const char* const free_word = free ? "free " : "";
+  std::string needs =
+      absl::StrFormat("%d node(s) of queue %s with %d %sslot(s)", request.nodes,
+                      QueueOf(request).name, request.ranks_per_node, free_word);
   if (request.gpus_per_node > 0) {
-    absl::StrAppend(&needs, " and ", request.gpus_per_node, " free GPU(s)");
+    absl::StrAppend(&needs, " and ", request.gpus_per_node, " ", free_word,
+                    "GPU(s)");
   }
   if (!request.constraints.empty()) {
     absl::StrAppend(
@@ -257,12 +267,12 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
               ? absl::StrFormat(
                     "Constraints: needs %s; %d registered node(s) "
                     "match",
-                    Needs(request), known)
+                    Needs(request, /*free=*/true), known)
               : absl::StrFormat(
                     "Resources: needs %s; %d of the %d "
                     "matching node(s) are up (not down or "
                     "draining)",
-                    Needs(request), up, known);
+                    Needs(request, /*free=*/true), up, known);
       ++it;
       continue;
     }
@@ -309,7 +319,7 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
       heads[queue] = run_id;
       Reservation reservation = Reserve(request, now_ms);
       reasons_[run_id] = absl::StrCat(
-          "Resources: waiting for ", Needs(request),
+          "Resources: waiting for ", Needs(request, /*free=*/true),
           reservation.start_ms == kNever
               ? "; start unknown (a run in the way has no time limit)"
               : absl::StrCat("; expected to start within ",

@@ -91,6 +91,9 @@ class Scheduler {
 
   // Adds a node or updates what it offers; a new node is not schedulable.
   void SetNode(const std::string& name, const NodeOffer& offer);
+  // Forgets a node that holds no slots; false (and kept) when it holds
+  // some or is unknown.
+  bool RemoveNode(const std::string& name);
   // Whether new runs may be placed on the node (it is connected and heard).
   // A node that is not keeps the slots it holds.
   void SetSchedulable(const std::string& name, bool schedulable);
@@ -122,6 +125,12 @@ class Scheduler {
   // one of "Held", "Constraints: ...", "Resources: ...", "Priority: ...";
   // "" when not queued or not yet looked at.
   std::string Reason(int64_t run_id) const;
+
+  // What `request` asks of the nodes, in one line: "2 node(s) of queue gpu
+  // with 8 slot(s) and 8 GPU(s) labelled rack=3", saying "free slot(s)" and
+  // "free GPU(s)" when `free` (what a waiting run waits for). The one
+  // wording of the waiting reasons and of Submit's refusal.
+  std::string Needs(const Request& request, bool free) const;
 
   // How many known nodes (up ones only: schedulable and not draining, or
   // every one) could ever host one node's share of `request`.
@@ -191,8 +200,6 @@ class Scheduler {
   int64_t ReadyMs(const NodeState& node, EndsOnNode ends,
                   const Request& request, int64_t now_ms) const;
   Reservation Reserve(const Request& request, int64_t now_ms) const;
-  // A one-line description of what `request` needs of a node.
-  std::string Needs(const Request& request) const;
   // The id of the request's shape (queue, constraints, ranks, GPUs, time
   // limit): runs of one shape that cannot start share the answer.
   int ShapeOf(const Request& request);

@@ -309,31 +309,54 @@ absl::StatusOr<int> Store::UserVersion() {
   return static_cast<int>(get.Int(0));
 }
 
+absl::StatusOr<std::vector<v1::SubmitResponse>> Store::CreateSubmissions(
+    const std::vector<NewSubmission>& submissions, int64_t now_ms,
+    const std::string& user) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction(
+      [&]() -> absl::StatusOr<std::vector<v1::SubmitResponse>> {
+        std::vector<v1::SubmitResponse> responses;
+        for (const NewSubmission& submission : submissions) {
+          ASSIGN_OR_RETURN(v1::SubmitResponse response,
+                           InsertSubmissionLocked(submission, now_ms, user));
+          responses.push_back(std::move(response));
+        }
+        return responses;
+      });
+}
+
+absl::StatusOr<v1::SubmitResponse> Store::InsertSubmissionLocked(
+    const NewSubmission& submission, int64_t now_ms, const std::string& user) {
+  v1::SubmitResponse response;
+  RETURN_IF_ERROR(
+      Write("INSERT INTO submissions (spec_yaml, created_ms) VALUES (?, ?)",
+            "storing a submission", submission.spec_yaml, now_ms));
+  response.set_submission_id(sqlite3_last_insert_rowid(db_));
+  int repetition = 0;
+  for (const v1::RunSpec& spec : submission.run_specs) {
+    RETURN_IF_ERROR(
+        Write("INSERT INTO runs (submission_id, repetition, spec, state, "
+              "created_ms, name, workload, config, user, queue, priority) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+              "storing a run", response.submission_id(), ++repetition,
+              Blob{spec.SerializeAsString()},
+              static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms, spec.name(),
+              spec.workload(), spec.config(), user, submission.queue,
+              submission.priority));
+    response.add_run_ids(sqlite3_last_insert_rowid(db_));
+  }
+  return response;
+}
+
 absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
     const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
     int64_t now_ms, const std::string& user, const std::string& queue,
     int32_t priority) {
-  absl::MutexLock lock(&mu_);
-  return InTransaction([&]() -> absl::StatusOr<v1::SubmitResponse> {
-    v1::SubmitResponse response;
-    RETURN_IF_ERROR(
-        Write("INSERT INTO submissions (spec_yaml, created_ms) VALUES (?, ?)",
-              "storing a submission", spec_yaml, now_ms));
-    response.set_submission_id(sqlite3_last_insert_rowid(db_));
-    int repetition = 0;
-    for (const v1::RunSpec& spec : run_specs) {
-      RETURN_IF_ERROR(
-          Write("INSERT INTO runs (submission_id, repetition, spec, state, "
-                "created_ms, name, workload, config, user, queue, priority) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                "storing a run", response.submission_id(), ++repetition,
-                Blob{spec.SerializeAsString()},
-                static_cast<int32_t>(v1::RUN_STATE_QUEUED), now_ms, spec.name(),
-                spec.workload(), spec.config(), user, queue, priority));
-      response.add_run_ids(sqlite3_last_insert_rowid(db_));
-    }
-    return response;
-  });
+  ASSIGN_OR_RETURN(
+      std::vector<v1::SubmitResponse> stored,
+      CreateSubmissions({NewSubmission{spec_yaml, run_specs, queue, priority}},
+                        now_ms, user));
+  return std::move(stored.front());
 }
 
 absl::Status Store::UpdateRun(const v1::Run& run) {
@@ -622,24 +645,34 @@ absl::StatusOr<int64_t> Store::ContiguousSeq(int64_t run_id, int32_t attempt,
   return contiguous;
 }
 
-absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(int64_t run_id,
-                                                           int32_t attempt) {
-  absl::MutexLock lock(&mu_);
-  Statement load(db_,
-                 "SELECT rank, seq, line, error FROM events WHERE run_id = ? "
-                 "AND attempt = ? ORDER BY rank, seq");
-  load.BindAll(run_id, attempt);
+absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(
+    int64_t run_id, int32_t attempt, std::optional<int32_t> rank) {
   std::vector<StoredEvent> events;
-  int rc;
-  while ((rc = load.Step()) == SQLITE_ROW) {
-    StoredEvent event;
-    event.rank = static_cast<int32_t>(load.Int(0));
-    event.seq = load.Int(1);
-    event.line = load.Text(2);
-    event.error = load.Text(3);
-    events.push_back(std::move(event));
-  }
-  if (rc != SQLITE_DONE) return Error("reading events");
+  RETURN_IF_ERROR(ReadSnapshot([&](sqlite3* db) -> absl::Status {
+    Statement load(db, rank.has_value()
+                           ? "SELECT rank, seq, line, error FROM events WHERE "
+                             "run_id = ? AND attempt = ? AND rank = ? ORDER "
+                             "BY seq"
+                           : "SELECT rank, seq, line, error FROM events WHERE "
+                             "run_id = ? AND attempt = ? ORDER BY rank, seq");
+    if (!load.prepared()) return Error(db, "reading events");
+    if (rank.has_value()) {
+      load.BindAll(run_id, attempt, *rank);
+    } else {
+      load.BindAll(run_id, attempt);
+    }
+    int rc;
+    while ((rc = load.Step()) == SQLITE_ROW) {
+      StoredEvent event;
+      event.rank = static_cast<int32_t>(load.Int(0));
+      event.seq = load.Int(1);
+      event.line = load.Text(2);
+      event.error = load.Text(3);
+      events.push_back(std::move(event));
+    }
+    if (rc != SQLITE_DONE) return Error(db, "reading events");
+    return absl::OkStatus();
+  }));
   return events;
 }
 
@@ -720,9 +753,10 @@ absl::Status Store::FillLeaderboard() {
 absl::StatusOr<v1::LeaderboardResponse> Store::Leaderboard(
     const v1::LeaderboardRequest& request) {
   if (!request.sort().empty()) {
-    // Another order than the table's index: every row the filters keep,
-    // ranked, then sorted and paged here (a (workload, config, level) group
-    // is at most a few thousand submissions).
+    // Another order than the table's index: every row the filters keep
+    // (the whole board without a workload or config filter) is read and
+    // ranked, then sorted and paged here. Most sort keys live only in the
+    // serialized row, so SQL cannot order by them (docs/design.md, "Pages").
     v1::LeaderboardRequest all = request;
     all.clear_sort();
     all.clear_limit();
@@ -837,6 +871,11 @@ absl::Status Store::SaveNode(const v1::Node& node) {
       node.gpus(), Blob{labels_only.SerializeAsString()}, node.last_seen_ms(),
       node.state(), node.state_reason(),
       Blob{node.inventory().SerializeAsString()});
+}
+
+absl::Status Store::DeleteNode(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  return Write("DELETE FROM nodes WHERE name = ?", "forgetting a node", name);
 }
 
 absl::StatusOr<std::vector<v1::Node>> Store::ListNodes() {

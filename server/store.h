@@ -106,11 +106,22 @@ class Store {
   // PRAGMA user_version of the open file.
   absl::StatusOr<int> UserVersion();
 
-  // Stores a submission of `user` and its runs, waiting in `queue` at
-  // `priority`, in one transaction.
-  // `run_specs` holds one spec per repetition (seeds already set); runs
-  // start QUEUED with repetition 1..R. Returns the submission id and run ids
-  // in order.
+  // One submission to store: its spec's text and one run spec per
+  // repetition (seeds already set), waiting in `queue` at `priority`.
+  struct NewSubmission {
+    std::string spec_yaml;
+    std::vector<v1::RunSpec> run_specs;
+    std::string queue;
+    int32_t priority = 0;
+  };
+  // Stores `submissions` of `user` (a suite: one per spec) and their runs
+  // in ONE transaction: on an error none of them is stored. Runs start
+  // QUEUED with repetition 1..R. Returns, per submission in order, its id
+  // and its run ids in order.
+  absl::StatusOr<std::vector<v1::SubmitResponse>> CreateSubmissions(
+      const std::vector<NewSubmission>& submissions, int64_t now_ms,
+      const std::string& user);
+  // CreateSubmissions of the one submission of `spec_yaml`.
   absl::StatusOr<v1::SubmitResponse> CreateSubmission(
       const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
       int64_t now_ms, const std::string& user = "",
@@ -172,9 +183,12 @@ class Store {
   // stored; 0 when none is.
   absl::StatusOr<int64_t> ContiguousSeq(int64_t run_id, int32_t attempt,
                                         int32_t rank);
-  // All stored events of one attempt, ordered by rank then seq.
-  absl::StatusOr<std::vector<StoredEvent>> LoadEvents(int64_t run_id,
-                                                      int32_t attempt);
+  // The stored events of one attempt, ordered by rank then seq: all of
+  // them, or only rank `rank`'s. Read on a read connection, so a reader
+  // (the pages poll some of these) never holds up the events being stored.
+  absl::StatusOr<std::vector<StoredEvent>> LoadEvents(
+      int64_t run_id, int32_t attempt,
+      std::optional<int32_t> rank = std::nullopt);
   // Total events stored (all runs).
   absl::StatusOr<int64_t> CountEvents();
 
@@ -225,11 +239,17 @@ class Store {
   // stored: they are live state).
   absl::Status SaveNode(const v1::Node& node);
   absl::StatusOr<std::vector<v1::Node>> ListNodes();
+  // Deletes node `name`'s row; OK when there is none.
+  absl::Status DeleteNode(const std::string& name);
 
  private:
   Store(std::string path, sqlite3* db, int lock_fd);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One submission of CreateSubmissions, inside its transaction.
+  absl::StatusOr<v1::SubmitResponse> InsertSubmissionLocked(
+      const NewSubmission& submission, int64_t now_ms, const std::string& user)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Error(const std::string& what) const;
   // Runs `body` (returning absl::Status or absl::StatusOr<T>) between BEGIN

@@ -385,6 +385,19 @@ location.reload();};</script>
   return response;
 }
 
+// A request's method as /metrics labels it: GET, HEAD, or "other" for any
+// method refused, since a client may invent any number of them.
+absl::string_view MethodLabel(http::verb method) {
+  switch (method) {
+    case http::verb::get:
+      return "GET";
+    case http::verb::head:
+      return "HEAD";
+    default:
+      return "other";
+  }
+}
+
 }  // namespace
 
 HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
@@ -415,10 +428,12 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
     response.content_length(length);
   }
   absl::string_view target(request.target().data(), request.target().size());
+  const absl::string_view path = target.substr(0, target.find('?'));
+  // Probes come every few seconds: apart, or they would be most of "page".
+  const std::string route =
+      path == kHealthPath ? std::string(kHealthPath) : RouteLabel(path);
   request_metrics_.Observe(
-      RouteLabel(target.substr(0, target.find('?'))),
-      absl::string_view(request.method_string().data(),
-                        request.method_string().size()),
+      route, MethodLabel(request.method()),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count());
   return response;

@@ -57,7 +57,9 @@ class HttpRouter {
   // no body); any other method gets 405. Every target but kHealthPath needs
   // the view's AuthorizeRead. Errors are JSON {"error": "..."}
   // under /api/ and plain text elsewhere. Keep-alive follows the request.
-  // Each answer's time counts in /metrics' request latency histogram.
+  // Each answer's time counts in /metrics' request latency histogram, under
+  // RouteLabel of its path (kHealthPath under its own) and its method: GET,
+  // HEAD, or "other" for every method refused.
   HttpResponse Handle(const HttpRequest& request) const;
 
   // The file under web_dir that a URL path names, or NotFound when it names

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/leaderboard.h"
 
 namespace hpcai500::server_internal {
 namespace {
@@ -31,7 +32,7 @@ std::vector<std::string> LeaderboardFilters(
   }
   if (!request.ranked().empty()) {
     conditions.push_back(
-        absl::StrCat("unranked = ", request.ranked() == "ranked" ? 0 : 1));
+        absl::StrCat("unranked = ", request.ranked() == kRankedFilter ? 0 : 1));
   }
   return conditions;
 }

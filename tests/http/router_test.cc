@@ -462,6 +462,26 @@ TEST_F(HttpRouterTest, MetricsHaveARequestLatencyHistogramPerRoute) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("route=\"page\",method=\"GET\""), std::string::npos);
+  EXPECT_EQ(text.find("route=\"/healthz\""), std::string::npos);
+  router_->Handle(Get(std::string(kHealthPath)));
+  EXPECT_NE(router_->Handle(Get("/metrics"))
+                .body()
+                .find("hpcai500_http_request_duration_seconds_count{route=\"/"
+                      "healthz\",method=\"GET\"} 1\n"),
+            std::string::npos)
+      << "probes are counted apart from the page's files";
+  // Methods a client invents are refused and share one series.
+  for (const char* invented : {"BREW", "WHEN", "POST"}) {
+    HttpRequest odd = Get("/api/v1/runs/5");
+    odd.method_string(invented);
+    EXPECT_EQ(router_->Handle(odd).result(), http::status::method_not_allowed);
+  }
+  const std::string after = router_->Handle(Get("/metrics")).body();
+  EXPECT_NE(after.find("hpcai500_http_request_duration_seconds_count{route=\"/"
+                       "api/v1/runs/:id\",method=\"other\"} 3\n"),
+            std::string::npos)
+      << after;
+  EXPECT_EQ(after.find("BREW"), std::string::npos) << after;
   EXPECT_EQ(text.find("/api/v1/runs/5"), std::string::npos)
       << "raw paths never become labels";
 }

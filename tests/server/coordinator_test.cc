@@ -1,5 +1,6 @@
 #include "server/coordinator.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,6 +116,7 @@ class CoordinatorTest : public ::testing::Test {
     options.node_timeout_ms = 60'000;
     options.exit_grace_ms = 5'000;
     options.queues = queues_;
+    options.node_retention_ms = node_retention_ms_;
     auto created = Coordinator::Create(store_.get(), &clock_,
                                        &Registry::Builtin(), options);
     ASSERT_TRUE(created.ok()) << created.status();
@@ -223,7 +225,38 @@ class CoordinatorTest : public ::testing::Test {
     return v1::Node();
   }
 
+  // Runs `sql` on the coordinator's database through a connection of its
+  // own, as an operator's sqlite3 shell would.
+  void ExecOnDatabase(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/c.db").c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    EXPECT_EQ(rc, SQLITE_OK) << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+
+  // The names ListNodes lists.
+  std::vector<std::string> NodeNames() {
+    std::vector<std::string> names;
+    const v1::ListNodesResponse nodes = *coordinator_->ListNodes();
+    for (const v1::Node& node : nodes.nodes()) {
+      names.push_back(node.name());
+    }
+    return names;
+  }
+
+  // A Leaving from `session`'s agent, then its stream's end.
+  void LeaveAndDisconnect(int64_t session, const std::string& reason) {
+    v1::AgentMessage leaving;
+    leaving.mutable_leaving()->set_reason(reason);
+    Send(session, leaving);
+    coordinator_->Disconnect(session);
+  }
+
   std::vector<Scheduler::Queue> queues_;
+  int64_t node_retention_ms_ = CoordinatorOptions().node_retention_ms;
   std::string dir_;
   FakeClock clock_;
   std::unique_ptr<Store> store_;
@@ -1345,6 +1378,135 @@ TEST_F(CoordinatorTest, SuiteIsOneSubmissionPerSpecAndGoesInWholeOrNotAtAll) {
   v1::ListRunsRequest fine;
   fine.set_name("fine");
   EXPECT_TRUE(coordinator_->ListRuns(fine)->runs().empty());  // none stored
+}
+
+TEST_F(CoordinatorTest, SuiteWhoseLaterSpecCannotBeStoredStoresNoSpec) {
+  session_a_ = Register("a", &agent_a_);
+  // The store fails on the second spec's submission, as a full disk would.
+  ExecOnDatabase(
+      "CREATE TRIGGER refuse_doomed BEFORE INSERT ON submissions WHEN "
+      "NEW.spec_yaml LIKE '%name: doomed%' BEGIN SELECT RAISE(ABORT, "
+      "'refused by the test'); END;");
+  const std::string suite =
+      "---\n" + SpecYaml(1, 1, "fine") + "---\n" + SpecYaml(1, 1, "doomed");
+  absl::StatusOr<v1::SubmitResponse> refused = coordinator_->Submit(suite);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("refused by the test"));
+  EXPECT_TRUE(store_->ListRuns(v1::ListRunsRequest())->empty())
+      << "the first spec is not stored either";
+  EXPECT_TRUE(agent_a_.Assignments(v1::Assignment::PHASE_RESERVE).empty())
+      << "nor queued and placed";
+  EXPECT_TRUE(coordinator_->ListRuns(v1::ListRunsRequest())->runs().empty());
+}
+
+TEST_F(CoordinatorTest, IngestLagOfAnyEventTimeIsMeasuredWithoutOverflow) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  v1::AgentMessage message;
+  v1::Event* event = message.mutable_events()->add_events();
+  *event->mutable_key() = key;
+  event->set_rank(0);
+  event->set_seq(1);
+  // time_ms is the worker's clock: anything an int64 holds.
+  event->set_line(
+      ":::MLLOG {\"time_ms\": -9223372036854775808, \"event_type\": "
+      "\"POINT_IN_TIME\", \"key\": \"epoch_start\", \"value\": null, "
+      "\"metadata\": {\"seq\": 1, \"rank\": 0}}");
+  Send(session_a_, message);
+  ASSERT_EQ(agent_a_.AckedSeq(key.run_id(), key.attempt(), 0), 1);
+  const std::string metrics = coordinator_->MetricsText();
+  EXPECT_THAT(metrics, HasSubstr("hpcai500_ingest_lag_seconds_count 1\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr("hpcai500_ingest_lag_seconds_bucket{le=\"300\"} 0\n"))
+      << "an event from ages ago lags ages, not 0 s";
+}
+
+TEST_F(CoordinatorTest, NodeThatLeftIsForgottenAfterTheRetentionAndMayReturn) {
+  node_retention_ms_ = 3'600'000;
+  OpenCoordinator();
+  FakeAgent pilot;
+  LeaveAndDisconnect(Register("n1-4242", &pilot), "stopped by SIGTERM");
+  clock_.now_ms += 3'600'000 - 1;
+  coordinator_->Tick();
+  EXPECT_EQ(NodeNamed("n1-4242").state_reason(), "left: stopped by SIGTERM");
+
+  clock_.now_ms += 1;
+  ::testing::internal::CaptureStderr();
+  coordinator_->Tick();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(NodeNames().empty());
+  EXPECT_TRUE(store_->ListNodes()->empty()) << "its row is gone too";
+  EXPECT_THAT(log, HasSubstr("node n1-4242: forgotten, silent for 1h (left: "
+                             "stopped by SIGTERM; node retention 1h)"));
+
+  // Nothing of it stays behind: the name registers anew and takes runs.
+  FakeAgent again;
+  Register("n1-4242", &again);
+  EXPECT_EQ(NodeNamed("n1-4242").state(), "idle");
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1)).ok());
+  EXPECT_EQ(again.Assignments(v1::Assignment::PHASE_RESERVE).size(), 1u);
+}
+
+TEST_F(CoordinatorTest, DownNodeIsKeptWhileItHoldsARunsSlots) {
+  node_retention_ms_ = 30'000;  // shorter than the node timeout (60 s)
+  OpenCoordinator();
+  const v1::AttemptKey key = StartTwoNodeRun();
+  coordinator_->Disconnect(session_b_);
+  clock_.now_ms += 40'000;
+  coordinator_->Tick();
+  EXPECT_THAT(NodeNames(), ElementsAre("a", "b")) << "b's run may come back";
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  // The node timeout requeues the run, freeing b, which is then forgotten.
+  clock_.now_ms += 21'000;
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+  Send(session_a_, heartbeat);
+  coordinator_->Tick();
+  EXPECT_EQ(coordinator_->GetRun(key.run_id())->state(), v1::RUN_STATE_QUEUED);
+  EXPECT_THAT(NodeNames(), ElementsAre("a"));
+}
+
+TEST_F(CoordinatorTest, DrainedNodeIsKeptUntilResumedThenForgotten) {
+  node_retention_ms_ = 3'600'000;
+  OpenCoordinator();
+  session_a_ = Register("a", &agent_a_);
+  ASSERT_TRUE(coordinator_->DrainNode("a", "bad DIMM").ok());
+  coordinator_->Disconnect(session_a_);
+  clock_.now_ms += 2 * 3'600'000;
+  coordinator_->Tick();
+  EXPECT_EQ(NodeNamed("a").state(), "drained") << "an admin's mark stays";
+  EXPECT_EQ(NodeNamed("a").state_reason(), "bad DIMM");
+  ASSERT_TRUE(coordinator_->ResumeNode("a").ok());
+  coordinator_->Tick();
+  EXPECT_TRUE(NodeNames().empty());
+}
+
+TEST_F(CoordinatorTest, RetentionZeroKeepsDownNodesForEver) {
+  node_retention_ms_ = 0;
+  OpenCoordinator();
+  FakeAgent pilot;
+  LeaveAndDisconnect(Register("n1-7", &pilot), "allocation ended");
+  clock_.now_ms += int64_t{10} * 365 * 24 * 3'600'000;
+  coordinator_->Tick();
+  EXPECT_THAT(NodeNames(), ElementsAre("n1-7"));
+}
+
+TEST_F(CoordinatorTest, RetentionCountsFromTheAgentsLastWordAcrossARestart) {
+  node_retention_ms_ = 3'600'000;
+  OpenCoordinator();
+  session_a_ = Register("a", &agent_a_);  // up when hpcai500d stops
+  FakeAgent pilot;
+  LeaveAndDisconnect(Register("n1-9", &pilot), "stopped by SIGTERM");
+  clock_.now_ms += 40 * 60'000;
+  OpenCoordinator();  // a restart: nobody reconnects
+  EXPECT_EQ(NodeNamed("n1-9").state_reason(), "left: stopped by SIGTERM")
+      << "the left node is still shown as such";
+  clock_.now_ms += 20 * 60'000;
+  coordinator_->Tick();
+  EXPECT_THAT(NodeNames(), ElementsAre("a"))
+      << "n1-9 left an hour ago; a was up until the restart 20 minutes ago";
+  clock_.now_ms += 40 * 60'000;
+  coordinator_->Tick();
+  EXPECT_TRUE(NodeNames().empty());
 }
 
 }  // namespace

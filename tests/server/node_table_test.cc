@@ -99,5 +99,48 @@ TEST(NodeTable, RestoredAndPlaceholderNodesStartDisconnectedAndSeenNow) {
   EXPECT_EQ(table.nodes().at("b").info.last_seen_ms(), 2000);
 }
 
+TEST(NodeTable, RestoredNodeThatLeftKeepsItsReasonAndItsLastWord) {
+  NodeTable table;
+  v1::Node left;
+  left.set_name("n1-42");
+  left.set_last_seen_ms(5);
+  left.set_state("down");
+  left.set_state_reason("left: stopped by SIGTERM");
+  table.Restore(left, /*now_ms=*/1000);
+  const NodeTable::Node& node = table.nodes().at("n1-42");
+  EXPECT_TRUE(node.leaving);
+  EXPECT_EQ(node.leave_reason, "stopped by SIGTERM");
+  EXPECT_EQ(node.info.last_seen_ms(), 1000) << "the node timeout restarts";
+  EXPECT_EQ(node.LastHeardMs(), 5) << "the retention does not";
+
+  v1::Node up;
+  up.set_name("b");
+  up.set_last_seen_ms(5);  // saved when it registered, heard since
+  up.set_state("idle");
+  table.Restore(up, /*now_ms=*/1000);
+  EXPECT_FALSE(table.nodes().at("b").leaving);
+  EXPECT_EQ(table.nodes().at("b").LastHeardMs(), 1000);
+
+  RecordingChannel channel;
+  bool replaced = false;
+  table.Connect(Registration("n1-42"), &channel, 2000, &replaced);
+  EXPECT_FALSE(table.nodes().at("n1-42").leaving);
+  EXPECT_EQ(table.nodes().at("n1-42").LastHeardMs(), 2000);
+}
+
+TEST(NodeTable, RemovesOnlyADisconnectedNode) {
+  NodeTable table;
+  RecordingChannel channel;
+  bool replaced = false;
+  const int64_t session =
+      table.Connect(Registration("a"), &channel, 100, &replaced).session;
+  EXPECT_FALSE(table.Remove("a")) << "its agent is connected";
+  EXPECT_FALSE(table.Remove("zz"));
+  table.Disconnect(session);
+  EXPECT_TRUE(table.Remove("a"));
+  EXPECT_TRUE(table.nodes().empty());
+  EXPECT_EQ(table.FindSession(session), nullptr);
+}
+
 }  // namespace
 }  // namespace hpcai500

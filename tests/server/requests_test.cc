@@ -57,6 +57,29 @@ TEST(Requests, RegisterNeedsAPlainNameAndSlotsInRange) {
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
 }
 
+TEST(Requests, RegisterRefusesLaunchPathsAndIfaceBeyondTheirBounds) {
+  v1::Register request;
+  request.set_name("a");
+  request.set_slots(1);
+  request.set_workdir("/srv/hpcai500");
+  request.set_checkpoint_root("/shared/checkpoints");
+  request.set_iface("ib0");
+  EXPECT_TRUE(ValidateRegister(request).ok());
+  // What other agents are handed in a launcher run: never unbounded.
+  request.set_workdir("/" + std::string(kMaxAgentPathBytes, 'w'));
+  EXPECT_EQ(ValidateRegister(request).message(),
+            "register: workdir is 4097 bytes; at most 4096");
+  request.set_workdir("/srv/hpcai500");
+  request.set_checkpoint_root(std::string(kMaxAgentPathBytes + 1, 'c'));
+  EXPECT_EQ(ValidateRegister(request).message(),
+            "register: checkpoint_root is 4097 bytes; at most 4096");
+  request.set_checkpoint_root("/shared/checkpoints");
+  request.set_iface(std::string(kMaxAddressBytes + 1, 'i'));
+  const absl::Status iface = ValidateRegister(request);
+  EXPECT_TRUE(absl::IsInvalidArgument(iface));
+  EXPECT_EQ(iface.message(), "register: iface is 257 bytes; at most 256");
+}
+
 TEST(Requests, RegisterRefusesAnInventoryBeyondItsBoundsNamingTheField) {
   v1::Register request;
   request.set_name("gpu-1");

@@ -61,6 +61,35 @@ TEST(Scheduler, GangSchedulesAllOrNothing) {
   EXPECT_EQ(scheduler.queue_length(), 0);
 }
 
+TEST(Scheduler, RemovesOnlyANodeThatHoldsNothing) {
+  Scheduler scheduler;
+  Up(scheduler, "a", 1);
+  Up(scheduler, "b", 1);
+  scheduler.Enqueue(Job(1));
+  ASSERT_THAT(Ids(scheduler.Schedule(0)), ElementsAre(1));  // on a
+  EXPECT_FALSE(scheduler.RemoveNode("a")) << "it holds run 1's slot";
+  EXPECT_FALSE(scheduler.RemoveNode("zz"));
+  EXPECT_TRUE(scheduler.RemoveNode("b"));
+  EXPECT_EQ(scheduler.node_count(), 1);
+  // A run that needs two nodes now waits, counting one registered node.
+  scheduler.Enqueue(Job(2, /*nodes=*/2));
+  EXPECT_THAT(scheduler.Schedule(0), IsEmpty());
+  EXPECT_THAT(scheduler.Reason(2), HasSubstr("1 registered node(s) match"));
+}
+
+TEST(Scheduler, NeedsSaysFreeOnlyOfWhatARunWaitsFor) {
+  Scheduler scheduler;
+  Scheduler::Request request = Job(1, /*nodes=*/2, /*ranks_per_node=*/8);
+  request.gpus_per_node = 8;
+  request.constraints = {{"rack", "3"}};
+  EXPECT_EQ(scheduler.Needs(request, /*free=*/false),
+            "2 node(s) of queue default with 8 slot(s) and 8 GPU(s) labelled "
+            "rack=3");
+  EXPECT_EQ(scheduler.Needs(request, /*free=*/true),
+            "2 node(s) of queue default with 8 free slot(s) and 8 free GPU(s) "
+            "labelled rack=3");
+}
+
 TEST(Scheduler, HighestPriorityFirstThenOldestAndHeldRunsWait) {
   Scheduler scheduler;
   Up(scheduler, "a", 1);

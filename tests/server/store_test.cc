@@ -203,6 +203,54 @@ TEST_F(StoreTest, InsertEventsStoresABatchLikeInsertEventDoes) {
   EXPECT_EQ(events[2].error, "torn line");
   EXPECT_EQ(*store->CountEvents(), 3);
   EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 2);
+
+  // One rank's only (a rank's event log).
+  events = *store->LoadEvents(run, 1, /*rank=*/1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].rank, 1);
+  EXPECT_EQ(events[0].seq, 2);
+  EXPECT_EQ(store->LoadEvents(run, 1, /*rank=*/0)->size(), 2u);
+  EXPECT_TRUE(store->LoadEvents(run, 1, /*rank=*/7)->empty());
+}
+
+TEST_F(StoreTest, SuiteOfSubmissionsIsStoredWholeOrNotAtAll) {
+  auto store = *Store::Open(path_);
+  v1::RunSpec spec;
+  spec.set_name("first");
+  spec.set_workload("image_classification");
+  spec.set_config("fashion_mnist_smoke");
+  v1::RunSpec second = spec;
+  second.set_name("second");
+  absl::StatusOr<std::vector<v1::SubmitResponse>> both =
+      store->CreateSubmissions({{"name: first\n", {spec, spec}, "default", 5},
+                                {"name: second\n", {second}, "gpu", 7}},
+                               1000, "ana");
+  ASSERT_TRUE(both.ok()) << both.status();
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ((*both)[0].run_ids_size(), 2);
+  ASSERT_EQ((*both)[1].run_ids_size(), 1);
+  const v1::Run stored = *store->GetRun((*both)[1].run_ids(0));
+  EXPECT_EQ(stored.submission_id(), (*both)[1].submission_id());
+  EXPECT_EQ(stored.queue(), "gpu");
+  EXPECT_EQ(stored.priority(), 7);
+  EXPECT_EQ(stored.user(), "ana");
+
+  // The second submission fails to store (as on a full disk): neither is.
+  RewriteFile(
+      "CREATE TRIGGER refuse_doomed BEFORE INSERT ON submissions WHEN "
+      "NEW.spec_yaml LIKE '%doomed%' BEGIN SELECT RAISE(ABORT, 'refused by "
+      "the test'); END;");
+  if (HasFatalFailure()) return;
+  absl::StatusOr<std::vector<v1::SubmitResponse>> refused =
+      store->CreateSubmissions({{"name: fine\n", {spec}, "default", 5},
+                                {"name: doomed\n", {second}, "default", 5}},
+                               2000, "ana");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("refused by the test"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_EQ(store->ListRuns(v1::ListRunsRequest())->size(), 3u)
+      << "only the runs of the first call";
 }
 
 TEST_F(StoreTest, InsertEventsOfAnEmptyBatchStoresNothing) {
