@@ -457,11 +457,12 @@ absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {
 
 absl::StatusOr<v1::RunRanksResponse> Coordinator::RunRanks(int64_t run_id) {
   ASSIGN_OR_RETURN(const v1::Run run, GetRun(run_id));
-  // Read without mu_: the store serialises its own calls.
+  // Read without mu_, on the store's read connections: the live run page
+  // asks every few seconds, and must not queue behind event intake.
   std::map<std::pair<int32_t, int32_t>, v1::RankEpoch> latest;
   for (const v1::Attempt& attempt : run.attempts()) {
     ASSIGN_OR_RETURN(const std::vector<StoredEvent> stored,
-                     store_->LoadEvents(run_id, attempt.number()));
+                     store_->ReadEvents(run_id, attempt.number()));
     std::vector<EventLine> events;
     for (const StoredEvent& event : stored) {
       if (!event.error.empty()) continue;  // refused at intake
@@ -506,7 +507,7 @@ absl::StatusOr<std::string> Coordinator::RankLogText(int64_t run_id,
   std::string text;
   if (log == RankLog::kEvents) {
     ASSIGN_OR_RETURN(const std::vector<StoredEvent> events,
-                     store_->LoadEvents(run_id, attempt));
+                     store_->ReadEvents(run_id, attempt));
     for (const StoredEvent& event : events) {
       if (event.rank != rank) continue;
       if (event.error.empty()) {
@@ -519,7 +520,7 @@ absl::StatusOr<std::string> Coordinator::RankLogText(int64_t run_id,
     return text;
   }
   ASSIGN_OR_RETURN(const std::vector<v1::WorkerExited> exits,
-                   store_->LoadExits(run_id, attempt));
+                   store_->ReadExits(run_id, attempt));
   for (const v1::WorkerExited& exit : exits) {
     if (exit.rank() != rank) continue;
     text = exit.stderr_tail();
