@@ -39,7 +39,7 @@ std::string RegressBaselineKindName(RegressBaselineKind kind);
 struct RegressOptions {
   // Newest good runs of the series the band learns from (and the series
   // baseline's median takes).
-  int window = 10;
+  int window = kDefaultRegressWindow;
   // kSeries here means the default: the promoted baseline when the series
   // has one, else the series.
   RegressBaselineKind baseline = RegressBaselineKind::kSeries;
