@@ -1190,6 +1190,21 @@ TEST_F(CliTest, RegressAgainstOneRunComparesWithIt) {
   EXPECT_THAT(out_.str(), HasSubstr("the baseline reached its target"));
 }
 
+TEST_F(CliTest, RegressOfASuiteAgainstOneRunIsRefusedBeforeSubmitting) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+  }
+  const std::string suite = (dir_ / "suite.yaml").string();
+  std::ofstream(suite) << "suite: nightly\nspecs:\n  - name: fmnist-smoke\n"
+                          "  - name: ewa-smoke\n";
+  EXPECT_EQ(Run({"regress", suite, "--baseline", "4"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--baseline 4 names one run, but '" +
+                                    suite + "' is a suite of 2 specs"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "");
+}
+
 TEST_F(CliTest, RegressBadFlagsExit64NamingTheProblem) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"regress", "s.yaml", "--metric", "speed"}, "unknown metric 'speed'"},
