@@ -455,7 +455,8 @@ std::string UsageText() {
       "refused; 64 bad command line, 66 unreadable file.\n"
       "exit codes (check): 0 healthy, 2 unhealthy (the node is unknown, down,\n"
       "drained or draining, or the noop run failed or did not end in time;\n"
-      "the output says which); 64 bad command line.\n"
+      "the output says which) or any error (such as an unreachable\n"
+      "coordinator); 64 bad command line, 66 unreadable file.\n"
       "exit codes (regress): 0 no regression (or no baseline yet), 1 a metric\n"
       "regressed, 2 the run failed or was cancelled (or any error), 3 spec\n"
       "refused; 64 bad command line, 66 unreadable file.\n");
