@@ -315,6 +315,15 @@ test('at phone width no page scrolls sideways', async () => {
     assert.ok(
         widths.page <= widths.window && widths.body <= widths.window,
         `${path} is ${widths.page}px wide in a ${widths.window}px window`);
+    if (name === 'phone-runs') {
+      // Each card line is labelled with its column, from the table's header.
+      assert.deepEqual(
+          await page.$eval(
+              '#runs tbody tr',
+              (tr) => [...tr.cells].map((td) => td.dataset.label)),
+          await page.$$eval(
+              '#runs thead th', (ths) => ths.map((th) => th.textContent)));
+    }
     await shot(page, name);
     await page.context().close();
   }
