@@ -134,7 +134,13 @@ std::string BaselineSource(const RegressReport& report,
   }
 }
 
+// Why there is nothing to compare with: a --baseline FILE without the
+// spec, else a series without good runs yet.
 std::string NoBaselineLine(const RegressReport& report) {
+  if (report.baseline_kind == RegressBaselineKind::kFile) {
+    return absl::StrCat("no baseline: the baseline file holds no value of ",
+                        report.name);
+  }
   return absl::StrCat("no baseline: ", RunList(report.run_ids),
                       report.run_ids.size() == 1 ? " starts" : " start",
                       " the series");
@@ -604,6 +610,12 @@ std::string FormatRegressReport(const RegressReport& report) {
       rows, /*right_aligned=*/{1, 3, 4});
   if (report.baseline_runs.empty() &&
       report.baseline_kind == RegressBaselineKind::kSeries) {
+    absl::StrAppend(&text, NoBaselineLine(report), "\n");
+  }
+  const bool nothing_compared = std::none_of(
+      report.metrics.begin(), report.metrics.end(),
+      [](const MetricComparison& c) { return c.baseline.has_value(); });
+  if (report.baseline_kind == RegressBaselineKind::kFile && nothing_compared) {
     absl::StrAppend(&text, NoBaselineLine(report), "\n");
   }
   if (!report.regressed()) {

@@ -153,7 +153,8 @@ std::string RegressVerdictName(RegressVerdict verdict);
 // The table (metric, baseline, from, this run, change, band, verdict) and a
 // closing line: the regressed metrics with their reasons, or "no
 // regression", and "no baseline: run N starts the series" when there were
-// no baseline runs.
+// no baseline runs ("no baseline: the baseline file holds no value of
+// NAME" when a --baseline FILE has none for the spec).
 std::string FormatRegressReport(const RegressReport& report);
 // The same as one indented JSON object.
 std::string RegressReportJson(const RegressReport& report);

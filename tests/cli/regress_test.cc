@@ -340,6 +340,24 @@ TEST(FormatRegressReport, NamesTheBaselineRunsAndTheRegressions) {
                               "band \u00b15.0% fixed"));
 }
 
+TEST(FormatRegressReport, SaysWhenTheBaselineFileHoldsNothingOfTheSpec) {
+  RegressOptions options;
+  options.metrics = {RegressMetric::kThroughput};
+  RegressReport report = CompareRegress({ScoredRun(9, 100)}, {}, {},
+                                        RegressBaselineKind::kFile, options);
+  EXPECT_EQ(report.metrics.at(0).verdict, RegressVerdict::kNoBaseline);
+  EXPECT_THAT(FormatRegressReport(report),
+              HasSubstr("no baseline: the baseline file holds no value of "
+                        "fmnist-nightly\n"));
+  EXPECT_THAT(RegressJUnitXml("s", {report}),
+              HasSubstr("<skipped message=\"no baseline: the baseline file "
+                        "holds no value of fmnist-nightly\"/>"));
+  report = CompareRegress({ScoredRun(9, 100)}, {}, {},
+                          RegressBaselineKind::kFile, options,
+                          {{RegressMetric::kThroughput, 100}});
+  EXPECT_THAT(FormatRegressReport(report), Not(HasSubstr("no baseline")));
+}
+
 TEST(FormatRegressReport, OneBaselineRunIsNamedAndStartsNoSeries) {
   RegressOptions options;
   options.baseline_run = 4;
