@@ -41,8 +41,8 @@ export function historySeries(runs, key) {
   (runs || []).forEach((run, i) => {
     const m = (run.metrics || {})[key] || {};
     const value = Number(m.value) || 0;
-    const hasBand = m.low !== null && m.low !== undefined &&
-        m.high !== null && m.high !== undefined;
+    const hasBand = m.low !== null && m.low !== undefined && m.high !== null &&
+        m.high !== undefined;
     if (hasBand) band.push({x: i + 1, lo: Number(m.low), hi: Number(m.high)});
     const flag = Boolean(m.regression);
     if (flag) {
@@ -56,13 +56,12 @@ export function historySeries(runs, key) {
 function chart(metric, runs, regressions) {
   const series = historySeries(runs, metric.key);
   for (const r of series.regressions) regressions.push({...r, metric});
-  const points = series.points.map((p, i) => ({
-                                     ...p,
-                                     label: `run ${runs[i].id}, ${
-                                         formatTime(runs[i].finished_ms)}: ${
-                                         metric.format(p.y)}${
-                                         p.flag ? ' (regression)' : ''}`,
-                                   }));
+  const points = series.points.map(
+      (p, i) => ({
+        ...p,
+        label: `run ${runs[i].id}, ${formatTime(runs[i].finished_ms)}: ${
+            metric.format(p.y)}${p.flag ? ' (regression)' : ''}`,
+      }));
   return lineChart({
     id: metric.id,
     title: metric.title,
@@ -93,11 +92,11 @@ function regressionList(regressions) {
 
 // How the band is drawn, from the API's "band".
 function about(count, band) {
-  return `${count} scored runs. The band is the median ± ${
-      band.threshold} robust standard deviations (1.4826 × MAD, at least ${
-      band.min_band_pct}%) of the last ${band.window} good runs before each, ` +
-      `from ${band.min_history} runs of history on: what hpcai500 regress ` +
-      'flags.';
+  const width = `${band.threshold} robust standard deviations ` +
+      `(1.4826 × MAD, at least ${band.min_band_pct}%)`;
+  return `${count} scored runs. The band is the median ± ${width} of the ` +
+      `last ${band.window} good runs before each, from ${band.min_history} ` +
+      'runs of history on: what hpcai500 regress flags.';
 }
 
 export async function load(view, name) {

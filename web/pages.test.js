@@ -105,13 +105,15 @@ function historyRuns(values) {
 }
 
 test('historySeries draws the served band and flags the regression', () => {
-  const series =
-      historySeries(historyRuns([100, 102, 98, 101, 99, 50, 100]), 'valid_flops');
-  assert.deepEqual(series.points.map((p) => p.y), [100, 102, 98, 101, 99, 50, 100]);
-  assert.deepEqual(series.points.map((p) => p.flag), [
-    false, false, false, false, false, true, false
-  ]);
-  assert.deepEqual(series.band, [{x: 6, lo: 98, hi: 102}, {x: 7, lo: 98, hi: 102}]);
+  const series = historySeries(
+      historyRuns([100, 102, 98, 101, 99, 50, 100]), 'valid_flops');
+  assert.deepEqual(
+      series.points.map((p) => p.y), [100, 102, 98, 101, 99, 50, 100]);
+  assert.deepEqual(
+      series.points.map((p) => p.flag),
+      [false, false, false, false, false, true, false]);
+  assert.deepEqual(
+      series.band, [{x: 6, lo: 98, hi: 102}, {x: 7, lo: 98, hi: 102}]);
   assert.equal(series.regressions.length, 1);
   assert.equal(series.regressions[0].run.id, 6);
   assert.equal(series.regressions[0].value, 50);

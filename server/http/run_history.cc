@@ -22,8 +22,9 @@ std::string RunHistoryJson(const std::string& name,
       scored.push_back(&run);
     }
   }
-  std::sort(scored.begin(), scored.end(),
-            [](const v1::Run* a, const v1::Run* b) { return a->id() < b->id(); });
+  std::sort(
+      scored.begin(), scored.end(),
+      [](const v1::Run* a, const v1::Run* b) { return a->id() < b->id(); });
 
   const BandOptions options;
   nlohmann::ordered_json json = {

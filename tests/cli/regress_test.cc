@@ -352,9 +352,9 @@ TEST(FormatRegressReport, SaysWhenTheBaselineFileHoldsNothingOfTheSpec) {
   EXPECT_THAT(RegressJUnitXml("s", {report}),
               HasSubstr("<skipped message=\"no baseline: the baseline file "
                         "holds no value of fmnist-nightly\"/>"));
-  report = CompareRegress({ScoredRun(9, 100)}, {}, {},
-                          RegressBaselineKind::kFile, options,
-                          {{RegressMetric::kThroughput, 100}});
+  report =
+      CompareRegress({ScoredRun(9, 100)}, {}, {}, RegressBaselineKind::kFile,
+                     options, {{RegressMetric::kThroughput, 100}});
   EXPECT_THAT(FormatRegressReport(report), Not(HasSubstr("no baseline")));
 }
 

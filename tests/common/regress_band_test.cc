@@ -120,8 +120,8 @@ TEST(BandsOverHistory, DrawsFromMinHistoryOnAndFlagsADropBelow) {
 
 TEST(BandsOverHistory, FlatHistoryGetsTheMinimumBand) {
   const std::vector<HistoryPoint> points =
-      BandsOverHistory({10, 10, 10, 10, 10, 9.85, 9.7},
-                       RegressMetric::kQuality, kDefaultRegressWindow, {});
+      BandsOverHistory({10, 10, 10, 10, 10, 9.85, 9.7}, RegressMetric::kQuality,
+                       kDefaultRegressWindow, {});
   ASSERT_TRUE(points[5].band.has_value());
   EXPECT_DOUBLE_EQ(points[5].band->HalfWidthPct(), 2);
   EXPECT_FALSE(points[5].regression) << "1.5% is inside 2%";

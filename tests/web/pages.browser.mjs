@@ -243,41 +243,44 @@ test(
       await page.context().close();
     });
 
-test('the history page draws the served band and marks the regression', async () => {
-  // The coordinator judges each run against its band (the C++ of regress):
-  // of the eight nightly runs, the seventh fell below it.
-  const history = await api(`/api/v1/history?name=${
-      encodeURIComponent(env.HPCAI500_HISTORY_NAME)}`);
-  assert.equal(history.runs.length, 8, JSON.stringify(history));
-  const flops = history.runs.map((run) => run.metrics.valid_flops);
-  assert.deepEqual(
-      flops.map((m) => m.regression),
-      [false, false, false, false, false, false, true, false]);
-  assert.equal(flops[4].low, null, 'no band before five runs of history');
-  assert.ok(
-      flops[6].low > flops[6].value && flops[6].low < 0.98e12,
-      JSON.stringify(flops[6]));
+test(
+    'the history page draws the served band and marks the regression',
+    async () => {
+      // The coordinator judges each run against its band (the C++ of regress):
+      // of the eight nightly runs, the seventh fell below it.
+      const history = await api(`/api/v1/history?name=${
+          encodeURIComponent(env.HPCAI500_HISTORY_NAME)}`);
+      assert.equal(history.runs.length, 8, JSON.stringify(history));
+      const flops = history.runs.map((run) => run.metrics.valid_flops);
+      assert.deepEqual(
+          flops.map((m) => m.regression),
+          [false, false, false, false, false, false, true, false]);
+      assert.equal(flops[4].low, null, 'no band before five runs of history');
+      assert.ok(
+          flops[6].low > flops[6].value && flops[6].low < 0.98e12,
+          JSON.stringify(flops[6]));
 
-  const page =
-      await open(`/#/history/${encodeURIComponent(env.HPCAI500_HISTORY_NAME)}`);
-  await page.waitForSelector('#chart-history-vflops svg');
-  assert.equal(await circles(page, 'chart-history-vflops'), 8);
-  const flagged = await page.$$eval(
-      '#chart-history-vflops circle.flagged',
-      (c) => c.map((dot) => dot.querySelector('title').textContent));
-  assert.equal(flagged.length, 1, flagged.join('; '));
-  assert.match(flagged[0], new RegExp(`^run ${history.runs[6].id}, `));
-  assert.equal(
-      await page.$$eval('#chart-history-vflops polygon.band', (p) => p.length),
-      1);
-  const regressions = await page.$$eval(
-      '#history table.regressions tbody tr',
-      (rows) => rows.map((tr) => tr.cells[0].textContent));
-  assert.ok(
-      regressions.includes(String(history.runs[6].id)), regressions.join());
-  await shot(page, 'history');
-  await page.context().close();
-});
+      const page = await open(
+          `/#/history/${encodeURIComponent(env.HPCAI500_HISTORY_NAME)}`);
+      await page.waitForSelector('#chart-history-vflops svg');
+      assert.equal(await circles(page, 'chart-history-vflops'), 8);
+      const flagged = await page.$$eval(
+          '#chart-history-vflops circle.flagged',
+          (c) => c.map((dot) => dot.querySelector('title').textContent));
+      assert.equal(flagged.length, 1, flagged.join('; '));
+      assert.match(flagged[0], new RegExp(`^run ${history.runs[6].id}, `));
+      assert.equal(
+          await page.$$eval(
+              '#chart-history-vflops polygon.band', (p) => p.length),
+          1);
+      const regressions = await page.$$eval(
+          '#history table.regressions tbody tr',
+          (rows) => rows.map((tr) => tr.cells[0].textContent));
+      assert.ok(
+          regressions.includes(String(history.runs[6].id)), regressions.join());
+      await shot(page, 'history');
+      await page.context().close();
+    });
 
 test('at phone width a select sorts the cards', async () => {
   const page = await open('/', PHONE);
