@@ -494,9 +494,8 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
     request.set_limit(kMaxRunsLimit);
     auto runs = view_->ListRuns(request);
     if (!runs.ok()) return JsonErrorFor(runs.status(), version);
-    return JsonBody(RunHistoryJson(name->second,
-                                   {runs->runs().begin(), runs->runs().end()}),
-                    version);
+    const std::vector<v1::Run> listed(runs->runs().begin(), runs->runs().end());
+    return JsonBody(RunHistoryJson(name->second, listed), version);
   }
   if (absl::ConsumePrefix(&route, "runs/") && !route.empty()) {
     auto params = ParseQuery(query, {});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "nlohmann/json.hpp"
 
@@ -37,9 +38,11 @@ std::string RunHistoryJson(const std::string& name,
       {"runs", nlohmann::ordered_json::array()},
   };
   for (const v1::Run* run : scored) {
-    json["runs"].push_back({{"id", run->id()},
-                            {"finished_ms", run->finished_ms()},
-                            {"metrics", nlohmann::ordered_json::object()}});
+    nlohmann::ordered_json entry = {
+        {"id", run->id()},
+        {"finished_ms", run->finished_ms()},
+        {"metrics", nlohmann::ordered_json::object()}};
+    json["runs"].push_back(std::move(entry));
   }
   for (RegressMetric metric : HistoryMetrics()) {
     std::vector<double> values;
