@@ -49,8 +49,15 @@ struct CheckClock {
     if (run.attempts_size() == 0) return;
     if (run.state() >= v1::RUN_STATE_STARTING && placed == absl::InfinitePast())
       placed = now;
-    if (run.state() >= v1::RUN_STATE_RUNNING && running == absl::InfinitePast())
-      running = now;
+    if (Launched(run) && running == absl::InfinitePast()) running = now;
+  }
+
+  // Whether `run`'s workers were launched: it is running, or it ended
+  // with an epoch (a run that fails at its launch goes from starting
+  // straight to failed, and must not read as launched).
+  static bool Launched(const v1::Run& run) {
+    return run.state() == v1::RUN_STATE_RUNNING ||
+           (IsTerminal(run.state()) && run.epochs_size() > 0);
   }
 
   // The phases of *report that `last` (the run's final report, or the last
