@@ -96,7 +96,7 @@ function about(count, band) {
       `(1.4826 × MAD, at least ${band.min_band_pct}%)`;
   return `${count} scored runs. The band is the median ± ${width} of the ` +
       `last ${band.window} good runs before each, from ${band.min_history} ` +
-      'runs of history on: what hpcai500 regress flags.';
+      'runs of history on (the band of hpcai500 regress, with its defaults).';
 }
 
 export async function load(view, name) {
