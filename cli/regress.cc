@@ -504,14 +504,16 @@ bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b) {
   return RegressSeriesKey(a) == RegressSeriesKey(b);
 }
 
+bool IsGoodSeriesRun(const v1::Run& run, const v1::RunSpec& spec) {
+  return run.state() == v1::RUN_STATE_SUCCEEDED && run.has_score() &&
+         run.invalidated_by().empty() && SameRegressSeries(run.spec(), spec);
+}
+
 std::vector<v1::Run> SelectRegressSeries(const std::vector<v1::Run>& runs,
                                          const v1::RunSpec& spec, int window) {
   std::vector<v1::Run> series;
   for (const v1::Run& run : runs) {
-    if (run.state() == v1::RUN_STATE_SUCCEEDED && run.has_score() &&
-        SameRegressSeries(run.spec(), spec)) {
-      series.push_back(run);
-    }
+    if (IsGoodSeriesRun(run, spec)) series.push_back(run);
   }
   std::sort(series.begin(), series.end(),
             [](const v1::Run& a, const v1::Run& b) { return a.id() > b.id(); });

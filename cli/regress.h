@@ -86,9 +86,13 @@ absl::Status AddRegressReference(absl::string_view text,
 // Whether two runs belong to one series: the same RegressSeriesKey.
 bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b);
 
-// The series baseline of `spec` among `runs` (any order): the runs of the
-// same series that succeeded with a score, the newest (highest id) `window`
-// of them, newest first.
+// Whether `run` is a good run of `spec`'s series: the same series, succeeded
+// with a score, and its result not invalidated (an invalidated result is no
+// baseline, as `baseline promote` refuses it).
+bool IsGoodSeriesRun(const v1::Run& run, const v1::RunSpec& spec);
+
+// The series baseline of `spec` among `runs` (any order): its good runs
+// (IsGoodSeriesRun), the newest (highest id) `window` of them, newest first.
 std::vector<v1::Run> SelectRegressSeries(const std::vector<v1::Run>& runs,
                                          const v1::RunSpec& spec, int window);
 

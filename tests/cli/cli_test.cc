@@ -1171,6 +1171,16 @@ TEST_F(CliTest, RegressAgainstAnUnfinishedBaselineRunSubmitsNothing) {
   EXPECT_EQ(Run({"regress", spec_path_, "--baseline", "77"}), kExitFailed);
   EXPECT_THAT(err_.str(), HasSubstr("baseline run 77"));
   EXPECT_THAT(err_.str(), HasSubstr("no such run"));
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::Run invalidated = FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+    invalidated.set_invalidated_by("root");
+    invalidated.set_invalidation_reason("wrong driver");
+    service_.runs_[5] = invalidated;
+  }
+  EXPECT_EQ(Run({"regress", spec_path_, "--baseline", "5"}), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("baseline run 5's result was invalidated "
+                                    "by root (wrong driver)"));
   absl::MutexLock lock(&service_.mu_);
   EXPECT_EQ(service_.submitted_yaml_, "");
 }

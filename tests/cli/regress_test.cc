@@ -171,6 +171,9 @@ TEST(SelectRegressSeries, KeepsTheNewestScoredRunsOfTheSameNameAndShape) {
   runs[5].clear_score();                            // 6: unscored
   runs[6].mutable_spec()->set_compression("fp16");  // 7: another shape
   runs[7].mutable_spec()->set_repetitions(3);       // 8: repetitions may differ
+  v1::Run invalidated = ScoredRun(9, 100);  // 9: its result was taken back
+  invalidated.set_invalidated_by("admin");
+  runs.push_back(invalidated);
   std::vector<int64_t> ids;
   for (const v1::Run& run : SelectRegressSeries(runs, SmokeSpec(), 5)) {
     ids.push_back(run.id());
