@@ -7,13 +7,17 @@
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {
+namespace {
 
+// The metrics the history page draws, in its order.
 const std::vector<RegressMetric>& HistoryMetrics() {
   static const auto* const kMetrics = new std::vector<RegressMetric>{
       RegressMetric::kValidFlops, RegressMetric::kThroughput,
       RegressMetric::kQuality};
   return *kMetrics;
 }
+
+}  // namespace
 
 std::string RunHistoryJson(const std::string& name,
                            const std::vector<v1::Run>& runs) {

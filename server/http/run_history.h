@@ -2,7 +2,7 @@
 // a spec's scored runs oldest first and, for each metric the page draws,
 // every run's value with the band BandsOverHistory (common/regress_band.h)
 // judged it against. The coordinator computes the band so that the page
-// draws what `hpcai500 regress` would flag, from one implementation.
+// draws `hpcai500 regress`'s band from the one implementation, never a copy.
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_SERVER_HTTP_RUN_HISTORY_H_
@@ -16,19 +16,16 @@
 
 namespace hpcai500 {
 
-// The metrics the history page draws, in its order: Valid FLOPS,
-// throughput, quality.
-const std::vector<RegressMetric>& HistoryMetrics();
-
 // The history of spec `name` from `runs` (any order; runs without a score
 // and invalidated runs are left out) as one JSON object:
 //   {"name": NAME,
 //    "band": {"window", "min_history", "threshold", "min_band_pct"},
 //    "runs": [{"id", "finished_ms",
 //              "metrics": {METRIC: {"value", "low", "high", "regression"}}}]}
-// with the runs oldest (lowest id) first, one entry per HistoryMetrics()
-// name, and low and high null while a metric has no band yet. Numbers are
-// JSON numbers (ids and times fit a double exactly).
+// with the runs oldest (lowest id) first, METRIC each metric the page draws
+// (valid_flops, throughput, quality), and low and high null while a metric
+// has no band yet. Numbers are JSON numbers (ids and times fit a double
+// exactly).
 std::string RunHistoryJson(const std::string& name,
                            const std::vector<v1::Run>& runs);
 
