@@ -83,6 +83,19 @@ async function waitForSystems(page, systems) {
   }, systems.join('|'), {timeout: 15000});
 }
 
+// Polls run `id` until it ended; resolves to its final state.
+async function waitForRunEnd(id, timeoutMs) {
+  const ended =
+      ['RUN_STATE_SUCCEEDED', 'RUN_STATE_FAILED', 'RUN_STATE_CANCELLED'];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await api(`/api/v1/runs/${id}`);
+    if (ended.includes(run.state)) return run.state;
+    assert.ok(Date.now() < deadline, `run ${id} still ${run.state}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 function circles(page, chart) {
   return page.$$eval(`#${chart} circle`, (nodes) => nodes.length);
 }
@@ -107,6 +120,11 @@ test('a live run page gains an epoch without a reload', async () => {
       'the page was reloaded');
   await shot(page, 'run-live');
   await page.context().close();
+  // The tests below compare the leaderboard's rows with the API's: the live
+  // run (ranked, on that board) must not join it between the two reads.
+  assert.equal(
+      await waitForRunEnd(env.HPCAI500_LIVE_RUN, 150000),
+      'RUN_STATE_SUCCEEDED');
 });
 
 test(
