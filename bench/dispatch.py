@@ -71,7 +71,9 @@ def percentile(values, p):
     if not values:
         return None
     ordered = sorted(values)
-    rank = max(1, int(round(p / 100.0 * len(ordered) + 0.5)))
+    # ceil(p% of n), in integers: round(x + 0.5) rounds half to even, so it
+    # took the max for p99 of 100 runs.
+    rank = max(1, -(-p * len(ordered) // 100))
     return ordered[min(rank, len(ordered)) - 1]
 
 

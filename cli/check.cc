@@ -49,8 +49,15 @@ struct CheckClock {
     if (run.attempts_size() == 0) return;
     if (run.state() >= v1::RUN_STATE_STARTING && placed == absl::InfinitePast())
       placed = now;
-    if (run.state() >= v1::RUN_STATE_RUNNING && running == absl::InfinitePast())
-      running = now;
+    if (Launched(run) && running == absl::InfinitePast()) running = now;
+  }
+
+  // Whether `run`'s workers were launched: it is running, or it ended
+  // with an epoch (a run that fails at its launch goes from starting
+  // straight to failed, and must not read as launched).
+  static bool Launched(const v1::Run& run) {
+    return run.state() == v1::RUN_STATE_RUNNING ||
+           (IsTerminal(run.state()) && run.epochs_size() > 0);
   }
 
   // The phases of *report that `last` (the run's final report, or the last
@@ -92,17 +99,23 @@ std::string NodeUnavailable(const v1::ListNodesResponse& nodes,
                       names.empty() ? "none" : absl::StrJoin(names, ", "), ")");
 }
 
+CheckLayout CheckLayoutOf(const v1::Node& node) {
+  CheckLayout layout;
+  layout.ranks = std::max(1, node.slots());
+  layout.device = node.gpus() >= layout.ranks ? Device::kCuda : Device::kCpu;
+  return layout;
+}
+
 std::string CheckSpecYaml(const v1::Node& node) {
+  const CheckLayout layout = CheckLayoutOf(node);
   v1::RunSpec spec;
   spec.set_name("check");
   spec.set_workload(kNoopWorkload);
   spec.set_config("noop");
   spec.set_level("system");
   spec.set_nodes(1);
-  const int ranks = std::max(1, node.slots());
-  spec.set_ranks_per_node(ranks);
-  const bool cuda = node.gpus() >= ranks;
-  spec.set_device(std::string(Name(cuda ? Device::kCuda : Device::kCpu)));
+  spec.set_ranks_per_node(layout.ranks);
+  spec.set_device(std::string(Name(layout.device)));
   spec.set_batch_size(1);
   spec.set_precision(std::string(Name(Precision::kFp32)));
   spec.set_compression(std::string(Name(Compression::kNone)));
@@ -189,8 +202,9 @@ int Commands::Check(const std::string& name, const CheckOptions& options) {
     return finish();
   }
   report.run_id = submitted.run_ids(0);
-  report.ranks = std::max(1, node.slots());
-  report.device = node.gpus() >= report.ranks ? "cuda" : "cpu";
+  const CheckLayout layout = CheckLayoutOf(node);
+  report.ranks = layout.ranks;
+  report.device = std::string(Name(layout.device));
 
   grpc::ClientContext context;
   Prepare(&context, /*streaming=*/true);

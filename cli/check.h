@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/vocabulary.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -28,9 +29,17 @@ struct CheckOptions {
 std::string NodeUnavailable(const v1::ListNodesResponse& nodes,
                             const std::string& name);
 
-// The noop spec pinned to `node` (constraints node=NAME, no retry): one
-// rank per slot, so every rank of the node joins the rendezvous, on CUDA
-// (NCCL) when the node has a GPU for each slot, else on the CPU (Gloo).
+// How a check runs on `node`: one rank per slot (at least one), so every
+// rank of the node joins the rendezvous, on CUDA (NCCL) when the node has a
+// GPU for each rank, else on the CPU (Gloo).
+struct CheckLayout {
+  int ranks = 1;
+  Device device = Device::kCpu;
+};
+CheckLayout CheckLayoutOf(const v1::Node& node);
+
+// The noop spec pinned to `node` (constraints node=NAME, no retry) in
+// CheckLayoutOf(node).
 std::string CheckSpecYaml(const v1::Node& node);
 
 // What one check saw. Phase durations are seconds, negative when the check

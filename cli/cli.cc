@@ -22,6 +22,7 @@
 #include "common/run_state.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
+#include "common/suite.h"
 #include "common/token.h"
 
 namespace hpcai500 {
@@ -454,7 +455,8 @@ std::string UsageText() {
       "refused; 64 bad command line, 66 unreadable file.\n"
       "exit codes (check): 0 healthy, 2 unhealthy (the node is unknown, down,\n"
       "drained or draining, or the noop run failed or did not end in time;\n"
-      "the output says which); 64 bad command line.\n"
+      "the output says which) or any error (such as an unreachable\n"
+      "coordinator); 64 bad command line, 66 unreadable file.\n"
       "exit codes (regress): 0 no regression (or no baseline yet), 1 a metric\n"
       "regressed, 2 the run failed or was cancelled (or any error), 3 spec\n"
       "refused; 64 bad command line, 66 unreadable file.\n");
@@ -546,6 +548,20 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
       return kExitNoInput;
     }
     parsed->regress.file_values = *std::move(values);
+  }
+  if (parsed->command == "regress" &&
+      parsed->regress.baseline == RegressBaselineKind::kRun) {
+    // One run is one series' baseline: every other spec of a suite would be
+    // judged against a different benchmark.
+    absl::StatusOr<Suite> suite = ParseSuite(spec_text);
+    if (suite.ok() && suite->specs.size() > 1) {
+      err << "hpcai500: --baseline " << parsed->regress.baseline_run
+          << " names one run, but '" << parsed->positional[0]
+          << "' is a suite of " << suite->specs.size()
+          << " specs; judge a suite against --baseline last-good, a FILE, "
+             "or runs promoted per spec (hpcai500 baseline promote RUN)\n";
+      return kExitUsage;
+    }
   }
 
   std::unique_ptr<v1::ClientService::StubInterface> stub =

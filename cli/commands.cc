@@ -689,6 +689,12 @@ bool Commands::ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline) {
          << "; a baseline must be a finished run with a score\n";
     return false;
   }
+  if (!run.invalidated_by().empty()) {
+    err_ << "hpcai500: baseline run " << run_id
+         << "'s result was invalidated by " << run.invalidated_by() << " ("
+         << run.invalidation_reason() << "); it cannot be a baseline\n";
+    return false;
+  }
   baseline.push_back(std::move(run));
   return true;
 }
@@ -709,9 +715,7 @@ bool Commands::ReadRegressSeries(const std::vector<v1::Run>& runs, int window,
                            ->id());
   std::vector<v1::Run> candidates;
   grpc::Status status = ListRunsPaged(filter, [&](v1::Run run) {
-    if (run.has_score() && SameRegressSeries(run.spec(), spec)) {
-      candidates.push_back(std::move(run));
-    }
+    if (IsGoodSeriesRun(run, spec)) candidates.push_back(std::move(run));
     return static_cast<int>(candidates.size()) < window;
   });
   if (!status.ok()) {

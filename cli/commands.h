@@ -76,7 +76,9 @@ class Commands {
   // prints one line per phase with its time (or, with options.json, one JSON
   // object). Returns kExitOk when the run succeeded, kExitFailed when the
   // node is unknown, down, drained or draining, the run failed, was refused
-  // or did not end in time (the output says which). Defined in cli/check.cc.
+  // or did not end in time (the output says which), and also when the node
+  // list cannot be read (then only err says why, and no verdict is
+  // printed). Defined in cli/check.cc.
   int Check(const std::string& name, const CheckOptions& options);
   // The queues with their nodes, runs and priorities.
   int Queues(bool json = false);

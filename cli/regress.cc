@@ -134,7 +134,13 @@ std::string BaselineSource(const RegressReport& report,
   }
 }
 
+// Why there is nothing to compare with: a --baseline FILE without the
+// spec, else a series without good runs yet.
 std::string NoBaselineLine(const RegressReport& report) {
+  if (report.baseline_kind == RegressBaselineKind::kFile) {
+    return absl::StrCat("no baseline: the baseline file holds no value of ",
+                        report.name);
+  }
   return absl::StrCat("no baseline: ", RunList(report.run_ids),
                       report.run_ids.size() == 1 ? " starts" : " start",
                       " the series");
@@ -498,14 +504,16 @@ bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b) {
   return RegressSeriesKey(a) == RegressSeriesKey(b);
 }
 
+bool IsGoodSeriesRun(const v1::Run& run, const v1::RunSpec& spec) {
+  return run.state() == v1::RUN_STATE_SUCCEEDED && run.has_score() &&
+         run.invalidated_by().empty() && SameRegressSeries(run.spec(), spec);
+}
+
 std::vector<v1::Run> SelectRegressSeries(const std::vector<v1::Run>& runs,
                                          const v1::RunSpec& spec, int window) {
   std::vector<v1::Run> series;
   for (const v1::Run& run : runs) {
-    if (run.state() == v1::RUN_STATE_SUCCEEDED && run.has_score() &&
-        SameRegressSeries(run.spec(), spec)) {
-      series.push_back(run);
-    }
+    if (IsGoodSeriesRun(run, spec)) series.push_back(run);
   }
   std::sort(series.begin(), series.end(),
             [](const v1::Run& a, const v1::Run& b) { return a.id() > b.id(); });
@@ -604,6 +612,12 @@ std::string FormatRegressReport(const RegressReport& report) {
       rows, /*right_aligned=*/{1, 3, 4});
   if (report.baseline_runs.empty() &&
       report.baseline_kind == RegressBaselineKind::kSeries) {
+    absl::StrAppend(&text, NoBaselineLine(report), "\n");
+  }
+  const bool nothing_compared = std::none_of(
+      report.metrics.begin(), report.metrics.end(),
+      [](const MetricComparison& c) { return c.baseline.has_value(); });
+  if (report.baseline_kind == RegressBaselineKind::kFile && nothing_compared) {
     absl::StrAppend(&text, NoBaselineLine(report), "\n");
   }
   if (!report.regressed()) {

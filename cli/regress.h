@@ -39,7 +39,7 @@ std::string RegressBaselineKindName(RegressBaselineKind kind);
 struct RegressOptions {
   // Newest good runs of the series the band learns from (and the series
   // baseline's median takes).
-  int window = 10;
+  int window = kDefaultRegressWindow;
   // kSeries here means the default: the promoted baseline when the series
   // has one, else the series.
   RegressBaselineKind baseline = RegressBaselineKind::kSeries;
@@ -86,9 +86,13 @@ absl::Status AddRegressReference(absl::string_view text,
 // Whether two runs belong to one series: the same RegressSeriesKey.
 bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b);
 
-// The series baseline of `spec` among `runs` (any order): the runs of the
-// same series that succeeded with a score, the newest (highest id) `window`
-// of them, newest first.
+// Whether `run` is a good run of `spec`'s series: the same series, succeeded
+// with a score, and its result not invalidated (an invalidated result is no
+// baseline, as `baseline promote` refuses it).
+bool IsGoodSeriesRun(const v1::Run& run, const v1::RunSpec& spec);
+
+// The series baseline of `spec` among `runs` (any order): its good runs
+// (IsGoodSeriesRun), the newest (highest id) `window` of them, newest first.
 std::vector<v1::Run> SelectRegressSeries(const std::vector<v1::Run>& runs,
                                          const v1::RunSpec& spec, int window);
 
@@ -153,7 +157,8 @@ std::string RegressVerdictName(RegressVerdict verdict);
 // The table (metric, baseline, from, this run, change, band, verdict) and a
 // closing line: the regressed metrics with their reasons, or "no
 // regression", and "no baseline: run N starts the series" when there were
-// no baseline runs.
+// no baseline runs ("no baseline: the baseline file holds no value of
+// NAME" when a --baseline FILE has none for the spec).
 std::string FormatRegressReport(const RegressReport& report);
 // The same as one indented JSON object.
 std::string RegressReportJson(const RegressReport& report);

@@ -146,4 +146,25 @@ BandVerdict JudgeAgainstBand(double value, const ToleranceBand& band,
   return BandVerdict::kWithin;
 }
 
+std::vector<HistoryPoint> BandsOverHistory(const std::vector<double>& values,
+                                           RegressMetric metric, int window,
+                                           const BandOptions& options) {
+  std::vector<HistoryPoint> points;
+  points.reserve(values.size());
+  std::vector<double> good;
+  for (double value : values) {
+    HistoryPoint& point = points.emplace_back();
+    if (static_cast<int>(good.size()) >= options.min_history) {
+      const std::vector<double> recent(
+          good.end() - std::min<size_t>(good.size(), std::max(window, 1)),
+          good.end());
+      point.band = LearnBand(Median(recent), recent, options);
+      point.regression =
+          JudgeAgainstBand(value, *point.band, metric) == BandVerdict::kWorse;
+    }
+    if (!point.regression) good.push_back(value);
+  }
+  return points;
+}
+
 }  // namespace hpcai500

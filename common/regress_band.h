@@ -2,8 +2,8 @@
 // (docs/design.md "Nightly regression"): the metrics a run is judged by,
 // which way each is better, their values in a run, and the robust z-score
 // band (median and MAD of the last good runs) that says whether a new value
-// moved more than the metric's own noise. `hpcai500 regress` judges with it;
-// the coordinator's history page can draw the same band.
+// moved more than the metric's own noise. `hpcai500 regress` judges with it,
+// and the coordinator's history page (GET /api/v1/history) draws it.
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_COMMON_REGRESS_BAND_H_
@@ -58,6 +58,10 @@ double Median(std::vector<double> values);
 // The median absolute deviation from the median; 0 for none.
 double MedianAbsoluteDeviation(const std::vector<double>& values);
 
+// The newest good runs of a series a baseline's median and its band learn
+// from (`hpcai500 regress --window`).
+inline constexpr int kDefaultRegressWindow = 10;
+
 // How a band is drawn.
 struct BandOptions {
   // Fewer good runs than this: the fixed band applies.
@@ -97,6 +101,23 @@ enum class BandVerdict { kWithin, kWorse, kBetter };
 // is outside the band in that metric's bad or good direction.
 BandVerdict JudgeAgainstBand(double value, const ToleranceBand& band,
                              RegressMetric metric);
+
+// One value of a metric's history as the history page draws it: the band it
+// was judged against (none while too little history came before) and
+// whether it fell outside that band in the bad direction.
+struct HistoryPoint {
+  std::optional<ToleranceBand> band;
+  bool regression = false;
+};
+
+// Judges each of `values` (one metric of a series, oldest first) in turn as
+// a nightly regress with a series baseline would have: centred on the
+// median of the last `window` good values before it, with the band LearnBand
+// learns from them; no band while fewer than options.min_history came
+// before. A regression is not good history: later bands leave it out.
+std::vector<HistoryPoint> BandsOverHistory(const std::vector<double>& values,
+                                           RegressMetric metric, int window,
+                                           const BandOptions& options);
 
 }  // namespace hpcai500
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The run command: installs what is missing, builds the four binaries it runs
 # (no tests: scripts/test.sh builds those), starts hpcai500d (SQLite file
-# ./hpcai500.db) and one local agent, runs the Fashion-MNIST smoke
+# .hpcai500/hpcai500.db) and one local agent, runs the Fashion-MNIST smoke
 # benchmark on two CPU ranks, prints the leaderboard, and keeps serving the
 # leaderboard page until Ctrl-C. `--once` stops everything after the demo.
 set -euo pipefail

@@ -52,6 +52,12 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# npm ci below needs npm: Debian's nodejs ships without it (package npm),
+# while other builds of nodejs (NodeSource's) bring their own and conflict
+# with Debian's npm package, so ask for it only when the command is missing.
+if ! command -v npm >/dev/null; then
+  missing+=(npm)
+fi
 if ((${#missing[@]} > 0)); then
   echo "install-deps: installing ${missing[*]}"
   SUDO=""

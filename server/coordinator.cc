@@ -520,7 +520,7 @@ absl::StatusOr<std::string> Coordinator::RankLogText(int64_t run_id,
     return text;
   }
   ASSIGN_OR_RETURN(const std::vector<v1::WorkerExited> exits,
-                   store_->LoadExits(run_id, attempt));
+                   store_->ReadExits(run_id, attempt));
   for (const v1::WorkerExited& exit : exits) {
     if (exit.rank() != rank) continue;
     text = exit.stderr_tail();

@@ -836,10 +836,9 @@ absl::Status Store::SaveExit(const v1::WorkerExited& exit) {
       exit.stderr_tail());
 }
 
-absl::StatusOr<std::vector<v1::WorkerExited>> Store::LoadExits(
-    int64_t run_id, int32_t attempt) {
-  absl::MutexLock lock(&mu_);
-  Statement load(db_,
+absl::StatusOr<std::vector<v1::WorkerExited>> Store::QueryExits(
+    sqlite3* db, int64_t run_id, int32_t attempt) {
+  Statement load(db,
                  "SELECT rank, exit_code, signal, error, stderr_tail FROM "
                  "exits WHERE run_id = ? AND attempt = ? ORDER BY rank");
   load.BindAll(run_id, attempt);
@@ -855,7 +854,23 @@ absl::StatusOr<std::vector<v1::WorkerExited>> Store::LoadExits(
     exit.set_error(load.Text(3));
     exit.set_stderr_tail(load.Text(4));
   }
-  if (rc != SQLITE_DONE) return Error("reading exits");
+  if (rc != SQLITE_DONE) return Error(db, "reading exits");
+  return exits;
+}
+
+absl::StatusOr<std::vector<v1::WorkerExited>> Store::LoadExits(
+    int64_t run_id, int32_t attempt) {
+  absl::MutexLock lock(&mu_);
+  return QueryExits(db_, run_id, attempt);
+}
+
+absl::StatusOr<std::vector<v1::WorkerExited>> Store::ReadExits(
+    int64_t run_id, int32_t attempt) {
+  std::vector<v1::WorkerExited> exits;
+  RETURN_IF_ERROR(ReadSnapshot([&](sqlite3* db) -> absl::Status {
+    ASSIGN_OR_RETURN(exits, QueryExits(db, run_id, attempt));
+    return absl::OkStatus();
+  }));
   return exits;
 }
 

@@ -11,9 +11,10 @@
 //
 // Thread-safe: writes (and the few reads the coordinator needs in step with
 // them) go through one connection, serialised by mu_. The reads clients
-// make (GetRun, ListRuns, Leaderboard) go through a small pool of read-only
-// connections instead: in WAL mode each sees the last commit, in one
-// snapshot per call, and never waits for mu_ or for the writer.
+// make (GetRun, ListRuns, Leaderboard, LoadEvents, ReadExits) go through a
+// small pool of read-only connections instead: in WAL mode each sees the
+// last commit, in one snapshot per call, and never waits for mu_ or for the
+// writer.
 #ifndef HPCAI500_SERVER_STORE_H_
 #define HPCAI500_SERVER_STORE_H_
 
@@ -194,8 +195,12 @@ class Store {
 
   // Stores (or replaces) the exit of rank exit.rank() of attempt exit.key().
   absl::Status SaveExit(const v1::WorkerExited& exit);
-  // The stored exits of one attempt, by rank.
+  // The stored exits of one attempt, by rank: LoadExits on the writer's
+  // connection (in step with the coordinator's writes), ReadExits on a read
+  // connection (what clients read: the run page's stderr).
   absl::StatusOr<std::vector<v1::WorkerExited>> LoadExits(int64_t run_id,
+                                                          int32_t attempt);
+  absl::StatusOr<std::vector<v1::WorkerExited>> ReadExits(int64_t run_id,
                                                           int32_t attempt);
 
   // Stores (or replaces) the score of a run (and updates its submission's
@@ -275,6 +280,10 @@ class Store {
   absl::StatusOr<std::vector<v1::Run>> QueryRuns(
       sqlite3* db, const server_internal::SqlQuery& query, bool with_attempts);
   absl::Status LoadAttempts(sqlite3* db, std::vector<v1::Run>& runs);
+  // The exits of one attempt on `db` (held by the caller).
+  absl::StatusOr<std::vector<v1::WorkerExited>> QueryExits(sqlite3* db,
+                                                           int64_t run_id,
+                                                           int32_t attempt);
   absl::Status LoadScores(sqlite3* db, std::vector<v1::Run>& runs);
   // Recomputes the leaderboard row of `submission_id` from its stored runs:
   // written when the submission is listed, deleted otherwise.

@@ -2,8 +2,8 @@
 // API. #/ (the default) is the leaderboard, #/runs the queue, #/runs/ID one
 // run, #/submissions/ID one submission's repetitions, #/scaling?system=S&
 // workload=W one system's scaling, #/history/NAME one spec's runs over time,
-// #/nodes the agents. Protobuf JSON prints int64 fields as strings; they
-// are only displayed or put in links here, never computed with.
+// #/nodes the agents. Protobuf JSON prints int64 fields as strings: a page
+// that sorts or adds them converts them with Number() first.
 
 import * as history from './history.js';
 import * as leaderboard from './leaderboard.js';

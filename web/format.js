@@ -110,7 +110,8 @@ export function definitionList(pairs) {
 }
 
 // GET an API path; resolves to the JSON body, or rejects with the API's
-// error message.
+// error message and the HTTP status as `status` (none when the request got
+// no answer).
 export async function getJson(path) {
   const response = await fetch(path);
   let json = {};
@@ -119,6 +120,17 @@ export async function getJson(path) {
   } catch (error) {
     if (response.ok) throw error;
   }
-  if (!response.ok) throw new Error(json.error || response.statusText);
+  if (!response.ok) {
+    const error = new Error(json.error || response.statusText);
+    error.status = response.status;
+    throw error;
+  }
   return json;
+}
+
+// Whether a failed load may succeed if tried again: not for a 4xx answer
+// (no such run, a bad request), yes for anything else (no answer, the
+// coordinator restarting, its connection cap).
+export function worthRetrying(error) {
+  return !(error.status >= 400 && error.status < 500);
 }

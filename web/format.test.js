@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {formatFlops, formatQuality, formatScaled, formatSeconds, formatTick, isFinished} from './format.js';
+import {formatFlops, formatQuality, formatScaled, formatSeconds, formatTick, getJson, isFinished, worthRetrying} from './format.js';
 
 test('formatFlops picks the decimal prefix with two decimals', () => {
   assert.equal(formatFlops(0), '0.00 FLOPS');
@@ -56,5 +56,26 @@ test('isFinished is true for the three end states only', () => {
            of ['RUN_STATE_QUEUED', 'RUN_STATE_STARTING', 'RUN_STATE_RUNNING',
                '', undefined]) {
     assert.equal(isFinished(s), false, String(s));
+  }
+});
+
+test('getJson rejects with the API error and the HTTP status', async () => {
+  const realFetch = globalThis.fetch;
+  try {
+    globalThis.fetch = async () => new Response(
+        JSON.stringify({error: 'too many connections'}), {status: 503});
+    const busy = await getJson('/api/v1/runs/7').catch((error) => error);
+    assert.equal(busy.message, 'too many connections');
+    assert.equal(busy.status, 503);
+    assert.equal(worthRetrying(busy), true, 'a busy coordinator may answer');
+    globalThis.fetch = async () =>
+        new Response(JSON.stringify({error: 'no run 7'}), {status: 404});
+    const missing = await getJson('/api/v1/runs/7').catch((error) => error);
+    assert.equal(missing.status, 404);
+    assert.equal(worthRetrying(missing), false, 'waiting makes no run');
+    assert.equal(
+        worthRetrying(new TypeError('fetch failed')), true, 'no answer');
+  } finally {
+    globalThis.fetch = realFetch;
   }
 });

@@ -1,111 +1,74 @@
 // The history page of one spec name (#/history/NAME): Valid FLOPS,
 // throughput and quality of its scored runs over time, oldest first, with
-// a tolerance band and the runs that fell below it marked as regressions
-// (GET /api/v1/runs?name=NAME).
+// the tolerance band each run was judged against and the runs that fell
+// below it marked as regressions. The coordinator computes the band with
+// the C++ of `hpcai500 regress` (common/regress_band.h BandsOverHistory) and
+// serves it with the values (GET /api/v1/history?name=NAME); this page only
+// draws it.
 
 import {lineChart} from './chart.js';
 import {cell, element, formatFlops, formatQuality, formatScaled, formatTime, getJson, link} from './format.js';
 
-// The band: median ± BAND_K x MAD (scaled to a normal's standard deviation)
-// of the last BAND_WINDOW good runs before each run, never narrower than
-// BAND_MIN_PCT of the median, drawn from BAND_MIN runs of history on: the
-// defaults of common/regress_band.h (BandOptions, regress --window), so the
-// page marks what `hpcai500 regress` would flag against its learned band.
-// (The page computes it rather than asking the coordinator; both sides are
-// a few lines: keep them in step.)
-export const BAND_WINDOW = 10;
-export const BAND_MIN = 5;
-export const BAND_MIN_PCT = 2;
-export const BAND_K = 3;
-const MAD_TO_SIGMA = 1.4826;
-
-function median(values) {
-  const sorted = values.slice().sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
-// For each value (oldest first): {lo, hi, regression} from the good values
-// before it (a regression is not good history), or null while fewer than
-// BAND_MIN came before. Higher is better, so only falling below lo is a
-// regression. A history without spread gets a band of BAND_MIN_PCT of its
-// median.
-export function toleranceBand(values) {
-  const good = [];
-  return values.map((value) => {
-    let band = null;
-    if (good.length >= BAND_MIN) {
-      const recent = good.slice(-BAND_WINDOW);
-      const middle = median(recent);
-      const mad = median(recent.map((v) => Math.abs(v - middle)));
-      const width =
-          Math.max(
-          BAND_K * MAD_TO_SIGMA * mad, Math.abs(middle) * BAND_MIN_PCT / 100);
-      band = {
-        lo: middle - width,
-        hi: middle + width,
-        regression: value < middle - width
-      };
-    }
-    if (!band || !band.regression) good.push(value);
-    return band;
-  });
-}
-
-// The scored, valid runs, oldest first.
-function scored(runs) {
-  return (runs || [])
-      .filter((run) => run.score && !run.invalidated_by)
-      .sort((a, b) => Number(a.id) - Number(b.id));
-}
-
-// The three metrics of a run.
+// The metrics drawn: their key in the API's "metrics" of a run.
 const METRICS = [
   {
+    key: 'valid_flops',
     id: 'chart-history-vflops',
     title: 'Valid FLOPS',
-    value: (run) => Number(run.score.valid_flops) || 0,
     format: formatFlops,
   },
   {
+    key: 'throughput',
     id: 'chart-history-throughput',
     title: 'Throughput',
-    value: (run) => Number(run.score.train_seconds) > 0 ?
-        Number(run.score.samples) / Number(run.score.train_seconds) :
-        0,
     format: (v) => formatScaled(v, 'samples/s'),
   },
   {
+    key: 'quality',
     id: 'chart-history-quality',
     title: 'Quality',
-    value: (run) => Number(run.score.quality) || 0,
     format: (v) => formatQuality(v),
   },
 ];
 
-function chart(metric, runs, regressions) {
-  const values = runs.map(metric.value);
-  const bands = toleranceBand(values);
+// One metric of the API's runs (oldest first) as a chart's parts: points
+// (x: 1.. in run order, flagged when a regression), the band where the run
+// had one, and the regressions as {run, value, lo, hi}.
+export function historySeries(runs, key) {
+  const points = [];
   const band = [];
-  const points = runs.map((run, i) => {
-    if (bands[i]) band.push({x: i + 1, lo: bands[i].lo, hi: bands[i].hi});
-    const flag = Boolean(bands[i] && bands[i].regression);
-    if (flag) regressions.push({run, metric, value: values[i], band: bands[i]});
-    return {
-      x: i + 1,
-      y: values[i],
-      flag,
-      label: `run ${run.id}, ${formatTime(run.finished_ms)}: ${
-          metric.format(values[i])}${flag ? ' (regression)' : ''}`,
-    };
+  const regressions = [];
+  (runs || []).forEach((run, i) => {
+    const m = (run.metrics || {})[key] || {};
+    const value = Number(m.value) || 0;
+    const hasBand = m.low !== null && m.low !== undefined && m.high !== null &&
+        m.high !== undefined;
+    if (hasBand) band.push({x: i + 1, lo: Number(m.low), hi: Number(m.high)});
+    const flag = Boolean(m.regression);
+    if (flag) {
+      regressions.push({run, value, lo: Number(m.low), hi: Number(m.high)});
+    }
+    points.push({x: i + 1, y: value, flag});
   });
+  return {points, band, regressions};
+}
+
+function chart(metric, runs, regressions) {
+  const series = historySeries(runs, metric.key);
+  for (const r of series.regressions) regressions.push({...r, metric});
+  const points = series.points.map(
+      (p, i) => ({
+        ...p,
+        label: `run ${runs[i].id}, ${formatTime(runs[i].finished_ms)}: ${
+            metric.format(p.y)}${p.flag ? ' (regression)' : ''}`,
+      }));
   return lineChart({
     id: metric.id,
     title: metric.title,
     yLabel: metric.title,
     xLabel: 'run (oldest first)',
     points,
-    band,
+    band: series.band,
   });
 }
 
@@ -122,28 +85,32 @@ function regressionList(regressions) {
     cell(tr, formatTime(r.run.finished_ms));
     cell(tr, r.metric.title);
     cell(tr, r.metric.format(r.value), 'num below-target');
-    cell(tr, `${r.metric.format(r.band.lo)} – ${r.metric.format(r.band.hi)}`);
+    cell(tr, `${r.metric.format(r.lo)} – ${r.metric.format(r.hi)}`);
   }
   return table;
+}
+
+// How the band is drawn, from the API's "band".
+function about(count, band) {
+  const width = `${band.threshold} robust standard deviations ` +
+      `(1.4826 × MAD, at least ${band.min_band_pct}%)`;
+  return `${count} scored runs. The band is the median ± ${width} of the ` +
+      `last ${band.window} good runs before each, from ${band.min_history} ` +
+      'runs of history on (the band of hpcai500 regress, with its defaults).';
 }
 
 export async function load(view, name) {
   const container = document.getElementById('history');
   try {
-    const json = await getJson(
-        `/api/v1/runs?name=${encodeURIComponent(name)}&limit=1000`);
+    const json =
+        await getJson(`/api/v1/history?name=${encodeURIComponent(name)}`);
     if (!view.current()) return false;
-    const runs = scored(json.runs);
+    const runs = json.runs || [];
     const parts = [element('h2', `History of ${name}`)];
     if (runs.length === 0) {
       parts.push(element('p', 'No scored run of this spec yet.'));
     } else {
-      parts.push(element(
-          'p',
-          `${runs.length} scored runs. The band is the median ± ${BAND_K} ` +
-              `robust standard deviations (MAD) of the last ${BAND_WINDOW} ` +
-              `good runs before each, from ${BAND_MIN} runs of history on.`,
-          'about'));
+      parts.push(element('p', about(runs.length, json.band || {}), 'about'));
       const regressions = [];
       const grid = element('div', undefined, 'charts');
       for (const metric of METRICS) {

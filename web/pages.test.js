@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {toleranceBand} from './history.js';
+import {historySeries} from './history.js';
 import {formatDuration, leaderboardPath, PAGE_SIZE} from './leaderboard.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
 import {scalingPoints} from './scaling.js';
@@ -87,21 +87,43 @@ test('scalingPoints averages per device count and rates efficiency', () => {
   assert.ok(Math.abs(points[2].efficiency - 330 / 4 / 110) < 1e-12);
 });
 
-test('toleranceBand draws from five runs on and flags a drop below', () => {
-  const bands = toleranceBand([100, 102, 98, 101, 99, 50, 100]);
-  assert.equal(bands[0], null);
-  assert.equal(bands[4], null);
-  assert.ok(bands[5].lo < 98 && bands[5].hi > 102, JSON.stringify(bands[5]));
-  assert.equal(bands[5].regression, true);
-  // The regression is not history: the band after it is as before.
-  assert.ok(bands[6].lo > 90, JSON.stringify(bands[6]));
-  assert.equal(bands[6].regression, false);
+// Runs as GET /api/v1/history serves them: `values` of valid_flops, a band
+// from the sixth on, the sixth a regression.
+function historyRuns(values) {
+  return values.map((value, i) => ({
+                      id: i + 1,
+                      finished_ms: 1764547200000 + i,
+                      metrics: {
+                        valid_flops: {
+                          value,
+                          low: i < 5 ? null : 98,
+                          high: i < 5 ? null : 102,
+                          regression: i === 5,
+                        },
+                      },
+                    }));
+}
+
+test('historySeries draws the served band and flags the regression', () => {
+  const series = historySeries(
+      historyRuns([100, 102, 98, 101, 99, 50, 100]), 'valid_flops');
+  assert.deepEqual(
+      series.points.map((p) => p.y), [100, 102, 98, 101, 99, 50, 100]);
+  assert.deepEqual(
+      series.points.map((p) => p.flag),
+      [false, false, false, false, false, true, false]);
+  assert.deepEqual(
+      series.band, [{x: 6, lo: 98, hi: 102}, {x: 7, lo: 98, hi: 102}]);
+  assert.equal(series.regressions.length, 1);
+  assert.equal(series.regressions[0].run.id, 6);
+  assert.equal(series.regressions[0].value, 50);
 });
 
-test('toleranceBand gives a flat history a band of 2% of its median', () => {
-  const bands = toleranceBand([10, 10, 10, 10, 10, 9.85, 9.7]);
-  assert.equal(bands[5].regression, false);
-  assert.equal(bands[6].regression, true);
+test('historySeries of a metric the runs lack draws zeros and no band', () => {
+  const series = historySeries(historyRuns([1, 2]), 'quality');
+  assert.deepEqual(series.points.map((p) => p.y), [0, 0]);
+  assert.deepEqual(series.band, []);
+  assert.deepEqual(historySeries(undefined, 'quality').points, []);
 });
 
 test(

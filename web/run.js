@@ -2,7 +2,7 @@
 // attempts, fed by GET /api/v1/runs/ID.
 
 import {lineChart} from './chart.js';
-import {cell, definitionList, element, formatFlops, formatQuality, formatScaled, formatSeconds, formatTime, getJson, isFinished, link, stateBadge} from './format.js';
+import {cell, definitionList, element, formatFlops, formatQuality, formatScaled, formatSeconds, formatTime, getJson, isFinished, link, stateBadge, worthRetrying} from './format.js';
 import {formatVersions, provenanceRows} from './inventory.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
 
@@ -302,13 +302,20 @@ export async function load(view, id) {
     ]);
     if (!view.current()) return false;
     container.replaceChildren(...render(run, ranks));
+    container.dataset.runId = id;
     view.showStatus('');
     document.title = `hpcai500 run ${run.id}`;
     return !isFinished(run.state);
   } catch (error) {
     if (!view.current()) return false;
-    container.replaceChildren(link('#/runs', 'All runs'));
     view.showStatus(`Cannot load run ${id}: ${error.message}`, true);
-    return false;
+    // One failed poll of a live run keeps the page as it was and tries
+    // again; a run that is not there is not waited for.
+    const retry = worthRetrying(error);
+    if (!retry || container.dataset.runId !== id) {
+      container.replaceChildren(link('#/runs', 'All runs'));
+      delete container.dataset.runId;
+    }
+    return retry;
   }
 }

@@ -21,12 +21,13 @@ function qualityCell(tr, run) {
       tr, accuracy === undefined ? '-' : formatQuality(accuracy), 'num');
 }
 
-// The columns of a runs table (#runs, and a submission's): a row's cells
-// carry them as data-label for the phone layout.
-const LABELS = [
-  'ID', 'Name', 'Config / workload', 'Level', 'State', 'User', 'Nodes × ranks',
-  'Epochs', 'Quality / target', 'Valid FLOPS'
-];
+// The column names of a runs table, which a row's cells carry as
+// data-label for the phone layout: those of #runs' header in index.html
+// (a submission's table copies that header too).
+function columnLabels() {
+  return [...document.querySelectorAll('#runs thead th')].map(
+      (th) => th.textContent);
+}
 
 // One run as a table row, linking to its page.
 export function renderRow(run) {
@@ -48,8 +49,9 @@ export function renderRow(run) {
   cell(tr, `${(run.epochs || []).length} / ${spec.epochs}`, 'num');
   qualityCell(tr, run);
   cell(tr, run.score ? formatFlops(run.score.valid_flops) : '-', 'num');
+  const labels = columnLabels();
   [...tr.cells].forEach((td, i) => {
-    td.dataset.label = LABELS[i];
+    td.dataset.label = labels[i] || '';
   });
   return tr;
 }

@@ -28,7 +28,7 @@ std::string RouteLabel(absl::string_view path) {
   std::vector<absl::string_view> parts = absl::StrSplit(route, '/');
   // runs/ID, runs/ID/ranks, runs/ID/attempts/N/ranks/R/(events|stderr).
   if (parts.size() == 1 && (parts[0] == "leaderboard" || parts[0] == "runs" ||
-                            parts[0] == "nodes")) {
+                            parts[0] == "nodes" || parts[0] == "history")) {
     return absl::StrCat("/api/v1/", parts[0]);
   }
   if (parts.size() < 2 || parts[0] != "runs" || !IsNumber(parts[1])) {

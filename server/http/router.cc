@@ -20,6 +20,7 @@
 #include "common/json.h"
 #include "common/run_state.h"
 #include "nlohmann/json.hpp"
+#include "server/http/run_history.h"
 
 namespace hpcai500 {
 namespace {
@@ -68,6 +69,14 @@ HttpResponse TextError(http::status status, unsigned version,
                       absl::StrCat(message, "\n"));
 }
 
+// 200 with `json`, a JSON document, never cached.
+HttpResponse JsonBody(std::string json, unsigned version) {
+  HttpResponse response =
+      MakeResponse(http::status::ok, version, kJsonType, std::move(json));
+  response.set(http::field::cache_control, "no-store");
+  return response;
+}
+
 // The message as JSON with proto field names and every primitive field.
 HttpResponse JsonOf(const google::protobuf::Message& message,
                     unsigned version) {
@@ -76,10 +85,7 @@ HttpResponse JsonOf(const google::protobuf::Message& message,
     return JsonError(http::status::internal_server_error, version,
                      json.status().message());
   }
-  HttpResponse response =
-      MakeResponse(http::status::ok, version, kJsonType, *std::move(json));
-  response.set(http::field::cache_control, "no-store");
-  return response;
+  return JsonBody(*std::move(json), version);
 }
 
 template <typename T>
@@ -488,6 +494,23 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
     auto request = ParseListRunsQuery(*params);
     if (!request.ok()) return JsonErrorFor(request.status(), version);
     return JsonOf(view_->ListRuns(*request), version);
+  }
+  if (route == "history") {
+    auto params = ParseQuery(query, {"name"});
+    if (!params.ok()) return JsonErrorFor(params.status(), version);
+    auto name = params->find("name");
+    if (name == params->end() || name->second.empty()) {
+      return JsonError(http::status::bad_request, version,
+                       "query parameter 'name' is required: the spec name "
+                       "whose runs to show");
+    }
+    v1::ListRunsRequest request;
+    request.set_name(name->second);
+    request.set_limit(kMaxRunsLimit);
+    auto runs = view_->ListRuns(request);
+    if (!runs.ok()) return JsonErrorFor(runs.status(), version);
+    const std::vector<v1::Run> listed(runs->runs().begin(), runs->runs().end());
+    return JsonBody(RunHistoryJson(name->second, listed), version);
   }
   if (absl::ConsumePrefix(&route, "runs/") && !route.empty()) {
     auto params = ParseQuery(query, {});

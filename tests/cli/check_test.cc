@@ -68,6 +68,20 @@ TEST(Check, TheSpecIsAValidNoopPinnedToTheNodeOnEverySlot) {
   EXPECT_EQ(gpu->device(), "cuda") << "every GPU's rank joins NCCL";
 }
 
+TEST(Check, UsesCudaOnlyWithAGpuForEveryRank) {
+  v1::Node node;
+  node.set_slots(4);
+  node.set_gpus(2);
+  CheckLayout layout = CheckLayoutOf(node);
+  EXPECT_EQ(layout.ranks, 4);
+  EXPECT_EQ(layout.device, Device::kCpu) << "two GPUs for four ranks";
+  node.set_gpus(4);
+  EXPECT_EQ(CheckLayoutOf(node).device, Device::kCuda);
+  node.set_slots(0);
+  node.set_gpus(0);
+  EXPECT_EQ(CheckLayoutOf(node).ranks, 1) << "a node without slots: one rank";
+}
+
 TEST(Check, PrintsOneLinePerPhaseReachedThenTheVerdict) {
   CheckReport report;
   report.node = "node-a";

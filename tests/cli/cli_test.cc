@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A coordinator's ClientService over canned answers, recording requests.
 class FakeClientService final : public v1::ClientService::Service {
@@ -296,6 +297,94 @@ class CliTest : public ::testing::Test {
   std::ostringstream err_;
   std::string connected_to_;
 };
+
+// What a check run's watch stream shows: `states` in turn, each update
+// with its attempt (placed at 1000 ms, created at 900 ms); the last is
+// final, ended at 1600 ms with `epochs` epochs of 0.25 s and `error`.
+std::vector<v1::RunUpdate> CheckUpdates(int64_t id,
+                                        const std::vector<v1::RunState>& states,
+                                        int epochs, const std::string& error) {
+  std::vector<v1::RunUpdate> updates;
+  for (v1::RunState state : states) {
+    v1::Run* run = updates.emplace_back().mutable_run();
+    run->set_id(id);
+    run->set_state(state);
+    run->set_created_ms(900);
+    v1::Attempt* attempt = run->add_attempts();
+    attempt->set_number(1);
+    attempt->set_started_ms(1000);
+  }
+  v1::Run* last = updates.back().mutable_run();
+  last->set_finished_ms(1600);
+  last->set_error(error);
+  for (int e = 1; e <= epochs; ++e) {
+    v1::EpochSummary* epoch = last->add_epochs();
+    epoch->set_epoch(e);
+    epoch->set_seconds(0.25);
+  }
+  updates.back().set_final(true);
+  return updates;
+}
+
+class CheckCliTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    absl::MutexLock lock(&service_.mu_);
+    v1::Node* node = service_.nodes_.add_nodes();
+    node->set_name("node-a");
+    node->set_state("idle");
+    node->set_slots(1);
+    service_.submit_response_.add_run_ids(7);
+  }
+  void SetUpdates(std::vector<v1::RunUpdate> updates) {
+    absl::MutexLock lock(&service_.mu_);
+    service_.updates_[7] = std::move(updates);
+  }
+};
+
+TEST_F(CheckCliTest, AHealthyNodeGetsEveryPhaseTimed) {
+  SetUpdates(CheckUpdates(
+      7,
+      {v1::RUN_STATE_STARTING, v1::RUN_STATE_RUNNING, v1::RUN_STATE_SUCCEEDED},
+      /*epochs=*/1, ""));
+  EXPECT_EQ(Run({"check", "node-a"}), kExitOk) << out_.str() << err_.str();
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("check node-a: queued             0.100 s  run 7 "
+                             "placed\n"));
+  EXPECT_THAT(out, HasSubstr("check node-a: started"));
+  EXPECT_THAT(out, HasSubstr("check node-a: rendezvous/epoch   0.250 s"));
+  EXPECT_THAT(out, HasSubstr("check node-a: exited"));
+  EXPECT_THAT(out, HasSubstr("check node-a: healthy ("));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_THAT(service_.submitted_yaml_, HasSubstr("node: node-a"));
+}
+
+TEST_F(CheckCliTest, ARunThatFailedAtItsLaunchIsNotReportedLaunched) {
+  // Placed, then failed before any worker ran: no "started" phase.
+  SetUpdates(CheckUpdates(7, {v1::RUN_STATE_STARTING, v1::RUN_STATE_FAILED},
+                          /*epochs=*/0, "rank 0: cannot start the worker"));
+  EXPECT_EQ(Run({"check", "node-a"}), kExitFailed);
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("check node-a: queued"));
+  EXPECT_THAT(out, Not(HasSubstr("launched")));
+  EXPECT_THAT(out, Not(HasSubstr("check node-a: exited")));
+  EXPECT_THAT(out, HasSubstr("check node-a: UNHEALTHY: run 7 failed: rank 0: "
+                             "cannot start the worker\n"));
+}
+
+TEST_F(CheckCliTest, ADrainedNodeIsNamedAndNothingIsSubmitted) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.nodes_.mutable_nodes(0)->set_state("drained");
+    service_.nodes_.mutable_nodes(0)->set_state_reason("fan");
+  }
+  EXPECT_EQ(Run({"check", "node-a"}), kExitFailed);
+  EXPECT_EQ(out_.str(),
+            "check node-a: UNHEALTHY: node node-a is drained: fan\n");
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "");
+}
 
 TEST_F(CliTest, SubmitSendsTheFileAndPrintsEachRunId) {
   SetSubmitted({5, 6});
@@ -1082,6 +1171,16 @@ TEST_F(CliTest, RegressAgainstAnUnfinishedBaselineRunSubmitsNothing) {
   EXPECT_EQ(Run({"regress", spec_path_, "--baseline", "77"}), kExitFailed);
   EXPECT_THAT(err_.str(), HasSubstr("baseline run 77"));
   EXPECT_THAT(err_.str(), HasSubstr("no such run"));
+  {
+    absl::MutexLock lock(&service_.mu_);
+    v1::Run invalidated = FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+    invalidated.set_invalidated_by("root");
+    invalidated.set_invalidation_reason("wrong driver");
+    service_.runs_[5] = invalidated;
+  }
+  EXPECT_EQ(Run({"regress", spec_path_, "--baseline", "5"}), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("baseline run 5's result was invalidated "
+                                    "by root (wrong driver)"));
   absl::MutexLock lock(&service_.mu_);
   EXPECT_EQ(service_.submitted_yaml_, "");
 }
@@ -1188,6 +1287,21 @@ TEST_F(CliTest, RegressAgainstOneRunComparesWithIt) {
             kExitRegressed);
   EXPECT_THAT(out_.str(), HasSubstr("0.8500  run 4"));
   EXPECT_THAT(out_.str(), HasSubstr("the baseline reached its target"));
+}
+
+TEST_F(CliTest, RegressOfASuiteAgainstOneRunIsRefusedBeforeSubmitting) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_SUCCEEDED, 0.85, true);
+  }
+  const std::string suite = (dir_ / "suite.yaml").string();
+  std::ofstream(suite) << "suite: nightly\nspecs:\n  - name: fmnist-smoke\n"
+                          "  - name: ewa-smoke\n";
+  EXPECT_EQ(Run({"regress", suite, "--baseline", "4"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--baseline 4 names one run, but '" +
+                                    suite + "' is a suite of 2 specs"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "");
 }
 
 TEST_F(CliTest, RegressBadFlagsExit64NamingTheProblem) {

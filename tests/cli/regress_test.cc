@@ -171,6 +171,9 @@ TEST(SelectRegressSeries, KeepsTheNewestScoredRunsOfTheSameNameAndShape) {
   runs[5].clear_score();                            // 6: unscored
   runs[6].mutable_spec()->set_compression("fp16");  // 7: another shape
   runs[7].mutable_spec()->set_repetitions(3);       // 8: repetitions may differ
+  v1::Run invalidated = ScoredRun(9, 100);  // 9: its result was taken back
+  invalidated.set_invalidated_by("admin");
+  runs.push_back(invalidated);
   std::vector<int64_t> ids;
   for (const v1::Run& run : SelectRegressSeries(runs, SmokeSpec(), 5)) {
     ids.push_back(run.id());
@@ -338,6 +341,24 @@ TEST(FormatRegressReport, NamesTheBaselineRunsAndTheRegressions) {
   EXPECT_THAT(text, HasSubstr("REGRESSED throughput: dropped 50.0% (200.0 "
                               "samples/s -> 100.0 samples/s), outside the "
                               "band \u00b15.0% fixed"));
+}
+
+TEST(FormatRegressReport, SaysWhenTheBaselineFileHoldsNothingOfTheSpec) {
+  RegressOptions options;
+  options.metrics = {RegressMetric::kThroughput};
+  RegressReport report = CompareRegress({ScoredRun(9, 100)}, {}, {},
+                                        RegressBaselineKind::kFile, options);
+  EXPECT_EQ(report.metrics.at(0).verdict, RegressVerdict::kNoBaseline);
+  EXPECT_THAT(FormatRegressReport(report),
+              HasSubstr("no baseline: the baseline file holds no value of "
+                        "fmnist-nightly\n"));
+  EXPECT_THAT(RegressJUnitXml("s", {report}),
+              HasSubstr("<skipped message=\"no baseline: the baseline file "
+                        "holds no value of fmnist-nightly\"/>"));
+  report =
+      CompareRegress({ScoredRun(9, 100)}, {}, {}, RegressBaselineKind::kFile,
+                     options, {{RegressMetric::kThroughput, 100}});
+  EXPECT_THAT(FormatRegressReport(report), Not(HasSubstr("no baseline")));
 }
 
 TEST(FormatRegressReport, OneBaselineRunIsNamedAndStartsNoSeries) {

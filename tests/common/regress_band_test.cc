@@ -99,6 +99,57 @@ TEST(JudgeAgainstBand, DirectionDependsOnTheMetric) {
             BandVerdict::kWithin);
 }
 
+TEST(BandsOverHistory, DrawsFromMinHistoryOnAndFlagsADropBelow) {
+  const std::vector<HistoryPoint> points =
+      BandsOverHistory({100, 102, 98, 101, 99, 50, 100},
+                       RegressMetric::kValidFlops, kDefaultRegressWindow, {});
+  ASSERT_EQ(points.size(), 7u);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(points[i].band.has_value()) << i;
+  ASSERT_TRUE(points[5].band.has_value());
+  EXPECT_TRUE(points[5].band->learned);
+  EXPECT_EQ(points[5].band->center, 100);
+  EXPECT_LT(points[5].band->low(), 98);
+  EXPECT_GT(points[5].band->high(), 102);
+  EXPECT_TRUE(points[5].regression);
+  // The regression is not history: the band after it is the one before.
+  ASSERT_TRUE(points[6].band.has_value());
+  EXPECT_EQ(points[6].band->center, points[5].band->center);
+  EXPECT_EQ(points[6].band->half_width, points[5].band->half_width);
+  EXPECT_FALSE(points[6].regression);
+}
+
+TEST(BandsOverHistory, FlatHistoryGetsTheMinimumBand) {
+  const std::vector<HistoryPoint> points =
+      BandsOverHistory({10, 10, 10, 10, 10, 9.85, 9.7}, RegressMetric::kQuality,
+                       kDefaultRegressWindow, {});
+  ASSERT_TRUE(points[5].band.has_value());
+  EXPECT_DOUBLE_EQ(points[5].band->HalfWidthPct(), 2);
+  EXPECT_FALSE(points[5].regression) << "1.5% is inside 2%";
+  EXPECT_TRUE(points[6].regression) << "3% is outside it";
+}
+
+TEST(BandsOverHistory, LearnsFromTheLastWindowGoodValuesOnly) {
+  // Five old values around 1000, then five around 2000: a window of five
+  // centres the last band on the new level.
+  const std::vector<HistoryPoint> points = BandsOverHistory(
+      {1000, 1000, 1000, 1000, 1000, 2000, 2000, 2000, 2000, 2000, 1990},
+      RegressMetric::kThroughput, /*window=*/5, {});
+  ASSERT_TRUE(points[10].band.has_value());
+  EXPECT_EQ(points[10].band->center, 2000);
+  EXPECT_EQ(points[10].band->history, 5);
+  EXPECT_FALSE(points[10].regression);
+  // The jump up to 2000 was better, not worse: it stayed good history.
+  EXPECT_FALSE(points[5].regression);
+}
+
+TEST(BandsOverHistory, TimeToTargetRegressesUpwards) {
+  const std::vector<HistoryPoint> points =
+      BandsOverHistory({20, 20, 20, 20, 20, 30, 10},
+                       RegressMetric::kTimeToTarget, kDefaultRegressWindow, {});
+  EXPECT_TRUE(points[5].regression);
+  EXPECT_FALSE(points[6].regression) << "sooner is better";
+}
+
 TEST(TimeToTargetSeconds, SumsTheEpochsUpToTheFirstThatReachedTheTarget) {
   // Reached after epoch 3 (0.71), and again after 4: the first counts.
   v1::Run run = RunWithEpochs({10, 12, 11, 9}, {0.5, -1, 0.71, 0.8});

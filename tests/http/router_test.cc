@@ -262,6 +262,60 @@ TEST_F(HttpRouterTest, RunsListHonoursLimitAndDefaultsTo100) {
   EXPECT_EQ(view_.last_limit(), 100);
 }
 
+TEST_F(HttpRouterTest, HistoryServesEachRunsValuesWithTheLearnedBand) {
+  // Eight nightly runs of Valid FLOPS 1e12 +- 2%, the seventh at 0.6e12;
+  // one unscored and one invalidated run are not history.
+  const std::vector<double> nightly = {1.00e12, 1.02e12, 0.98e12, 1.01e12,
+                                       0.99e12, 1.00e12, 0.60e12, 1.01e12};
+  for (size_t i = 0; i < nightly.size(); ++i) {
+    v1::Run run = SampleRun(static_cast<int64_t>(i) + 1);
+    run.set_finished_ms(1700000000000 + static_cast<int64_t>(i));
+    run.mutable_score()->set_valid_flops(nightly[i]);
+    view_.AddRun(run);
+  }
+  v1::Run unscored = SampleRun(20);
+  unscored.clear_score();
+  view_.AddRun(unscored);
+  v1::Run invalidated = SampleRun(21);
+  invalidated.set_invalidated_by("admin");
+  view_.AddRun(invalidated);
+
+  HttpResponse response =
+      router_->Handle(Get("/api/v1/history?name=fmnist-smoke"));
+  ASSERT_EQ(response.result(), http::status::ok) << response.body();
+  EXPECT_EQ(view_.last_list_request().name(), "fmnist-smoke");
+  EXPECT_EQ(view_.last_list_request().limit(), 1000);
+  nlohmann::json json = BodyJson(response);
+  EXPECT_EQ(json["name"], "fmnist-smoke");
+  EXPECT_EQ(json["band"]["window"], 10);
+  EXPECT_EQ(json["band"]["min_history"], 5);
+  const nlohmann::json& runs = json["runs"];
+  ASSERT_EQ(runs.size(), nightly.size()) << json.dump();
+  EXPECT_EQ(runs[0]["id"], 1) << "oldest first";
+  EXPECT_EQ(runs[7]["finished_ms"], 1700000000007);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(runs[i]["metrics"]["valid_flops"]["low"].is_null()) << i;
+  }
+  const nlohmann::json& dropped = runs[6]["metrics"]["valid_flops"];
+  EXPECT_EQ(dropped["value"], 0.60e12);
+  EXPECT_EQ(dropped["regression"], true);
+  EXPECT_LT(dropped["low"].get<double>(), 0.98e12);
+  EXPECT_GT(dropped["high"].get<double>(), 1.02e12);
+  EXPECT_EQ(runs[7]["metrics"]["valid_flops"]["regression"], false);
+  // Throughput (samples / training seconds) and quality come along.
+  EXPECT_EQ(runs[0]["metrics"]["quality"]["value"], 0.81);
+  EXPECT_TRUE(runs[0]["metrics"].contains("throughput"));
+}
+
+TEST_F(HttpRouterTest, HistoryWithoutANameIs400) {
+  for (const char* target :
+       {"/api/v1/history", "/api/v1/history?name=", "/api/v1/history?x=1"}) {
+    HttpResponse response = router_->Handle(Get(target));
+    EXPECT_EQ(response.result(), http::status::bad_request) << target;
+    EXPECT_TRUE(BodyJson(response).contains("error")) << target;
+  }
+}
+
 TEST_F(HttpRouterTest, BadLimitIs400) {
   for (const char* limit : {"x", "0", "-3", "1000000", ""}) {
     HttpResponse response =
@@ -489,6 +543,7 @@ TEST_F(HttpRouterTest, MetricsHaveARequestLatencyHistogramPerRoute) {
 TEST(RouteLabel, NamesRoutesByPattern) {
   EXPECT_EQ(RouteLabel("/api/v1/leaderboard"), "/api/v1/leaderboard");
   EXPECT_EQ(RouteLabel("/api/v1/runs"), "/api/v1/runs");
+  EXPECT_EQ(RouteLabel("/api/v1/history"), "/api/v1/history");
   EXPECT_EQ(RouteLabel("/api/v1/runs/17"), "/api/v1/runs/:id");
   EXPECT_EQ(RouteLabel("/api/v1/runs/17/ranks"), "/api/v1/runs/:id/ranks");
   EXPECT_EQ(RouteLabel("/api/v1/runs/17/attempts/2/ranks/3/stderr"),

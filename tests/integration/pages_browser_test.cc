@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -37,8 +38,24 @@ constexpr int64_t kSamplesPerRankEpoch = 3000;
 constexpr int64_t kDay = 24 * 3600 * 1000;
 constexpr int64_t kStart = 1764547200000;  // 2025-12-01
 
+// playwright-core refuses to run on a Node.js older than this.
+constexpr int kPlaywrightMinNodeMajor = 20;
+
 std::string PlaywrightModule() {
   return std::string(HPCAI500_SOURCE_DIR) + "/web/node_modules/playwright-core";
+}
+
+// The major version of the `node` on PATH ("v20.11.1" -> 20); 0 when it
+// does not answer.
+int NodeMajorVersion() {
+  const CommandResult version =
+      RunCommand({"/usr/bin/env", "node", "--version"}, seconds(30));
+  int major = 0;
+  if (version.exit_code != 0 ||
+      std::sscanf(version.out.c_str(), "v%d.", &major) != 1) {
+    return 0;
+  }
+  return major;
 }
 
 // One finished submission to store: its spec and what each repetition
@@ -306,6 +323,13 @@ TEST(PagesInChromium, LeaderboardRunLiveScalingHistoryAndPhone) {
   if (!std::filesystem::exists(PlaywrightModule())) {
     GTEST_SKIP() << PlaywrightModule()
                  << " is missing: scripts/install-deps.sh runs npm ci in web/";
+  }
+  if (const int node = NodeMajorVersion(); node < kPlaywrightMinNodeMajor) {
+    GTEST_SKIP() << "playwright-core needs Node.js " << kPlaywrightMinNodeMajor
+                 << " or newer; node on PATH is "
+                 << (node > 0 ? absl::StrCat("version ", node) : "missing")
+                 << " (Debian 12's nodejs is 18: install Node.js 20, e.g. "
+                    "NodeSource's nodejs package)";
   }
   TestCluster cluster;
   const Seeded seeded = SeedStore(cluster.db_path());

@@ -901,6 +901,12 @@ TEST_F(StoreTest, ReadsDoNotWaitForABlockedWriter) {
   const int64_t run = RunWithAttempt(*store);
   AddSubmission(*store, "image_classification", "cfg-a", true, 1,
                 {PlannedRun{v1::RUN_STATE_SUCCEEDED, 5}});
+  ASSERT_TRUE(store->InsertEvent(run, 1, 0, 1, "line one", "").ok());
+  v1::WorkerExited exit;
+  exit.mutable_key()->set_run_id(run);
+  exit.mutable_key()->set_attempt(1);
+  exit.set_stderr_tail("bye\n");
+  ASSERT_TRUE(store->SaveExit(exit).ok());
   sqlite3* other = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &other), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr),
@@ -916,6 +922,17 @@ TEST_F(StoreTest, ReadsDoNotWaitForABlockedWriter) {
   EXPECT_TRUE(store->GetRun(run).ok());
   EXPECT_EQ(store->ListRuns({})->size(), 2u);
   EXPECT_EQ(store->Leaderboard({})->total(), 1);
+  // The run page's events and stderr (polled while a run is live). No
+  // ASSERT here: the writer thread must be joined below.
+  absl::StatusOr<std::vector<StoredEvent>> events = store->LoadEvents(run, 1);
+  EXPECT_TRUE(events.ok() && events->size() == 1 &&
+              events->front().line == "line one")
+      << events.status();
+  absl::StatusOr<std::vector<v1::WorkerExited>> exits =
+      store->ReadExits(run, 1);
+  EXPECT_TRUE(exits.ok() && exits->size() == 1 &&
+              exits->front().stderr_tail() == "bye\n")
+      << exits.status();
   EXPECT_FALSE(written) << "the reads ran while the writer still waited";
   ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr),
             SQLITE_OK);
