@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -449,15 +450,29 @@ void Supervisor::CheckLaunch(Attempt& attempt) {
   }
 }
 
-void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank) {
+std::map<std::string, pid_t> Supervisor::FindUnfoundRanks() {
+  std::set<std::string> wanted;
+  for (const auto& [key, attempt] : attempts_) {
+    for (const Rank& rank : attempt.ranks) {
+      if (rank.followed && rank.running && rank.process.pid <= 0) {
+        wanted.insert(rank.paths.events_path);
+      }
+    }
+  }
+  if (wanted.empty()) return {};
+  return processes_->FindByArguments(wanted);
+}
+
+void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank,
+                               const std::map<std::string, pid_t>& found) {
   const int64_t now = clock_->NowMs();
   if (rank.process.pid > 0) {
     if (IsSameProcessRunning(rank.process, *processes_)) return;
-  } else if (std::optional<pid_t> pid =
-                 processes_->FindByArgument(rank.paths.events_path)) {
-    absl::StatusOr<uint64_t> start = processes_->StartTime(*pid);
+  } else if (auto it = found.find(rank.paths.events_path); it != found.end()) {
+    const pid_t pid = it->second;
+    absl::StatusOr<uint64_t> start = processes_->StartTime(pid);
     if (start.ok()) {
-      rank.process = PidRecord{*pid, *start};
+      rank.process = PidRecord{pid, *start};
       if (absl::Status written =
               WritePidFile(rank.paths.pid_path, rank.process);
           !written.ok()) {
@@ -466,7 +481,7 @@ void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank) {
                                 " (no reattach after an agent restart)"));
       }
       LogInfo(absl::StrCat(Where(attempt.key, rank.paths.rank),
-                           ": following worker pid ", *pid, " started by ",
+                           ": following worker pid ", pid, " started by ",
                            LauncherName(attempt.launcher)));
       // Cancelled before it showed up: it stops too.
       if (attempt.cancelling) SignalRank(rank, SIGTERM);
@@ -506,10 +521,11 @@ bool Supervisor::ReadyToReport(const Attempt& attempt, const Rank& rank) const {
   return now >= rank.ended_ms + kFollowerSettleMs;
 }
 
-void Supervisor::CheckExit(Attempt& attempt, Rank& rank) {
+void Supervisor::CheckExit(Attempt& attempt, Rank& rank,
+                           const std::map<std::string, pid_t>& found) {
   if (!rank.running) return;
   if (rank.followed) {
-    CheckFollowed(attempt, rank);
+    CheckFollowed(attempt, rank, found);
     return;
   }
   if (rank.is_child) {
@@ -565,6 +581,7 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
   std::vector<v1::Event> events;
   std::vector<v1::AgentMessage> exits;
   const int64_t now = clock_->NowMs();
+  const std::map<std::string, pid_t> found = FindUnfoundRanks();
   for (auto it = attempts_.begin(); it != attempts_.end();) {
     Attempt& attempt = it->second;
     CheckLaunch(attempt);
@@ -574,7 +591,7 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
     }
     bool all_done = !attempt.launch_running;
     for (Rank& rank : attempt.ranks) {
-      CheckExit(attempt, rank);
+      CheckExit(attempt, rank, found);
       if (attempt.cancelling && rank.running && !rank.killed &&
           rank.process.pid > 0 && now >= attempt.kill_deadline_ms) {
         LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank),

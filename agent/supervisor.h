@@ -169,8 +169,13 @@ class Supervisor {
                                                  const AttemptPlan& plan);
   // Reaps the launcher this agent started, once it ended.
   void CheckLaunch(Attempt& attempt);
-  // Finds a followed rank's process, or notes that it ended.
-  void CheckFollowed(Attempt& attempt, Rank& rank);
+  // The processes of the followed ranks not found yet, by events path: one
+  // look at every process per Poll for all of them (none when no rank is
+  // looked for).
+  std::map<std::string, pid_t> FindUnfoundRanks();
+  // Finds a followed rank's process (among `found`), or notes that it ended.
+  void CheckFollowed(Attempt& attempt, Rank& rank,
+                     const std::map<std::string, pid_t>& found);
   // Whether an ended rank's exit can be reported now (see
   // kLauncherSettleMs).
   bool ReadyToReport(const Attempt& attempt, const Rank& rank) const;
@@ -183,7 +188,9 @@ class Supervisor {
   void Stop(Attempt& attempt, absl::string_view reason);
   // The kept rank `rank` of attempt `key`, or null.
   Rank* FindRank(const v1::AttemptKey& key, int rank);
-  void CheckExit(Attempt& attempt, Rank& rank);
+  // Notes whether a rank's worker ended; `found` as FindUnfoundRanks gave.
+  void CheckExit(Attempt& attempt, Rank& rank,
+                 const std::map<std::string, pid_t>& found);
   v1::WorkerExited ReportExit(Attempt& attempt, Rank& rank);
   // Marks a reported rank done once its exit and events are acknowledged;
   // rank 0's success removes the attempt's checkpoints first.

@@ -223,6 +223,28 @@ TEST_F(LauncherRunTest, ScancelledSrunStepReportsItsRanksCancelled) {
   EXPECT_NE(exits[0].cancelled().find("scancel"), std::string::npos);
 }
 
+TEST_F(LauncherRunTest, UnfoundRanksAreLookedForInOneProcessScanPerPoll) {
+  auto supervisor = Make();
+  // This node holds ranks 1 and 2 of 3.
+  v1::Assignment a = SmokeStart(9, {1, 2}, 3);
+  a.mutable_spec()->set_launcher("mpirun");
+  a.set_node_rank(1);
+  EXPECT_TRUE(supervisor->HandleAssignment(a).empty());
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 1) << "one look for both ranks";
+  LauncherStartsRank(1, 4242);
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 2);
+  LauncherStartsRank(2, 4343);
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 3) << "rank 2 still to find";
+  absl::StatusOr<PidRecord> pid = ReadPidFile(RankFile(2, ".pid"));
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(pid->pid, 4343);
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 3) << "both found: no more looks";
+}
+
 TEST_F(LauncherRunTest, BadLaunchNodesAreRefusedWithoutStartingAnything) {
   auto supervisor = Make();
   v1::Assignment a = Start("mpirun", 0);
