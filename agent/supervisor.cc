@@ -113,15 +113,23 @@ int Supervisor::Reattach() {
       attempt.dir = layout.AttemptDir(key);
       attempt.checkpoint_dir =
           AttemptLayout::CheckpointDir(options_.node.checkpoint_root, key);
+      // A launcher run's ranks: those it followed, found or not.
+      const std::optional<FollowedRanks> followed = ReattachLaunch(attempt);
+      std::set<int> rank_ids;
+      if (followed)
+        rank_ids.insert(followed->ranks.begin(), followed->ranks.end());
       for (const fs::directory_entry& file :
            fs::directory_iterator(attempt_dir.path(), ec)) {
-        std::optional<int> rank_number = AttemptLayout::ParseRankFileName(
-            file.path().filename().string(), RankFile::kPid);
-        if (!rank_number) continue;
-        const int rank_id = *rank_number;
+        if (std::optional<int> rank_number = AttemptLayout::ParseRankFileName(
+                file.path().filename().string(), RankFile::kPid)) {
+          rank_ids.insert(*rank_number);
+        }
+      }
+      for (const int rank_id : rank_ids) {
         Rank rank;
         rank.paths = RankPaths(attempt.dir, rank_id);
         if (FileExists(rank.paths.done_path)) continue;
+        rank.followed = followed.has_value();
         rank.tailer = std::make_unique<EventTailer>(
             rank.paths.events_path, rank.paths.acked_path, key, rank_id);
         if (absl::Status loaded = rank.tailer->LoadAcked(); !loaded.ok()) {
@@ -140,19 +148,70 @@ int Supervisor::Reattach() {
           rank.running = true;
           LogInfo(absl::StrCat(Where(key, rank_id),
                                ": reattached to worker pid ", pid->pid));
+        } else if (rank.followed && absl::IsNotFound(pid.status())) {
+          // Its launcher had not started it yet: looked for again.
+          rank.running = true;
+          LogInfo(absl::StrCat(Where(key, rank_id), ": following again (",
+                               LauncherName(attempt.launcher),
+                               " had not started it yet)"));
         } else {
+          rank.ended_ms = clock_->NowMs();
           LogWarning(absl::StrCat(Where(key, rank_id),
                                   ": worker ended while the agent was down"));
         }
         attempt.ranks.push_back(std::move(rank));
         ++taken;
       }
-      if (!attempt.ranks.empty()) {
+      // A launcher that outlives its ranks is still stopped on cancel.
+      if (!attempt.ranks.empty() || attempt.launch_running) {
         attempts_.emplace(KeyOf(key), std::move(attempt));
       }
     }
   }
   return taken;
+}
+
+std::optional<FollowedRanks> Supervisor::ReattachLaunch(Attempt& attempt) {
+  const std::string dir = attempt.dir + "/";
+  absl::StatusOr<std::string> text = ReadFileToString(dir + kFollowedRanksFile);
+  if (!text.ok()) {
+    if (!absl::IsNotFound(text.status())) {
+      LogWarning(
+          absl::StrCat(Where(attempt.key), ": ", text.status().message()));
+    }
+    return std::nullopt;
+  }
+  absl::StatusOr<FollowedRanks> followed = ParseFollowedRanks(*text);
+  if (!followed.ok()) {
+    LogWarning(absl::StrCat(Where(attempt.key), ": ",
+                            followed.status().message(), " in ", dir));
+    return std::nullopt;
+  }
+  attempt.launcher = followed->launcher;
+  absl::StatusOr<PidRecord> pid = ReadPidFile(dir + kLauncherPidFile);
+  if (!pid.ok()) return *std::move(followed);  // not rank 0's node
+  attempt.owns_launch = true;
+  attempt.launch_process = *pid;
+  attempt.launch_stderr_path = dir + kLauncherStderr;
+  const std::string name(LauncherName(attempt.launcher));
+  absl::StatusOr<std::string> end = ReadFileToString(dir + kLauncherEndFile);
+  absl::StatusOr<LauncherEnd> known =
+      end.ok() ? ParseLauncherEnd(*end) : end.status();
+  if (known.ok()) {
+    attempt.launch_end = *known;
+    attempt.launch_ended_ms = clock_->NowMs();
+  } else if (IsSameProcessRunning(*pid, *processes_)) {
+    // Not this agent's child any more: seen ending by its pid, and its exit
+    // status stays unknown.
+    attempt.launch_running = true;
+    LogInfo(absl::StrCat(Where(attempt.key), ": reattached to ", name, " pid ",
+                         pid->pid));
+  } else {
+    LogWarning(absl::StrCat(Where(attempt.key), ": ", name,
+                            " ended while the agent was down"));
+    EndLaunch(attempt, std::nullopt);
+  }
+  return *std::move(followed);
 }
 
 std::vector<v1::AgentMessage> Supervisor::HandleAssignment(
@@ -316,13 +375,32 @@ std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
     if (!pid.ok()) return refuse_all(pid.status().message());
     attempt.owns_launch = true;
     attempt.launch_running = true;
+    attempt.launch_is_child = true;
     attempt.launch_process.pid = *pid;
     attempt.launch_process.start_time = processes_->StartTime(*pid).value_or(0);
     attempt.launch_stderr_path = launch->launch.stderr_path;
+    if (absl::Status written =
+            WritePidFile(absl::StrCat(plan.dir, "/", kLauncherPidFile),
+                         attempt.launch_process);
+        !written.ok()) {
+      LogWarning(absl::StrCat(Where(a.key()), ": ", written.message(),
+                              " (no reattach to ", name,
+                              " after an agent restart)"));
+    }
     LogInfo(absl::StrCat(Where(a.key()), ": started ", name, " pid ", *pid,
                          " for ", a.world_size(), " ranks on ",
                          a.launch_nodes_size(), " nodes (", launch->config_path,
                          ")"));
+  }
+  // Once started: what a restarted agent follows again.
+  const FollowedRanks followed{launcher, {a.ranks().begin(), a.ranks().end()}};
+  if (absl::Status written =
+          WriteFileAtomically(absl::StrCat(plan.dir, "/", kFollowedRanksFile),
+                              FormatFollowedRanks(followed));
+      !written.ok()) {
+    LogWarning(absl::StrCat(Where(a.key()), ": ", written.message(),
+                            " (its ranks are not followed again after an "
+                            "agent restart)"));
   }
   for (const RankPlan& rank_plan : plan.ranks) {
     Rank rank;
@@ -426,17 +504,35 @@ void Supervisor::HandleAcks(const v1::Acks& acks) {
 
 void Supervisor::CheckLaunch(Attempt& attempt) {
   if (!attempt.launch_running) return;
-  std::optional<ExitStatus> status =
-      processes_->TryWait(attempt.launch_process.pid);
-  if (!status) return;
+  std::optional<ExitStatus> status;
+  if (attempt.launch_is_child) {
+    status = processes_->TryWait(attempt.launch_process.pid);
+    if (!status) return;
+  } else if (IsSameProcessRunning(attempt.launch_process, *processes_)) {
+    return;
+  }
+  EndLaunch(attempt, status);
+}
+
+void Supervisor::EndLaunch(Attempt& attempt,
+                           const std::optional<ExitStatus>& status) {
   attempt.launch_running = false;
   attempt.launch_ended_ms = clock_->NowMs();
-  // Whatever it left in its group goes with it.
-  processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
+  // Whatever it left in its group goes with it. (Not after a reattach: the
+  // group of a launcher this agent did not reap may be another's by now.)
+  if (attempt.launch_is_child) {
+    processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
+  }
   attempt.launch_end = ClassifyLauncherExit(
-      attempt.launcher, *status,
+      attempt.launcher, status,
       ReadFileTail(attempt.launch_stderr_path, kStderrTailBytes),
       attempt.cancelling);
+  if (absl::Status written =
+          WriteFileAtomically(absl::StrCat(attempt.dir, "/", kLauncherEndFile),
+                              FormatLauncherEnd(*attempt.launch_end));
+      !written.ok()) {
+    LogWarning(absl::StrCat(Where(attempt.key), ": ", written.message()));
+  }
   const std::string name(LauncherName(attempt.launcher));
   if (!attempt.launch_end->cancelled.empty()) {
     LogWarning(

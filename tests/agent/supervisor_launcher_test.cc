@@ -245,6 +245,83 @@ TEST_F(LauncherRunTest, UnfoundRanksAreLookedForInOneProcessScanPerPoll) {
   EXPECT_EQ(processes_.process_scans, 3) << "both found: no more looks";
 }
 
+TEST_F(LauncherRunTest, RestartedAgentKeepsTheScancelledVerdictOfItsReport) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start("srun", 0));
+  LauncherStartsRank(0, 4242);
+  supervisor->Poll();
+  AppendToFile(dir_.path() + "/runs/9/attempt-1/launcher.stderr",
+               "slurmstepd: error: *** STEP 77.1 ON node-a CANCELLED AT "
+               "2026-12-03T17:00:00 ***\n");
+  processes_.start_times.erase(4242);
+  processes_.exits[100] = ExitStatus{128 + SIGTERM, 0};
+  supervisor->Poll();
+  clock_.now_ms += kLauncherSettleMs;
+  ASSERT_EQ(Exits(supervisor->Poll()).size(), 1u);
+
+  // Restarted before the coordinator acknowledged the exit: it is sent
+  // again, still cancelled (not a lost worker, which would be retried).
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Resend());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_NE(exits[0].cancelled().find("scancel"), std::string::npos)
+      << exits[0].DebugString();
+}
+
+TEST_F(LauncherRunTest, RestartedAgentReattachesToItsLauncherAndStopsIt) {
+  auto supervisor = Make();
+  const v1::Assignment a = Start("mpirun", 0);
+  supervisor->HandleAssignment(a);
+  const pid_t mpirun = 100;  // the fake's first pid
+  LauncherStartsRank(0, 4242);
+  supervisor->Poll();
+
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  processes_.signals.clear();
+  supervisor->HandleCancel(CancelOf(a));
+  EXPECT_EQ(processes_.signals, (Signals{{mpirun, SIGTERM}, {4242, SIGTERM}}));
+  // Not its child any more: seen ending by its pid.
+  processes_.start_times.erase(mpirun);
+  processes_.start_times.erase(4242);
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].rank(), 0);
+  EXPECT_EQ(supervisor->Running().size(), 1u) << "until acknowledged";
+}
+
+TEST_F(LauncherRunTest, RestartedAgentEndsRanksItsGoneLauncherNeverStarted) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start("mpirun", 0));
+  supervisor->Poll();                 // rank 0 not started yet
+  processes_.start_times.erase(100);  // mpirun died with the agent down
+
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_NE(exits[0].error().find("mpirun ended before rank 0 started"),
+            std::string::npos)
+      << exits[0].error();
+}
+
+TEST_F(LauncherRunTest, RestartedAgentStillFollowsARankNotStartedYet) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start("srun", 1));
+  supervisor->Poll();
+
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  LauncherStartsRank(1, 4242);
+  supervisor->Poll();
+  absl::StatusOr<PidRecord> pid = ReadPidFile(RankFile(1, ".pid"));
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(pid->pid, 4242);
+  ASSERT_EQ(supervisor->Running().size(), 1u);
+  EXPECT_EQ(supervisor->Running()[0].ranks_size(), 1);
+}
+
 TEST_F(LauncherRunTest, BadLaunchNodesAreRefusedWithoutStartingAnything) {
   auto supervisor = Make();
   v1::Assignment a = Start("mpirun", 0);
