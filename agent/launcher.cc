@@ -150,23 +150,6 @@ absl::StatusOr<std::vector<NodeRanks>> PlanEveryNode(const v1::Assignment& a,
   return nodes;
 }
 
-bool IsInterfaceVariable(absl::string_view kv) {
-  return std::any_of(kInterfaceEnvNames.begin(), kInterfaceEnvNames.end(),
-                     [&](absl::string_view name) {
-                       return absl::StartsWith(kv, absl::StrCat(name, "="));
-                     });
-}
-
-// "NAME=iface" for each interface variable, or none for no iface.
-std::vector<std::string> InterfaceEnv(const std::string& iface) {
-  std::vector<std::string> env;
-  if (iface.empty()) return env;
-  for (absl::string_view name : kInterfaceEnvNames) {
-    env.push_back(absl::StrCat(name, "=", iface));
-  }
-  return env;
-}
-
 // The launcher's own environment: the node's allowlisted one without the
 // interface variables (each node has its own: set per node where the
 // launcher can) and with the rendezvous, which the launcher hands to every
@@ -176,7 +159,8 @@ std::vector<std::string> LauncherEnv(const v1::Assignment& a,
   std::vector<std::string> env;
   for (const std::string& kv : node.base_env) {
     if (!absl::StartsWith(kv, "MASTER_ADDR=") &&
-        !absl::StartsWith(kv, "MASTER_PORT=") && !IsInterfaceVariable(kv)) {
+        !absl::StartsWith(kv, "MASTER_PORT=") &&
+        !IsInterfaceEnvName(kv.substr(0, kv.find('=')))) {
       env.push_back(kv);
     }
   }
