@@ -10,12 +10,12 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
-
 #include "agent/supervisor.h"
 #include "agent/worker_env.h"
 #include "gtest/gtest.h"
 #include "tests/agent/test_util.h"
+
+extern char** environ;
 
 namespace hpcai500::agent {
 namespace {
@@ -185,6 +185,10 @@ TEST_F(ProcessIntegrationTest, WorkerSeesTheAllowlistedEnvironmentOnly) {
   ::setenv("SITE_LICENSE", "abc", 1);
   std::vector<std::string> agent_env;
   for (char** e = environ; *e != nullptr; ++e) agent_env.push_back(*e);
+  // Taken: gone again before any assertion can end the test.
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  ::unsetenv("NCCL_DEBUG");
+  ::unsetenv("SITE_LICENSE");
   StartSupervisor(WorkerBaseEnv(agent_env, {"SITE_LICENSE"}, "lo"));
   supervisor_->HandleAssignment(Start("environment"));
   std::vector<v1::AgentMessage> out = PollUntilExit();
@@ -199,9 +203,6 @@ TEST_F(ProcessIntegrationTest, WorkerSeesTheAllowlistedEnvironmentOnly) {
   }
   EXPECT_EQ(seen.find("AWS_SECRET_ACCESS_KEY"), std::string::npos) << seen;
   EXPECT_EQ(seen.find("hunter2"), std::string::npos) << seen;
-  ::unsetenv("AWS_SECRET_ACCESS_KEY");
-  ::unsetenv("NCCL_DEBUG");
-  ::unsetenv("SITE_LICENSE");
 }
 
 TEST_F(ProcessIntegrationTest, FindByArgumentsFindsProcessesByAnExactArgument) {
