@@ -38,7 +38,8 @@ struct LauncherSettings {
   bool as_root = false;           // adds --allow-run-as-root to mpirun
   std::string slurm_job_id;       // the agent's SLURM_JOB_ID; empty outside
   // The agent's SLURM_CONF (where srun finds the cluster's slurm.conf when
-  // it is not in the default place); passed to srun alone, not to ranks.
+  // it is not in the default place): in srun's environment, not in the
+  // ranks' lines (srun --export=ALL hands its environment to the tasks).
   std::string slurm_conf;
 };
 
