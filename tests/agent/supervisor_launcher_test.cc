@@ -66,6 +66,19 @@ class LauncherRunTest : public ::testing::Test {
     processes_.by_argument[RankFile(rank, ".events")] = pid;
     processes_.start_times[pid] = 9000 + pid;
   }
+  // Slurm kills the srun step (pid 100) that runs rank 0 (pid 4242): the
+  // rank ends without a final state, srun with 143 and slurmstepd's line.
+  // Returns the exits reported once the launch settled (none before).
+  std::vector<v1::WorkerExited> ScancelTheStep(Supervisor& supervisor) {
+    AppendToFile(dir_.path() + "/runs/9/attempt-1/launcher.stderr",
+                 "slurmstepd: error: *** STEP 77.1 ON node-a CANCELLED AT "
+                 "2026-12-03T17:00:00 ***\n");
+    processes_.start_times.erase(4242);
+    processes_.exits[100] = ExitStatus{128 + SIGTERM, 0};
+    EXPECT_TRUE(Exits(supervisor.Poll()).empty()) << "reported unsettled";
+    clock_.now_ms += kLauncherSettleMs;
+    return Exits(supervisor.Poll());
+  }
   v1::Cancel CancelOf(const v1::Assignment& a) {
     v1::Cancel cancel;
     *cancel.mutable_key() = a.key();
@@ -210,15 +223,7 @@ TEST_F(LauncherRunTest, ScancelledSrunStepReportsItsRanksCancelled) {
   EXPECT_EQ(processes_.launches[0].argv[1], "--jobid=77");
   LauncherStartsRank(0, 4242);
   supervisor->Poll();
-  // Slurm kills the step: the rank without a final state, srun with 143.
-  AppendToFile(dir_.path() + "/runs/9/attempt-1/launcher.stderr",
-               "slurmstepd: error: *** STEP 77.1 ON node-a CANCELLED AT "
-               "2026-12-03T17:00:00 ***\n");
-  processes_.start_times.erase(4242);
-  processes_.exits[100] = ExitStatus{128 + SIGTERM, 0};
-  EXPECT_TRUE(Exits(supervisor->Poll()).empty());  // settling
-  clock_.now_ms += kLauncherSettleMs;
-  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  std::vector<v1::WorkerExited> exits = ScancelTheStep(*supervisor);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_NE(exits[0].cancelled().find("scancel"), std::string::npos);
 }
@@ -250,14 +255,7 @@ TEST_F(LauncherRunTest, RestartedAgentKeepsTheScancelledVerdictOfItsReport) {
   supervisor->HandleAssignment(Start("srun", 0));
   LauncherStartsRank(0, 4242);
   supervisor->Poll();
-  AppendToFile(dir_.path() + "/runs/9/attempt-1/launcher.stderr",
-               "slurmstepd: error: *** STEP 77.1 ON node-a CANCELLED AT "
-               "2026-12-03T17:00:00 ***\n");
-  processes_.start_times.erase(4242);
-  processes_.exits[100] = ExitStatus{128 + SIGTERM, 0};
-  supervisor->Poll();
-  clock_.now_ms += kLauncherSettleMs;
-  ASSERT_EQ(Exits(supervisor->Poll()).size(), 1u);
+  ASSERT_EQ(ScancelTheStep(*supervisor).size(), 1u);
 
   // Restarted before the coordinator acknowledged the exit: it is sent
   // again, still cancelled (not a lost worker, which would be retried).
