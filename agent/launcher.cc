@@ -6,9 +6,14 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "agent/attempt_layout.h"
 #include "agent/worker_env.h"
 #include "common/status_macros.h"
 
@@ -145,23 +150,6 @@ absl::StatusOr<std::vector<NodeRanks>> PlanEveryNode(const v1::Assignment& a,
   return nodes;
 }
 
-bool IsInterfaceVariable(absl::string_view kv) {
-  return std::any_of(kInterfaceEnvNames.begin(), kInterfaceEnvNames.end(),
-                     [&](absl::string_view name) {
-                       return absl::StartsWith(kv, absl::StrCat(name, "="));
-                     });
-}
-
-// "NAME=iface" for each interface variable, or none for no iface.
-std::vector<std::string> InterfaceEnv(const std::string& iface) {
-  std::vector<std::string> env;
-  if (iface.empty()) return env;
-  for (absl::string_view name : kInterfaceEnvNames) {
-    env.push_back(absl::StrCat(name, "=", iface));
-  }
-  return env;
-}
-
 // The launcher's own environment: the node's allowlisted one without the
 // interface variables (each node has its own: set per node where the
 // launcher can) and with the rendezvous, which the launcher hands to every
@@ -171,7 +159,8 @@ std::vector<std::string> LauncherEnv(const v1::Assignment& a,
   std::vector<std::string> env;
   for (const std::string& kv : node.base_env) {
     if (!absl::StartsWith(kv, "MASTER_ADDR=") &&
-        !absl::StartsWith(kv, "MASTER_PORT=") && !IsInterfaceVariable(kv)) {
+        !absl::StartsWith(kv, "MASTER_PORT=") &&
+        !IsInterfaceEnvName(kv.substr(0, kv.find('=')))) {
       env.push_back(kv);
     }
   }
@@ -314,23 +303,74 @@ absl::StatusOr<LauncherPlan> PlanLauncher(Launcher launcher,
       "assignment: spec.launcher: agent starts no launcher");
 }
 
-LauncherEnd ClassifyLauncherExit(Launcher launcher, const ExitStatus& status,
+LauncherEnd ClassifyLauncherExit(Launcher launcher,
+                                 const std::optional<ExitStatus>& status,
                                  const std::string& stderr_tail, bool asked) {
   LauncherEnd end;
-  if (status.exit_code == 0 && status.signal == 0) return end;
+  if (status && status->exit_code == 0 && status->signal == 0) return end;
   const std::string name(LauncherName(launcher));
   const bool by_term_or_kill =
-      status.signal == SIGTERM || status.signal == SIGKILL ||
-      status.exit_code == 128 + SIGTERM || status.exit_code == 128 + SIGKILL;
+      !status || status->signal == SIGTERM || status->signal == SIGKILL ||
+      status->exit_code == 128 + SIGTERM || status->exit_code == 128 + SIGKILL;
   if (launcher == Launcher::kSrun && !asked && by_term_or_kill &&
       absl::StrContains(stderr_tail, " CANCELLED AT ")) {
     end.cancelled = "the Slurm step was cancelled (scancel), not by hpcai500";
     return end;
   }
-  end.error = status.signal != 0
-                  ? absl::StrCat(name, " killed by signal ", status.signal)
-                  : absl::StrCat(name, " exited with code ", status.exit_code);
+  if (!status) return end;
+  end.error = status->signal != 0
+                  ? absl::StrCat(name, " killed by signal ", status->signal)
+                  : absl::StrCat(name, " exited with code ", status->exit_code);
   return end;
+}
+
+std::string FormatLauncherEnd(const LauncherEnd& end) {
+  if (!end.cancelled.empty()) return absl::StrCat("cancelled ", end.cancelled);
+  if (!end.error.empty()) return absl::StrCat("failed ", end.error);
+  return "ok";
+}
+
+absl::StatusOr<LauncherEnd> ParseLauncherEnd(absl::string_view text) {
+  text = absl::StripTrailingAsciiWhitespace(text);
+  LauncherEnd end;
+  if (text == "ok") return end;
+  if (absl::ConsumePrefix(&text, "cancelled ") && !text.empty()) {
+    end.cancelled = std::string(text);
+    return end;
+  }
+  if (absl::ConsumePrefix(&text, "failed ") && !text.empty()) {
+    end.error = std::string(text);
+    return end;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(kLauncherEndFile,
+                   ": expected 'ok', 'cancelled REASON' or 'failed ERROR'"));
+}
+
+std::string FormatFollowedRanks(const FollowedRanks& followed) {
+  return absl::StrCat(LauncherName(followed.launcher), " ",
+                      absl::StrJoin(followed.ranks, " "), "\n");
+}
+
+absl::StatusOr<FollowedRanks> ParseFollowedRanks(absl::string_view text) {
+  const absl::Status bad = absl::InvalidArgumentError(
+      absl::StrCat(kFollowedRanksFile, ": expected 'mpirun|srun RANK...'"));
+  std::vector<absl::string_view> words =
+      absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  if (words.size() < 2) return bad;
+  FollowedRanks followed;
+  absl::StatusOr<Launcher> launcher = ParseLauncher("launcher", words[0]);
+  if (!launcher.ok() || *launcher == Launcher::kAgent) return bad;
+  followed.launcher = *launcher;
+  for (size_t i = 1; i < words.size(); ++i) {
+    int rank = 0;
+    if (!absl::SimpleAtoi(words[i], &rank) || rank < 0 ||
+        rank >= kMaxWorldSize) {
+      return bad;
+    }
+    followed.ranks.push_back(rank);
+  }
+  return followed;
 }
 
 }  // namespace hpcai500::agent

@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "agent/assignment.h"
@@ -37,7 +38,8 @@ struct LauncherSettings {
   bool as_root = false;           // adds --allow-run-as-root to mpirun
   std::string slurm_job_id;       // the agent's SLURM_JOB_ID; empty outside
   // The agent's SLURM_CONF (where srun finds the cluster's slurm.conf when
-  // it is not in the default place); passed to srun alone, not to ranks.
+  // it is not in the default place): in srun's environment, not in the
+  // ranks' lines (srun --export=ALL hands its environment to the tasks).
   std::string slurm_conf;
 };
 
@@ -50,9 +52,17 @@ struct LauncherPlan {
   std::string hostfile_text;
 };
 
-// Files of the launch inside the attempt folder.
+// Files of the launch inside the attempt folder: the launcher's output; on
+// every node the ranks it follows (FormatFollowedRanks); on rank 0's node the
+// launcher's pid file (agent/pid_file.h) and how it ended
+// (FormatLauncherEnd). With them a restarted agent follows the ranks again
+// (those not found yet too), reattaches to the launcher and keeps a
+// scancelled step's verdict.
 inline constexpr char kLauncherStdout[] = "launcher.stdout";
 inline constexpr char kLauncherStderr[] = "launcher.stderr";
+inline constexpr char kFollowedRanksFile[] = "launcher.ranks";
+inline constexpr char kLauncherPidFile[] = "launcher.pid";
+inline constexpr char kLauncherEndFile[] = "launcher.end";
 
 // Builds the launch of `a` (a checked PHASE_START for node rank 0 with
 // launch_nodes) with `launcher` (kMpirun or kSrun). Each node's ranks get
@@ -85,8 +95,28 @@ struct LauncherEnd {
 // SIGKILL, or returned 128 + one of them (its code for tasks killed by a
 // signal), and slurmstepd's "*** STEP ... CANCELLED AT ..." line (or JOB)
 // is in its stderr. mpirun is never cancelled by a scheduler here.
-LauncherEnd ClassifyLauncherExit(Launcher launcher, const ExitStatus& status,
+// `status` is nullopt when the agent cannot know it (a launcher it
+// reattached to after a restart is not its child): then slurmstepd's line
+// alone tells a scancel, and no error is told.
+LauncherEnd ClassifyLauncherExit(Launcher launcher,
+                                 const std::optional<ExitStatus>& status,
                                  const std::string& stderr_tail, bool asked);
+
+// launcher.end: "cancelled REASON", "failed ERROR" or "ok", one line.
+std::string FormatLauncherEnd(const LauncherEnd& end);
+// InvalidArgument when `text` is none of those.
+absl::StatusOr<LauncherEnd> ParseLauncherEnd(absl::string_view text);
+
+// launcher.ranks: the launcher and the ranks this node follows,
+// "LAUNCHER RANK...", one line.
+struct FollowedRanks {
+  Launcher launcher = Launcher::kMpirun;
+  std::vector<int> ranks;
+};
+std::string FormatFollowedRanks(const FollowedRanks& followed);
+// InvalidArgument unless `text` names mpirun or srun and at least one rank
+// in 0..kMaxWorldSize-1.
+absl::StatusOr<FollowedRanks> ParseFollowedRanks(absl::string_view text);
 
 }  // namespace hpcai500::agent
 

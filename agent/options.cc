@@ -289,7 +289,12 @@ absl::Status ApplyNetwork(const std::string& address, AgentOptions& options) {
     }
     options.address = *std::move(found);
   }
-  for (const std::string& name : options.worker_env_names) {
+  return absl::OkStatus();
+}
+
+// Every --env names a variable.
+absl::Status CheckEnvNames(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
     if (!IsEnvName(name)) {
       return Bad("--env",
                  absl::StrCat("must name a variable ([A-Za-z_][A-Za-z0-9_]*), "
@@ -374,6 +379,7 @@ absl::StatusOr<AgentOptions> ParseAgentArgs(
   RETURN_IF_ERROR(ApplyPaths(flags, options));
   RETURN_IF_ERROR(ApplyLabels(flags.labels, options.labels));
   RETURN_IF_ERROR(ApplyNetwork(flags.address, options));
+  RETURN_IF_ERROR(CheckEnvNames(options.worker_env_names));
   for (const std::string& arg : flags.data) {
     RETURN_IF_ERROR(AddDataDir(arg, &options.data_dirs));
   }

@@ -147,8 +147,10 @@ void PosixProcessLauncher::SignalProcess(pid_t pid, int sig) {
   if (pid > 1) ::kill(pid, sig);
 }
 
-std::optional<pid_t> PosixProcessLauncher::FindByArgument(
-    const std::string& argument) {
+std::map<std::string, pid_t> PosixProcessLauncher::FindByArguments(
+    const std::set<std::string>& arguments) {
+  std::map<std::string, pid_t> found;
+  if (arguments.empty()) return found;
   std::error_code ec;
   for (const std::filesystem::directory_entry& entry :
        std::filesystem::directory_iterator("/proc", ec)) {
@@ -161,11 +163,12 @@ std::optional<pid_t> PosixProcessLauncher::FindByArgument(
     std::string word;
     bool first = true;
     while (std::getline(in, word, '\0')) {
-      if (!first && word == argument) return pid;
+      if (!first && arguments.count(word) > 0) found.emplace(word, pid);
       first = false;
     }
+    if (found.size() == arguments.size()) break;
   }
-  return std::nullopt;
+  return found;
 }
 
 absl::StatusOr<uint64_t> PosixProcessLauncher::StartTime(pid_t pid) {

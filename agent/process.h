@@ -8,7 +8,9 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,10 +59,12 @@ class ProcessLauncher {
   // not lead a group). A process that no longer exists is not an error.
   virtual void SignalProcess(pid_t pid, int sig) = 0;
 
-  // A live process one of whose arguments (after argv[0]) is exactly
-  // `argument`, or nullopt: how an agent finds a rank that a launcher
-  // (mpirun, srun) started, by its unique --events-file path.
-  virtual std::optional<pid_t> FindByArgument(const std::string& argument) = 0;
+  // For each of `arguments`, a live process one of whose arguments (after
+  // argv[0]) is exactly it; arguments no process has are left out. How an
+  // agent finds the ranks a launcher (mpirun, srun) started, by their unique
+  // --events-file paths: one look at every process for all of them.
+  virtual std::map<std::string, pid_t> FindByArguments(
+      const std::set<std::string>& arguments) = 0;
 };
 
 // Real processes via fork/execve.
@@ -71,8 +75,10 @@ class PosixProcessLauncher final : public ProcessLauncher {
   void SignalGroup(pid_t pgid, int sig) override;
   absl::StatusOr<uint64_t> StartTime(pid_t pid) override;
   void SignalProcess(pid_t pid, int sig) override;
-  // Reads /proc/PID/cmdline of every process (those this user may read).
-  std::optional<pid_t> FindByArgument(const std::string& argument) override;
+  // Reads /proc/PID/cmdline of every process (those this user may read),
+  // once, stopping when every argument is found.
+  std::map<std::string, pid_t> FindByArguments(
+      const std::set<std::string>& arguments) override;
 };
 
 // Parses the start time (field 22) out of the text of /proc/PID/stat.

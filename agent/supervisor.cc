@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -112,15 +113,23 @@ int Supervisor::Reattach() {
       attempt.dir = layout.AttemptDir(key);
       attempt.checkpoint_dir =
           AttemptLayout::CheckpointDir(options_.node.checkpoint_root, key);
+      // A launcher run's ranks: those it followed, found or not.
+      const std::optional<FollowedRanks> followed = ReattachLaunch(attempt);
+      std::set<int> rank_ids;
+      if (followed)
+        rank_ids.insert(followed->ranks.begin(), followed->ranks.end());
       for (const fs::directory_entry& file :
            fs::directory_iterator(attempt_dir.path(), ec)) {
-        std::optional<int> rank_number = AttemptLayout::ParseRankFileName(
-            file.path().filename().string(), RankFile::kPid);
-        if (!rank_number) continue;
-        const int rank_id = *rank_number;
+        if (std::optional<int> rank_number = AttemptLayout::ParseRankFileName(
+                file.path().filename().string(), RankFile::kPid)) {
+          rank_ids.insert(*rank_number);
+        }
+      }
+      for (const int rank_id : rank_ids) {
         Rank rank;
         rank.paths = RankPaths(attempt.dir, rank_id);
         if (FileExists(rank.paths.done_path)) continue;
+        rank.followed = followed.has_value();
         rank.tailer = std::make_unique<EventTailer>(
             rank.paths.events_path, rank.paths.acked_path, key, rank_id);
         if (absl::Status loaded = rank.tailer->LoadAcked(); !loaded.ok()) {
@@ -139,19 +148,70 @@ int Supervisor::Reattach() {
           rank.running = true;
           LogInfo(absl::StrCat(Where(key, rank_id),
                                ": reattached to worker pid ", pid->pid));
+        } else if (rank.followed && absl::IsNotFound(pid.status())) {
+          // Its launcher had not started it yet: looked for again.
+          rank.running = true;
+          LogInfo(absl::StrCat(Where(key, rank_id), ": following again (",
+                               LauncherName(attempt.launcher),
+                               " had not started it yet)"));
         } else {
+          rank.ended_ms = clock_->NowMs();
           LogWarning(absl::StrCat(Where(key, rank_id),
                                   ": worker ended while the agent was down"));
         }
         attempt.ranks.push_back(std::move(rank));
         ++taken;
       }
-      if (!attempt.ranks.empty()) {
+      // A launcher that outlives its ranks is still stopped on cancel.
+      if (!attempt.ranks.empty() || attempt.launch_running) {
         attempts_.emplace(KeyOf(key), std::move(attempt));
       }
     }
   }
   return taken;
+}
+
+std::optional<FollowedRanks> Supervisor::ReattachLaunch(Attempt& attempt) {
+  const std::string dir = attempt.dir + "/";
+  absl::StatusOr<std::string> text = ReadFileToString(dir + kFollowedRanksFile);
+  if (!text.ok()) {
+    if (!absl::IsNotFound(text.status())) {
+      LogWarning(
+          absl::StrCat(Where(attempt.key), ": ", text.status().message()));
+    }
+    return std::nullopt;
+  }
+  absl::StatusOr<FollowedRanks> followed = ParseFollowedRanks(*text);
+  if (!followed.ok()) {
+    LogWarning(absl::StrCat(Where(attempt.key), ": ",
+                            followed.status().message(), " in ", dir));
+    return std::nullopt;
+  }
+  attempt.launcher = followed->launcher;
+  absl::StatusOr<PidRecord> pid = ReadPidFile(dir + kLauncherPidFile);
+  if (!pid.ok()) return *std::move(followed);  // not rank 0's node
+  attempt.owns_launch = true;
+  attempt.launch_process = *pid;
+  attempt.launch_stderr_path = dir + kLauncherStderr;
+  const std::string name(LauncherName(attempt.launcher));
+  absl::StatusOr<std::string> end = ReadFileToString(dir + kLauncherEndFile);
+  absl::StatusOr<LauncherEnd> known =
+      end.ok() ? ParseLauncherEnd(*end) : end.status();
+  if (known.ok()) {
+    attempt.launch_end = *known;
+    attempt.launch_ended_ms = clock_->NowMs();
+  } else if (IsSameProcessRunning(*pid, *processes_)) {
+    // Not this agent's child any more: seen ending by its pid, and its exit
+    // status stays unknown.
+    attempt.launch_running = true;
+    LogInfo(absl::StrCat(Where(attempt.key), ": reattached to ", name, " pid ",
+                         pid->pid));
+  } else {
+    LogWarning(absl::StrCat(Where(attempt.key), ": ", name,
+                            " ended while the agent was down"));
+    EndLaunch(attempt, std::nullopt);
+  }
+  return *std::move(followed);
 }
 
 std::vector<v1::AgentMessage> Supervisor::HandleAssignment(
@@ -315,13 +375,32 @@ std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
     if (!pid.ok()) return refuse_all(pid.status().message());
     attempt.owns_launch = true;
     attempt.launch_running = true;
+    attempt.launch_is_child = true;
     attempt.launch_process.pid = *pid;
     attempt.launch_process.start_time = processes_->StartTime(*pid).value_or(0);
     attempt.launch_stderr_path = launch->launch.stderr_path;
+    if (absl::Status written =
+            WritePidFile(absl::StrCat(plan.dir, "/", kLauncherPidFile),
+                         attempt.launch_process);
+        !written.ok()) {
+      LogWarning(absl::StrCat(Where(a.key()), ": ", written.message(),
+                              " (no reattach to ", name,
+                              " after an agent restart)"));
+    }
     LogInfo(absl::StrCat(Where(a.key()), ": started ", name, " pid ", *pid,
                          " for ", a.world_size(), " ranks on ",
                          a.launch_nodes_size(), " nodes (", launch->config_path,
                          ")"));
+  }
+  // Once started: what a restarted agent follows again.
+  const FollowedRanks followed{launcher, {a.ranks().begin(), a.ranks().end()}};
+  if (absl::Status written =
+          WriteFileAtomically(absl::StrCat(plan.dir, "/", kFollowedRanksFile),
+                              FormatFollowedRanks(followed));
+      !written.ok()) {
+    LogWarning(absl::StrCat(Where(a.key()), ": ", written.message(),
+                            " (its ranks are not followed again after an "
+                            "agent restart)"));
   }
   for (const RankPlan& rank_plan : plan.ranks) {
     Rank rank;
@@ -425,17 +504,35 @@ void Supervisor::HandleAcks(const v1::Acks& acks) {
 
 void Supervisor::CheckLaunch(Attempt& attempt) {
   if (!attempt.launch_running) return;
-  std::optional<ExitStatus> status =
-      processes_->TryWait(attempt.launch_process.pid);
-  if (!status) return;
+  std::optional<ExitStatus> status;
+  if (attempt.launch_is_child) {
+    status = processes_->TryWait(attempt.launch_process.pid);
+    if (!status) return;
+  } else if (IsSameProcessRunning(attempt.launch_process, *processes_)) {
+    return;
+  }
+  EndLaunch(attempt, status);
+}
+
+void Supervisor::EndLaunch(Attempt& attempt,
+                           const std::optional<ExitStatus>& status) {
   attempt.launch_running = false;
   attempt.launch_ended_ms = clock_->NowMs();
-  // Whatever it left in its group goes with it.
-  processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
+  // Whatever it left in its group goes with it. (Not after a reattach: the
+  // group of a launcher this agent did not reap may be another's by now.)
+  if (attempt.launch_is_child) {
+    processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
+  }
   attempt.launch_end = ClassifyLauncherExit(
-      attempt.launcher, *status,
+      attempt.launcher, status,
       ReadFileTail(attempt.launch_stderr_path, kStderrTailBytes),
       attempt.cancelling);
+  if (absl::Status written =
+          WriteFileAtomically(absl::StrCat(attempt.dir, "/", kLauncherEndFile),
+                              FormatLauncherEnd(*attempt.launch_end));
+      !written.ok()) {
+    LogWarning(absl::StrCat(Where(attempt.key), ": ", written.message()));
+  }
   const std::string name(LauncherName(attempt.launcher));
   if (!attempt.launch_end->cancelled.empty()) {
     LogWarning(
@@ -449,15 +546,29 @@ void Supervisor::CheckLaunch(Attempt& attempt) {
   }
 }
 
-void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank) {
+std::map<std::string, pid_t> Supervisor::FindUnfoundRanks() {
+  std::set<std::string> wanted;
+  for (const auto& [key, attempt] : attempts_) {
+    for (const Rank& rank : attempt.ranks) {
+      if (rank.followed && rank.running && rank.process.pid <= 0) {
+        wanted.insert(rank.paths.events_path);
+      }
+    }
+  }
+  if (wanted.empty()) return {};
+  return processes_->FindByArguments(wanted);
+}
+
+void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank,
+                               const std::map<std::string, pid_t>& found) {
   const int64_t now = clock_->NowMs();
   if (rank.process.pid > 0) {
     if (IsSameProcessRunning(rank.process, *processes_)) return;
-  } else if (std::optional<pid_t> pid =
-                 processes_->FindByArgument(rank.paths.events_path)) {
-    absl::StatusOr<uint64_t> start = processes_->StartTime(*pid);
+  } else if (auto it = found.find(rank.paths.events_path); it != found.end()) {
+    const pid_t pid = it->second;
+    absl::StatusOr<uint64_t> start = processes_->StartTime(pid);
     if (start.ok()) {
-      rank.process = PidRecord{*pid, *start};
+      rank.process = PidRecord{pid, *start};
       if (absl::Status written =
               WritePidFile(rank.paths.pid_path, rank.process);
           !written.ok()) {
@@ -466,7 +577,7 @@ void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank) {
                                 " (no reattach after an agent restart)"));
       }
       LogInfo(absl::StrCat(Where(attempt.key, rank.paths.rank),
-                           ": following worker pid ", *pid, " started by ",
+                           ": following worker pid ", pid, " started by ",
                            LauncherName(attempt.launcher)));
       // Cancelled before it showed up: it stops too.
       if (attempt.cancelling) SignalRank(rank, SIGTERM);
@@ -506,10 +617,11 @@ bool Supervisor::ReadyToReport(const Attempt& attempt, const Rank& rank) const {
   return now >= rank.ended_ms + kFollowerSettleMs;
 }
 
-void Supervisor::CheckExit(Attempt& attempt, Rank& rank) {
+void Supervisor::CheckExit(Attempt& attempt, Rank& rank,
+                           const std::map<std::string, pid_t>& found) {
   if (!rank.running) return;
   if (rank.followed) {
-    CheckFollowed(attempt, rank);
+    CheckFollowed(attempt, rank, found);
     return;
   }
   if (rank.is_child) {
@@ -565,6 +677,7 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
   std::vector<v1::Event> events;
   std::vector<v1::AgentMessage> exits;
   const int64_t now = clock_->NowMs();
+  const std::map<std::string, pid_t> found = FindUnfoundRanks();
   for (auto it = attempts_.begin(); it != attempts_.end();) {
     Attempt& attempt = it->second;
     CheckLaunch(attempt);
@@ -574,7 +687,7 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
     }
     bool all_done = !attempt.launch_running;
     for (Rank& rank : attempt.ranks) {
-      CheckExit(attempt, rank);
+      CheckExit(attempt, rank, found);
       if (attempt.cancelling && rank.running && !rank.killed &&
           rank.process.pid > 0 && now >= attempt.kill_deadline_ms) {
         LogWarning(absl::StrCat(Where(attempt.key, rank.paths.rank),

@@ -73,7 +73,9 @@ class Supervisor {
   // Scans the workdir for attempts of an earlier agent: a rank whose pid file
   // names a live process with the recorded start time is followed again; a
   // rank whose worker ended meanwhile is reported once its events are read.
-  // Returns how many ranks were taken up.
+  // A launcher run's ranks not found yet are looked for again, and rank 0's
+  // node reattaches to its launcher (agent/launcher.h). Returns how many
+  // ranks were taken up.
   int Reattach();
 
   // PHASE_RESERVE: reserves a port and answers PortReserved (or its error).
@@ -152,6 +154,9 @@ class Supervisor {
     Launcher launcher = Launcher::kAgent;
     bool owns_launch = false;
     bool launch_running = false;
+    // Started by this agent (waitpid); else reattached to after a restart
+    // (seen ending by its pid, its exit status unknown).
+    bool launch_is_child = false;
     PidRecord launch_process;
     std::string launch_stderr_path;
     int64_t launch_ended_ms = 0;
@@ -167,10 +172,25 @@ class Supervisor {
   std::vector<v1::AgentMessage> StartLauncherRun(const v1::Assignment& a,
                                                  Launcher launcher,
                                                  const AttemptPlan& plan);
-  // Reaps the launcher this agent started, once it ended.
+  // Reaps the launcher this agent started (or notes that the one it
+  // reattached to ended).
   void CheckLaunch(Attempt& attempt);
-  // Finds a followed rank's process, or notes that it ended.
-  void CheckFollowed(Attempt& attempt, Rank& rank);
+  // The launcher ended with `status` (nullopt: unknown): classifies and
+  // records how (kLauncherEndFile); kills what a launcher it started left in
+  // its group.
+  void EndLaunch(Attempt& attempt, const std::optional<ExitStatus>& status);
+  // Reattach of a launcher run's attempt folder: its launcher and the ranks
+  // this node follows (kFollowedRanksFile), and on rank 0's node the
+  // launcher (kLauncherPidFile) and how it ended, if it did
+  // (kLauncherEndFile). nullopt for an attempt the agent started itself.
+  std::optional<FollowedRanks> ReattachLaunch(Attempt& attempt);
+  // The processes of the followed ranks not found yet, by events path: one
+  // look at every process per Poll for all of them (none when no rank is
+  // looked for).
+  std::map<std::string, pid_t> FindUnfoundRanks();
+  // Finds a followed rank's process (among `found`), or notes that it ended.
+  void CheckFollowed(Attempt& attempt, Rank& rank,
+                     const std::map<std::string, pid_t>& found);
   // Whether an ended rank's exit can be reported now (see
   // kLauncherSettleMs).
   bool ReadyToReport(const Attempt& attempt, const Rank& rank) const;
@@ -183,7 +203,9 @@ class Supervisor {
   void Stop(Attempt& attempt, absl::string_view reason);
   // The kept rank `rank` of attempt `key`, or null.
   Rank* FindRank(const v1::AttemptKey& key, int rank);
-  void CheckExit(Attempt& attempt, Rank& rank);
+  // Notes whether a rank's worker ended; `found` as FindUnfoundRanks gave.
+  void CheckExit(Attempt& attempt, Rank& rank,
+                 const std::map<std::string, pid_t>& found);
   v1::WorkerExited ReportExit(Attempt& attempt, Rank& rank);
   // Marks a reported rank done once its exit and events are acknowledged;
   // rank 0's success removes the attempt's checkpoints first.

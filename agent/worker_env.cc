@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -28,6 +29,20 @@ bool IsEnvName(absl::string_view name) {
   });
 }
 
+bool IsInterfaceEnvName(absl::string_view name) {
+  return std::find(kInterfaceEnvNames.begin(), kInterfaceEnvNames.end(),
+                   name) != kInterfaceEnvNames.end();
+}
+
+std::vector<std::string> InterfaceEnv(const std::string& iface) {
+  std::vector<std::string> env;
+  if (iface.empty()) return env;
+  for (absl::string_view name : kInterfaceEnvNames) {
+    env.push_back(absl::StrCat(name, "=", iface));
+  }
+  return env;
+}
+
 bool IsAllowedWorkerEnvName(absl::string_view name) {
   if (std::find(kExactNames.begin(), kExactNames.end(), name) !=
       kExactNames.end()) {
@@ -46,20 +61,12 @@ std::vector<std::string> WorkerBaseEnv(
     const size_t eq = kv.find('=');
     if (eq == std::string::npos) continue;
     const absl::string_view name = absl::string_view(kv).substr(0, eq);
-    const bool replaced_by_iface =
-        !iface.empty() &&
-        std::find(kInterfaceEnvNames.begin(), kInterfaceEnvNames.end(), name) !=
-            kInterfaceEnvNames.end();
-    if (replaced_by_iface) continue;
+    if (!iface.empty() && IsInterfaceEnvName(name)) continue;  // replaced
     if (IsAllowedWorkerEnvName(name) || Contains(extra_names, name)) {
       env.push_back(kv);
     }
   }
-  if (!iface.empty()) {
-    for (absl::string_view name : kInterfaceEnvNames) {
-      env.push_back(absl::StrCat(name, "=", iface));
-    }
-  }
+  for (std::string& kv : InterfaceEnv(iface)) env.push_back(std::move(kv));
   return env;
 }
 

@@ -24,6 +24,12 @@ namespace hpcai500::agent {
 inline constexpr std::array<absl::string_view, 2> kInterfaceEnvNames = {
     "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"};
 
+// Whether `name` is one of kInterfaceEnvNames.
+bool IsInterfaceEnvName(absl::string_view name);
+
+// "NAME=iface" for each of kInterfaceEnvNames; none when `iface` is empty.
+std::vector<std::string> InterfaceEnv(const std::string& iface);
+
 // Whether `name` can name an environment variable for --env:
 // [A-Za-z_][A-Za-z0-9_]*.
 bool IsEnvName(absl::string_view name);

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,12 +53,17 @@ class FakeProcessLauncher final : public ProcessLauncher {
   void SignalProcess(pid_t pid, int sig) override {
     process_signals.emplace_back(pid, sig);
   }
-  std::optional<pid_t> FindByArgument(const std::string& argument) override {
-    auto it = by_argument.find(argument);
-    if (it == by_argument.end() || start_times.count(it->second) == 0) {
-      return std::nullopt;
+  std::map<std::string, pid_t> FindByArguments(
+      const std::set<std::string>& arguments) override {
+    ++process_scans;
+    std::map<std::string, pid_t> found;
+    for (const std::string& argument : arguments) {
+      auto it = by_argument.find(argument);
+      if (it != by_argument.end() && start_times.count(it->second) > 0) {
+        found.emplace(argument, it->second);
+      }
     }
-    return it->second;
+    return found;
   }
 
   bool fail_launch = false;
@@ -70,6 +76,7 @@ class FakeProcessLauncher final : public ProcessLauncher {
   // the test; live while in start_times).
   std::map<std::string, pid_t> by_argument;
   std::vector<std::pair<pid_t, int>> process_signals;
+  int process_scans = 0;  // calls of FindByArguments: looks at every process
 };
 
 // Attempt 1 of run `run`: a PHASE_START of `world` ranks of the

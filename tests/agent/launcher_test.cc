@@ -293,5 +293,44 @@ TEST(ClassifyLauncherExit, OurCancelOrAFailingRankIsNoSchedulerCancel) {
           .error.empty());
 }
 
+TEST(ClassifyLauncherExit, UnknownStatusOfAReattachedSrunStillTellsAScancel) {
+  EXPECT_FALSE(ClassifyLauncherExit(Launcher::kSrun, std::nullopt,
+                                    "*** STEP 1.2 ON a CANCELLED AT x ***\n",
+                                    false)
+                   .cancelled.empty());
+  const LauncherEnd end =
+      ClassifyLauncherExit(Launcher::kMpirun, std::nullopt, "", false);
+  EXPECT_TRUE(end.cancelled.empty());
+  EXPECT_TRUE(end.error.empty()) << "unknown, not a failure: " << end.error;
+}
+
+TEST(LauncherFiles, EndAndFollowedRanksReadBackAsWritten) {
+  LauncherEnd cancelled;
+  cancelled.cancelled = "the Slurm step was cancelled (scancel)";
+  absl::StatusOr<LauncherEnd> end =
+      ParseLauncherEnd(FormatLauncherEnd(cancelled));
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->cancelled, cancelled.cancelled);
+  LauncherEnd failed;
+  failed.error = "mpirun exited with code 1";
+  end = ParseLauncherEnd(FormatLauncherEnd(failed) + "\n");
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->error, failed.error);
+  EXPECT_TRUE(ParseLauncherEnd("ok").ok());
+  EXPECT_FALSE(ParseLauncherEnd("maybe").ok());
+
+  absl::StatusOr<FollowedRanks> followed =
+      ParseFollowedRanks(FormatFollowedRanks({Launcher::kSrun, {2, 3}}));
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_EQ(followed->launcher, Launcher::kSrun);
+  EXPECT_EQ(followed->ranks, (std::vector<int>{2, 3}));
+  for (const char* bad : {"", "srun", "agent 1", "srun -1", "mpirun x"}) {
+    absl::StatusOr<FollowedRanks> parsed = ParseFollowedRanks(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.status().message().find("launcher.ranks"),
+              std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace hpcai500::agent

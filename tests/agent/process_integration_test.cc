@@ -5,16 +5,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
-
-extern char** environ;
 
 #include "agent/supervisor.h"
 #include "agent/worker_env.h"
 #include "gtest/gtest.h"
 #include "tests/agent/test_util.h"
+
+extern char** environ;
 
 namespace hpcai500::agent {
 namespace {
@@ -184,6 +185,10 @@ TEST_F(ProcessIntegrationTest, WorkerSeesTheAllowlistedEnvironmentOnly) {
   ::setenv("SITE_LICENSE", "abc", 1);
   std::vector<std::string> agent_env;
   for (char** e = environ; *e != nullptr; ++e) agent_env.push_back(*e);
+  // Taken: gone again before any assertion can end the test.
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  ::unsetenv("NCCL_DEBUG");
+  ::unsetenv("SITE_LICENSE");
   StartSupervisor(WorkerBaseEnv(agent_env, {"SITE_LICENSE"}, "lo"));
   supervisor_->HandleAssignment(Start("environment"));
   std::vector<v1::AgentMessage> out = PollUntilExit();
@@ -198,9 +203,32 @@ TEST_F(ProcessIntegrationTest, WorkerSeesTheAllowlistedEnvironmentOnly) {
   }
   EXPECT_EQ(seen.find("AWS_SECRET_ACCESS_KEY"), std::string::npos) << seen;
   EXPECT_EQ(seen.find("hunter2"), std::string::npos) << seen;
-  ::unsetenv("AWS_SECRET_ACCESS_KEY");
-  ::unsetenv("NCCL_DEBUG");
-  ::unsetenv("SITE_LICENSE");
+}
+
+TEST_F(ProcessIntegrationTest, FindByArgumentsFindsProcessesByAnExactArgument) {
+  // A unique argument of this test's process: a sleep of 600.PID seconds.
+  const std::string unique = "600." + std::to_string(::getpid());
+  LaunchSpec spec;
+  spec.argv = {"/bin/sleep", unique};
+  spec.stdout_path = dir_.path() + "/out";
+  spec.stderr_path = dir_.path() + "/err";
+  absl::StatusOr<pid_t> pid = processes_.Launch(spec);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  std::map<std::string, pid_t> found;
+  // One look at every process for all three: the argument found, argv[0]
+  // and a prefix of the argument not.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        found = processes_.FindByArguments(
+            {unique, "/bin/sleep", unique.substr(0, unique.size() - 1)});
+        return found.count(unique) > 0;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(20)));
+  EXPECT_EQ(found, (std::map<std::string, pid_t>{{unique, *pid}}));
+  processes_.SignalGroup(*pid, SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return processes_.TryWait(*pid).has_value(); },
+                      std::chrono::seconds(10), std::chrono::milliseconds(20)));
+  EXPECT_TRUE(processes_.FindByArguments({unique}).empty());
 }
 
 TEST_F(ProcessIntegrationTest, MissingWorkerBinaryIsAStartError) {

@@ -66,6 +66,19 @@ class LauncherRunTest : public ::testing::Test {
     processes_.by_argument[RankFile(rank, ".events")] = pid;
     processes_.start_times[pid] = 9000 + pid;
   }
+  // Slurm kills the srun step (pid 100) that runs rank 0 (pid 4242): the
+  // rank ends without a final state, srun with 143 and slurmstepd's line.
+  // Returns the exits reported once the launch settled (none before).
+  std::vector<v1::WorkerExited> ScancelTheStep(Supervisor& supervisor) {
+    AppendToFile(dir_.path() + "/runs/9/attempt-1/launcher.stderr",
+                 "slurmstepd: error: *** STEP 77.1 ON node-a CANCELLED AT "
+                 "2026-12-03T17:00:00 ***\n");
+    processes_.start_times.erase(4242);
+    processes_.exits[100] = ExitStatus{128 + SIGTERM, 0};
+    EXPECT_TRUE(Exits(supervisor.Poll()).empty()) << "reported unsettled";
+    clock_.now_ms += kLauncherSettleMs;
+    return Exits(supervisor.Poll());
+  }
   v1::Cancel CancelOf(const v1::Assignment& a) {
     v1::Cancel cancel;
     *cancel.mutable_key() = a.key();
@@ -210,17 +223,101 @@ TEST_F(LauncherRunTest, ScancelledSrunStepReportsItsRanksCancelled) {
   EXPECT_EQ(processes_.launches[0].argv[1], "--jobid=77");
   LauncherStartsRank(0, 4242);
   supervisor->Poll();
-  // Slurm kills the step: the rank without a final state, srun with 143.
-  AppendToFile(dir_.path() + "/runs/9/attempt-1/launcher.stderr",
-               "slurmstepd: error: *** STEP 77.1 ON node-a CANCELLED AT "
-               "2026-12-03T17:00:00 ***\n");
-  processes_.start_times.erase(4242);
-  processes_.exits[100] = ExitStatus{128 + SIGTERM, 0};
-  EXPECT_TRUE(Exits(supervisor->Poll()).empty());  // settling
-  clock_.now_ms += kLauncherSettleMs;
-  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  std::vector<v1::WorkerExited> exits = ScancelTheStep(*supervisor);
   ASSERT_EQ(exits.size(), 1u);
   EXPECT_NE(exits[0].cancelled().find("scancel"), std::string::npos);
+}
+
+TEST_F(LauncherRunTest, UnfoundRanksAreLookedForInOneProcessScanPerPoll) {
+  auto supervisor = Make();
+  // This node holds ranks 1 and 2 of 3.
+  v1::Assignment a = SmokeStart(9, {1, 2}, 3);
+  a.mutable_spec()->set_launcher("mpirun");
+  a.set_node_rank(1);
+  EXPECT_TRUE(supervisor->HandleAssignment(a).empty());
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 1) << "one look for both ranks";
+  LauncherStartsRank(1, 4242);
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 2);
+  LauncherStartsRank(2, 4343);
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 3) << "rank 2 still to find";
+  absl::StatusOr<PidRecord> pid = ReadPidFile(RankFile(2, ".pid"));
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(pid->pid, 4343);
+  supervisor->Poll();
+  EXPECT_EQ(processes_.process_scans, 3) << "both found: no more looks";
+}
+
+TEST_F(LauncherRunTest, RestartedAgentKeepsTheScancelledVerdictOfItsReport) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start("srun", 0));
+  LauncherStartsRank(0, 4242);
+  supervisor->Poll();
+  ASSERT_EQ(ScancelTheStep(*supervisor).size(), 1u);
+
+  // Restarted before the coordinator acknowledged the exit: it is sent
+  // again, still cancelled (not a lost worker, which would be retried).
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Resend());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_NE(exits[0].cancelled().find("scancel"), std::string::npos)
+      << exits[0].DebugString();
+}
+
+TEST_F(LauncherRunTest, RestartedAgentReattachesToItsLauncherAndStopsIt) {
+  auto supervisor = Make();
+  const v1::Assignment a = Start("mpirun", 0);
+  supervisor->HandleAssignment(a);
+  const pid_t mpirun = 100;  // the fake's first pid
+  LauncherStartsRank(0, 4242);
+  supervisor->Poll();
+
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  processes_.signals.clear();
+  supervisor->HandleCancel(CancelOf(a));
+  EXPECT_EQ(processes_.signals, (Signals{{mpirun, SIGTERM}, {4242, SIGTERM}}));
+  // Not its child any more: seen ending by its pid.
+  processes_.start_times.erase(mpirun);
+  processes_.start_times.erase(4242);
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].rank(), 0);
+  EXPECT_EQ(supervisor->Running().size(), 1u) << "until acknowledged";
+}
+
+TEST_F(LauncherRunTest, RestartedAgentEndsRanksItsGoneLauncherNeverStarted) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start("mpirun", 0));
+  supervisor->Poll();                 // rank 0 not started yet
+  processes_.start_times.erase(100);  // mpirun died with the agent down
+
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_NE(exits[0].error().find("mpirun ended before rank 0 started"),
+            std::string::npos)
+      << exits[0].error();
+}
+
+TEST_F(LauncherRunTest, RestartedAgentStillFollowsARankNotStartedYet) {
+  auto supervisor = Make();
+  supervisor->HandleAssignment(Start("srun", 1));
+  supervisor->Poll();
+
+  supervisor = Make();
+  EXPECT_EQ(supervisor->Reattach(), 1);
+  LauncherStartsRank(1, 4242);
+  supervisor->Poll();
+  absl::StatusOr<PidRecord> pid = ReadPidFile(RankFile(1, ".pid"));
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  EXPECT_EQ(pid->pid, 4242);
+  ASSERT_EQ(supervisor->Running().size(), 1u);
+  EXPECT_EQ(supervisor->Running()[0].ranks_size(), 1);
 }
 
 TEST_F(LauncherRunTest, BadLaunchNodesAreRefusedWithoutStartingAnything) {

@@ -29,10 +29,12 @@ class MpirunLauncher : public ::testing::Test {
   void TearDown() override {
     if (HasFailure()) cluster_.KeepFiles();
     // mpirun and its ranks run in sessions of their own and outlive the
-    // agents: a run the test left behind is cancelled first.
+    // agents: a run the test left behind (queued, starting or running) is
+    // cancelled first.
     for (const std::string& run_id : runs_) {
-      if (cluster_.WaitForEnd(run_id, seconds(0)).find("RUNNING") !=
-          std::string::npos) {
+      const std::string state = cluster_.WaitForEnd(run_id, seconds(0));
+      if (state != "RUN_STATE_SUCCEEDED" && state != "RUN_STATE_FAILED" &&
+          state != "RUN_STATE_CANCELLED") {
         cluster_.Cli({"cancel", run_id});
         cluster_.WaitForEnd(run_id, seconds(30));
       }

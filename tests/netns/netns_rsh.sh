@@ -6,14 +6,16 @@
 set -eu
 while [ $# -gt 0 ]; do
   case "$1" in
-    -*) shift ;;  # ssh options mpirun may add (-x, -o ...)
+    # ssh options mpirun may add: those with a value, then flags (-x, -T).
+    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
+    -*) shift ;;
     *) break ;;
   esac
 done
 host=$1
 shift
 for ns in $(ip netns list | cut -d' ' -f1); do
-  if ip netns exec "$ns" ip -o -4 addr show | grep -q " inet $host/"; then
+  if ip netns exec "$ns" ip -o -4 addr show | grep -qF " inet $host/"; then
     exec ip netns exec "$ns" /bin/sh -c "$*"
   fi
 done

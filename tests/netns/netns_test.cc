@@ -26,163 +26,154 @@ using std::chrono::seconds;
 
 const char* const kNodes[NetnsLab::kHosts] = {"host-a", "host-b"};
 
-// Keeps the cluster's files when the test failed, also on a fatal failure;
-// declared after the cluster, so it runs first.
-class KeepFilesOnFailure {
- public:
-  explicit KeepFilesOnFailure(FaultCluster& cluster) : cluster_(cluster) {}
-  ~KeepFilesOnFailure() {
-    if (::testing::Test::HasFailure()) cluster_.KeepFiles();
+// The lab (or a skip saying why there is none) and a cluster on it; the
+// cluster's files are kept when the test failed.
+class AcrossHosts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string skip_reason, lab_error;
+    lab_ = NetnsLab::Make(&skip_reason, &lab_error);
+    if (lab_ == nullptr && !skip_reason.empty()) GTEST_SKIP() << skip_reason;
+    ASSERT_NE(lab_, nullptr) << lab_error;
+  }
+  void TearDown() override {
+    if (HasFailure()) cluster_.KeepFiles();
   }
 
- private:
-  FaultCluster& cluster_;
+  // hpcai500d on the bridge's address (not loopback, so --insecure: the
+  // test uses neither tokens nor TLS) and one agent per namespace, each with
+  // `agent_args` too.
+  void StartCluster(const std::vector<std::string>& agent_args = {}) {
+    cluster_.set_grpc_host(lab_->bridge_address());
+    ASSERT_TRUE(
+        cluster_.StartCoordinator({"--insecure", "--node-timeout-s", "5"}))
+        << "hpcai500d did not come up on " << cluster_.grpc_address();
+    for (int i = 0; i < NetnsLab::kHosts; ++i) {
+      cluster_.set_agent_prefix(kNodes[i], lab_->ExecPrefix(i));
+      std::vector<std::string> args = {"--address", lab_->address(i), "--iface",
+                                       lab_->iface(i)};
+      args.insert(args.end(), agent_args.begin(), agent_args.end());
+      ASSERT_TRUE(cluster_.StartAgent(kNodes[i], 1, args))
+          << kNodes[i] << " did not connect from " << lab_->ns(i);
+    }
+  }
+
+  // Submits a run over both hosts (`extra_yaml` appended to its spec).
+  // Returns its id ("" when submit failed).
+  std::string SubmitTwoNodeRun(const std::string& name,
+                               const std::string& extra_yaml = "") {
+    return cluster_.SubmitRun(name, /*seed=*/1, /*nodes=*/2, extra_yaml);
+  }
+
+  // Which host holds `rank` in `attempt` (-1 when none has its pid file).
+  int HostOfRank(const std::string& run_id, int attempt, int rank) {
+    for (int i = 0; i < NetnsLab::kHosts; ++i) {
+      if (cluster_.WorkerPid(kNodes[i], run_id, attempt, rank) > 0) return i;
+    }
+    return -1;
+  }
+
+  // Events of `attempt` the workers wrote (or, when acked_only, had
+  // acknowledged) that the store lacks, over both ranks.
+  int64_t Lost(const std::string& run_id, int attempt, bool acked_only) {
+    int64_t lost = 0;
+    for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
+      const int host = HostOfRank(run_id, attempt, rank);
+      if (host < 0) {
+        ADD_FAILURE() << "no host ran rank " << rank << " of attempt "
+                      << attempt;
+        continue;
+      }
+      lost +=
+          cluster_.LostEvents(kNodes[host], run_id, attempt, rank, acked_only);
+    }
+    return lost;
+  }
+
+  // Waits for `run_id` to end, then checks what a run that met no fault
+  // shows: succeeded on its first attempt over both hosts, `epochs` epochs,
+  // scored once, every event both ranks wrote stored once. Prints the
+  // summary line for `fault` and returns the run as `show` gives it.
+  nlohmann::json ExpectSucceededOnBothHosts(const std::string& run_id,
+                                            size_t epochs,
+                                            const std::string& fault) {
+    const std::string state = cluster_.WaitForEnd(run_id, seconds(300));
+    EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+    const nlohmann::json run = cluster_.ShowRun(run_id);
+    if (!run.is_object() || run["attempts"].size() != 1) {
+      ADD_FAILURE() << "expected one attempt: " << run.dump();
+      return run;
+    }
+    EXPECT_EQ(run["attempts"][0]["nodes"].size(), 2u) << run.dump();
+    EXPECT_EQ(run["epochs"].size(), epochs) << run.dump();
+    EXPECT_TRUE(run["score"].is_object()) << run.dump();
+    EXPECT_EQ(cluster_.CountResults(run_id), 1);
+    EXPECT_TRUE(
+        WaitFor([&] { return Lost(run_id, 1, false) == 0; }, seconds(30)));
+    const StoredEventCounts stored = cluster_.CountStoredEvents(run_id);
+    EXPECT_GT(stored.distinct, 20);
+    const int64_t twice = stored.rows - stored.distinct;
+    PrintFaultSummary(fault,
+                      "run " + state + ", result stored " +
+                          std::to_string(cluster_.CountResults(run_id)) + "x",
+                      Lost(run_id, 1, false), twice);
+    EXPECT_EQ(twice, 0);
+    return run;
+  }
+
+  // Declared before the cluster: the namespaces outlive its processes.
+  std::unique_ptr<NetnsLab> lab_;
+  FaultCluster cluster_;
 };
 
-// The lab, or a skip (or failure) saying why there is none.
-#define MAKE_LAB_OR_SKIP(lab)                                               \
-  std::string skip_reason, lab_error;                                       \
-  std::unique_ptr<NetnsLab> lab = NetnsLab::Make(&skip_reason, &lab_error); \
-  if (lab == nullptr && !skip_reason.empty()) GTEST_SKIP() << skip_reason;  \
-  ASSERT_NE(lab, nullptr) << lab_error
-
-// hpcai500d on the bridge's address (not loopback, so --insecure: the test
-// uses neither tokens nor TLS) and one agent per namespace, each with
-// `agent_args` too.
-void StartCluster(FaultCluster& cluster, const NetnsLab& lab,
-                  const std::vector<std::string>& agent_args = {}) {
-  cluster.set_grpc_host(lab.bridge_address());
-  ASSERT_TRUE(cluster.StartCoordinator({"--insecure", "--node-timeout-s", "5"}))
-      << "hpcai500d did not come up on " << cluster.grpc_address();
-  for (int i = 0; i < NetnsLab::kHosts; ++i) {
-    cluster.set_agent_prefix(kNodes[i], lab.ExecPrefix(i));
-    std::vector<std::string> args = {"--address", lab.address(i), "--iface",
-                                     lab.iface(i)};
-    args.insert(args.end(), agent_args.begin(), agent_args.end());
-    ASSERT_TRUE(cluster.StartAgent(kNodes[i], 1, args))
-        << kNodes[i] << " did not connect from " << lab.ns(i);
-  }
-}
-
-// Which host holds `rank` in `attempt` (-1 when none has its pid file).
-int HostOfRank(FaultCluster& cluster, const std::string& run_id, int attempt,
-               int rank) {
-  for (int i = 0; i < NetnsLab::kHosts; ++i) {
-    if (cluster.WorkerPid(kNodes[i], run_id, attempt, rank) > 0) return i;
-  }
-  return -1;
-}
-
-// Events of `attempt` the workers wrote (or, when acked_only, had
-// acknowledged) that the store lacks, over both ranks.
-int64_t Lost(FaultCluster& cluster, const std::string& run_id, int attempt,
-             bool acked_only) {
-  int64_t lost = 0;
-  for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
-    const int host = HostOfRank(cluster, run_id, attempt, rank);
-    if (host < 0) {
-      ADD_FAILURE() << "no host ran rank " << rank << " of attempt " << attempt;
-      continue;
-    }
-    lost += cluster.LostEvents(kNodes[host], run_id, attempt, rank, acked_only);
-  }
-  return lost;
-}
-
-TEST(AcrossHosts, TwoNodeRunBetweenNamespacesIsScored) {
-  MAKE_LAB_OR_SKIP(lab);
-  FaultCluster cluster;
-  KeepFilesOnFailure keep(cluster);
-  StartCluster(cluster, *lab);
+TEST_F(AcrossHosts, TwoNodeRunBetweenNamespacesIsScored) {
+  StartCluster();
   if (HasFatalFailure()) return;
-  const std::string run_id =
-      cluster.SubmitRun("across-hosts", /*seed=*/1, /*nodes=*/2);
+  const std::string run_id = SubmitTwoNodeRun("across-hosts");
   ASSERT_FALSE(run_id.empty());
-  const std::string state = cluster.WaitForEnd(run_id, seconds(300));
-  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
-  const nlohmann::json run = cluster.ShowRun(run_id);
-  ASSERT_EQ(run["attempts"].size(), 1u) << run.dump();
-  EXPECT_EQ(run["attempts"][0]["nodes"].size(), 2u) << run.dump();
-  EXPECT_EQ(run["epochs"].size(), 2u) << run.dump();
-  EXPECT_TRUE(run["score"].is_object()) << run.dump();
-  EXPECT_EQ(cluster.CountResults(run_id), 1);
-  ASSERT_TRUE(WaitFor([&] { return Lost(cluster, run_id, 1, false) == 0; },
-                      seconds(30)));
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  EXPECT_GT(stored.distinct, 20);
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary("none (2 nodes in 2 network namespaces over a bridge)",
-                    "run " + state + ", result stored " +
-                        std::to_string(cluster.CountResults(run_id)) + "x",
-                    Lost(cluster, run_id, 1, false), twice);
-  EXPECT_EQ(twice, 0);
+  ExpectSucceededOnBothHosts(
+      run_id, /*epochs=*/2,
+      "none (2 nodes in 2 network namespaces over a bridge)");
 }
 
-TEST(AcrossHosts, TwoNodeMpirunRunBetweenNamespacesIsScored) {
+TEST_F(AcrossHosts, TwoNodeMpirunRunBetweenNamespacesIsScored) {
   if (::access("/usr/bin/mpirun", X_OK) != 0) {
     GTEST_SKIP() << "no /usr/bin/mpirun (Debian's openmpi-bin)";
   }
-  MAKE_LAB_OR_SKIP(lab);
   // mpirun's daemons call home over the bridge's subnet, not loopback (the
   // agents pass OMPI_MCA_* on to mpirun).
-  const std::string& bridge = lab->bridge_address();
+  const std::string& bridge = lab_->bridge_address();
   const std::string subnet = bridge.substr(0, bridge.rfind('.')) + ".0/24";
   ::setenv("OMPI_MCA_oob_tcp_if_include", subnet.c_str(), 1);
-  FaultCluster cluster;
-  KeepFilesOnFailure keep(cluster);
-  StartCluster(cluster, *lab, {"--mpirun-rsh-agent", NETNS_RSH});
+  StartCluster({"--mpirun-rsh-agent", NETNS_RSH});
   ::unsetenv("OMPI_MCA_oob_tcp_if_include");
   if (HasFatalFailure()) return;
   const std::string run_id =
-      cluster.SubmitRun("across-hosts-mpirun", /*seed=*/1, /*nodes=*/2,
-                        "launcher: mpirun\nepochs: 1\n");
+      SubmitTwoNodeRun("across-hosts-mpirun", "launcher: mpirun\nepochs: 1\n");
   ASSERT_FALSE(run_id.empty());
-  const std::string state = cluster.WaitForEnd(run_id, seconds(300));
-  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
-  const nlohmann::json run = cluster.ShowRun(run_id);
-  ASSERT_EQ(run["attempts"].size(), 1u) << run.dump();
+  const nlohmann::json run = ExpectSucceededOnBothHosts(
+      run_id, /*epochs=*/1, "none (launcher mpirun over 2 network namespaces)");
   EXPECT_EQ(run["spec"].value("launcher", ""), "mpirun") << run.dump();
-  EXPECT_EQ(run["attempts"][0]["nodes"].size(), 2u) << run.dump();
-  EXPECT_EQ(run["epochs"].size(), 1u) << run.dump();
-  EXPECT_TRUE(run["score"].is_object()) << run.dump();
-  EXPECT_EQ(cluster.CountResults(run_id), 1);
   // Each agent found the rank mpirun started on its host (its pid file),
-  // and every event of both ranks is stored once.
-  EXPECT_GE(HostOfRank(cluster, run_id, 1, 0), 0);
-  EXPECT_GE(HostOfRank(cluster, run_id, 1, 1), 0);
-  ASSERT_TRUE(WaitFor([&] { return Lost(cluster, run_id, 1, false) == 0; },
-                      seconds(30)));
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  EXPECT_GT(stored.distinct, 20);
-  for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
-    EXPECT_GT(cluster.CountStoredKey(run_id, 1, "run_stop"), rank)
-        << "rank " << rank << "'s run_stop was not stored";
-  }
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary("none (launcher mpirun over 2 network namespaces)",
-                    "run " + state + ", result stored " +
-                        std::to_string(cluster.CountResults(run_id)) + "x",
-                    Lost(cluster, run_id, 1, false), twice);
-  EXPECT_EQ(twice, 0);
+  // and both ranks' run_stop is stored, once.
+  EXPECT_GE(HostOfRank(run_id, 1, 0), 0);
+  EXPECT_GE(HostOfRank(run_id, 1, 1), 0);
+  EXPECT_EQ(cluster_.CountStoredKey(run_id, 1, "run_stop"), 2);
 }
 
-TEST(AcrossHosts, LinkCutMidRunGivesANewAttemptAndTheCutAgentFences) {
-  MAKE_LAB_OR_SKIP(lab);
-  FaultCluster cluster;
-  KeepFilesOnFailure keep(cluster);
-  StartCluster(cluster, *lab);
+TEST_F(AcrossHosts, LinkCutMidRunGivesANewAttemptAndTheCutAgentFences) {
+  StartCluster();
   if (HasFatalFailure()) return;
-  const std::string run_id =
-      cluster.SubmitRun("link-cut", /*seed=*/1, /*nodes=*/2);
+  const std::string run_id = SubmitTwoNodeRun("link-cut");
   ASSERT_FALSE(run_id.empty());
   ASSERT_TRUE(WaitFor(
       // Both ranks train: each has begun its first epoch.
-      [&] { return cluster.CountStoredKey(run_id, 1, "epoch_start") >= 2; },
+      [&] { return cluster_.CountStoredKey(run_id, 1, "epoch_start") >= 2; },
       seconds(120)));
   // Cut the host of rank 1 (not the rendezvous host).
-  const int cut = HostOfRank(cluster, run_id, 1, 1);
+  const int cut = HostOfRank(run_id, 1, 1);
   ASSERT_GE(cut, 0);
-  const pid_t worker = cluster.WorkerPid(kNodes[cut], run_id, 1, 1);
+  const pid_t worker = cluster_.WorkerPid(kNodes[cut], run_id, 1, 1);
   ASSERT_GT(worker, 0);
   ASSERT_TRUE(ProcessAlive(worker));
   // What the agents had had acknowledged when the link went: all of it must
@@ -190,19 +181,19 @@ TEST(AcrossHosts, LinkCutMidRunGivesANewAttemptAndTheCutAgentFences) {
   // that is fenced by the time it can be sent: acknowledged and dropped.)
   int64_t acked_at_cut[NetnsLab::kHosts];
   for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
-    const int host = HostOfRank(cluster, run_id, 1, rank);
+    const int host = HostOfRank(run_id, 1, rank);
     ASSERT_GE(host, 0);
-    acked_at_cut[rank] = cluster.AckedSeq(kNodes[host], run_id, 1, rank);
+    acked_at_cut[rank] = cluster_.AckedSeq(kNodes[host], run_id, 1, rank);
   }
   const auto cut_at = std::chrono::steady_clock::now();
-  ASSERT_TRUE(lab->SetLink(cut, /*up=*/false));
+  ASSERT_TRUE(lab_->SetLink(cut, /*up=*/false));
 
   // The coordinator gives up on the host after the node timeout and requeues
   // the run (its attempt 2 waits for two nodes), and the host's agent,
   // hearing nothing, stops its worker by itself.
   ASSERT_TRUE(WaitFor(
       [&] {
-        const nlohmann::json run = cluster.ShowRun(run_id);
+        const nlohmann::json run = cluster_.ShowRun(run_id);
         return run.is_object() && !run["attempts"].empty() &&
                run["attempts"][0].value("state", "") == "requeued";
       },
@@ -213,29 +204,29 @@ TEST(AcrossHosts, LinkCutMidRunGivesANewAttemptAndTheCutAgentFences) {
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(worker); }, seconds(30)))
       << "the cut-off agent left its worker " << worker << " running";
   const bool fenced_while_cut = !ProcessAlive(worker);
-  const int64_t stored_before = cluster.CountStoredEvents(run_id, 1).rows;
+  const int64_t stored_before = cluster_.CountStoredEvents(run_id, 1).rows;
 
-  ASSERT_TRUE(lab->SetLink(cut, /*up=*/true));
-  const std::string state = cluster.WaitForEnd(run_id, seconds(300));
+  ASSERT_TRUE(lab_->SetLink(cut, /*up=*/true));
+  const std::string state = cluster_.WaitForEnd(run_id, seconds(300));
   EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
-  const nlohmann::json run = cluster.ShowRun(run_id);
+  const nlohmann::json run = cluster_.ShowRun(run_id);
   ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
   EXPECT_EQ(run["attempts"][0]["state"], "requeued") << run.dump();
   EXPECT_EQ(run["attempts"][1]["nodes"].size(), 2u) << run.dump();
-  EXPECT_EQ(cluster.CountResults(run_id), 1);
+  EXPECT_EQ(cluster_.CountResults(run_id), 1);
   const int64_t stale_stored =
-      cluster.CountStoredEvents(run_id, 1).rows - stored_before;
+      cluster_.CountStoredEvents(run_id, 1).rows - stored_before;
   EXPECT_EQ(stale_stored, 0) << "events of the fenced attempt were stored";
 
   // Attempt 1: what was acknowledged before the cut; attempt 2: everything.
-  ASSERT_TRUE(WaitFor([&] { return Lost(cluster, run_id, 2, false) == 0; },
-                      seconds(30)));
-  int64_t lost = Lost(cluster, run_id, 2, /*acked_only=*/false);
+  ASSERT_TRUE(
+      WaitFor([&] { return Lost(run_id, 2, false) == 0; }, seconds(30)));
+  int64_t lost = Lost(run_id, 2, /*acked_only=*/false);
   for (int rank = 0; rank < NetnsLab::kHosts; ++rank) {
-    lost += cluster.MissingUpTo(run_id, 1, rank, acked_at_cut[rank]);
+    lost += cluster_.MissingUpTo(run_id, 1, rank, acked_at_cut[rank]);
   }
   EXPECT_GT(acked_at_cut[0] + acked_at_cut[1], 0);
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
+  const StoredEventCounts stored = cluster_.CountStoredEvents(run_id);
   EXPECT_GT(stored.distinct, 20);
   const int64_t twice = stored.rows - stored.distinct;
   PrintFaultSummary(
@@ -243,7 +234,7 @@ TEST(AcrossHosts, LinkCutMidRunGivesANewAttemptAndTheCutAgentFences) {
       "requeued " + std::to_string(requeued_s) + " s after the cut, worker " +
           (fenced_while_cut ? "fenced by its cut-off agent" : "left running") +
           ", run " + state + " on attempt 2, result stored " +
-          std::to_string(cluster.CountResults(run_id)) + "x",
+          std::to_string(cluster_.CountResults(run_id)) + "x",
       lost, twice);
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(twice, 0);

@@ -11,15 +11,9 @@
 #   slurm_agents_test.sh SOURCE_DIR BIN_DIR
 set -euo pipefail
 
-SOURCE_DIR="$(realpath -- "$1")"
-BIN_DIR="$(realpath -- "$2")"
-
-# shellcheck source=tests/slurm/slurm_cluster.sh
-source "$SOURCE_DIR/tests/slurm/slurm_cluster.sh"
-slurm_require_binaries "$BIN_DIR"
-command -v jq >/dev/null || fail "jq not installed (scripts/install-deps.sh)"
-command -v sqlite3 >/dev/null ||
-  fail "sqlite3 not installed (scripts/install-deps.sh)"
+# shellcheck source=tests/slurm/slurm_test_prologue.sh
+source "$(dirname -- "$0")/slurm_test_prologue.sh" "$@"
+slurm_require_tools jq sqlite3
 # Two 1-CPU allocations side by side, whatever the machine has.
 SLURM_CPUS=4 slurm_cluster_start
 slurm_log_files=("$SCRATCH/hpcai500d.log" "$SCRATCH/agents-*.out"
@@ -67,20 +61,8 @@ stored_key() {
     run_id = $1 AND attempt = $2 AND line LIKE '%\"key\": \"$3\"%'"
 }
 
-cat >"$SCRATCH/smoke.yaml" <<EOF
-name: pilot-smoke
-workload: image_classification
-config: fashion_mnist_smoke
-level: system
-nodes: 1
-ranks_per_node: 1
-device: cpu
-batch_size: 64
-precision: fp32
-seed: 1
-system: slurm-pilot
-epochs: 1
-EOF
+slurm_write_smoke_spec "$SCRATCH/smoke.yaml" pilot-smoke slurm-pilot \
+  "ranks_per_node: 1" "epochs: 1"
 
 # 1. An allocation's agent registers, named and labelled after its job.
 job1="$(allocate)"
@@ -106,8 +88,8 @@ run1="$(sed -nE 's/^run ([0-9]+) succeeded$/\1/p' "$SCRATCH/run1.out")"
 # the agent's NODE-JOBID); squeue lists the step while it runs.
 [[ "$(node_field "$node1" '.labels.slurm_node')" == "$HOST" ]] ||
   fail "node $node1 lacks label slurm_node=$HOST"
-sed 's/^name: pilot-smoke$/name: pilot-srun\nlauncher: srun/' \
-  "$SCRATCH/smoke.yaml" >"$SCRATCH/srun.yaml"
+slurm_write_smoke_spec "$SCRATCH/srun.yaml" pilot-srun slurm-pilot \
+  "ranks_per_node: 1" "epochs: 1" "launcher: srun"
 run_srun="$(cli submit "$SCRATCH/srun.yaml" | tail -n 1)"
 [[ "$run_srun" =~ ^[0-9]+$ ]] || fail "submit printed no run id: $run_srun"
 steps_seen=""

@@ -7,34 +7,16 @@
 #   slurm_cancel_test.sh SOURCE_DIR BIN_DIR
 set -euo pipefail
 
-SOURCE_DIR="$(realpath -- "$1")"
-BIN_DIR="$(realpath -- "$2")"
-
-# shellcheck source=tests/slurm/slurm_cluster.sh
-source "$SOURCE_DIR/tests/slurm/slurm_cluster.sh"
-slurm_require_binaries "$BIN_DIR"
-command -v jq >/dev/null || fail "jq not installed (scripts/install-deps.sh)"
+# shellcheck source=tests/slurm/slurm_test_prologue.sh
+source "$(dirname -- "$0")/slurm_test_prologue.sh" "$@"
+slurm_require_tools jq
 slurm_cluster_start
 slurm_log_files=("$SCRATCH/job-*.out" "$SCRATCH/hpcai500-*/*.log")
 
-cat >"$SCRATCH/smoke.yaml" <<EOF
-name: slurm-cancel
-workload: image_classification
-config: fashion_mnist_smoke
-level: system
-nodes: 1
-ranks_per_node: 1
-device: cpu
-batch_size: 64
-precision: fp32
-seed: 1
-system: slurm-cpu
-epochs: 1
-EOF
+slurm_write_smoke_spec "$SCRATCH/smoke.yaml" slurm-cancel slurm-cpu \
+  "ranks_per_node: 1" "epochs: 1"
 
-export HPCAI500_BIN="$BIN_DIR"
-export HPCAI500_PORT=$((BASE_PORT + 2))
-export HPCAI500_HTTP="127.0.0.1:$((BASE_PORT + 3))"
+slurm_export_job_environment
 job="$(cd "$SCRATCH" && sbatch --parsable -N1 --time=8 \
   --output="$SCRATCH/job-%j.out" \
   "$SOURCE_DIR/deploy/slurm/hpcai500.sbatch" smoke.yaml)" || fail "sbatch failed"
@@ -67,11 +49,7 @@ grep -q "cancelling run $run" "$OUT" || fail "the job did not cancel run $run"
 
 # Read back from the job's database.
 DB="$STATE/hpcai500.db"
-"$BIN_DIR/hpcai500d" --grpc "$GRPC" --http "$HPCAI500_HTTP" --db "$DB" \
-  2>>"$SCRATCH/hpcai500d-after.log" &
-pids+=($!)
-wait_until 30 "$BIN_DIR/hpcai500" --coordinator "$GRPC" nodes >/dev/null 2>&1 ||
-  fail "hpcai500d did not start on $DB"
+slurm_serve_database "$DB"
 state="$("$BIN_DIR/hpcai500" --coordinator "$GRPC" show "$run" --json |
   jq -r .state)"
 [[ "$state" == "RUN_STATE_CANCELLED" ]] ||

@@ -9,35 +9,17 @@
 #   slurm_test.sh SOURCE_DIR BIN_DIR
 set -euo pipefail
 
-SOURCE_DIR="$(realpath -- "$1")"
-BIN_DIR="$(realpath -- "$2")"
-
-# shellcheck source=tests/slurm/slurm_cluster.sh
-source "$SOURCE_DIR/tests/slurm/slurm_cluster.sh"
-slurm_require_binaries "$BIN_DIR"
+# shellcheck source=tests/slurm/slurm_test_prologue.sh
+source "$(dirname -- "$0")/slurm_test_prologue.sh" "$@"
 slurm_cluster_start
 slurm_log_files=("$SCRATCH/job-*.out" "$SCRATCH/hpcai500-*/*.log")
 
 # The smoke benchmark on as many ranks as the node has CPUs, up to two.
 RANKS=$(($(nproc) >= 2 ? 2 : 1))
-cat >"$SCRATCH/smoke.yaml" <<EOF
-name: slurm-smoke
-workload: image_classification
-config: fashion_mnist_smoke
-level: system
-nodes: 1
-ranks_per_node: $RANKS
-device: cpu
-batch_size: 64
-precision: fp32
-seed: 1
-system: slurm-cpu
-EOF
+slurm_write_smoke_spec "$SCRATCH/smoke.yaml" slurm-smoke slurm-cpu \
+  "ranks_per_node: $RANKS"
 
-# sbatch exports this environment to the job.
-export HPCAI500_BIN="$BIN_DIR"
-export HPCAI500_PORT=$((BASE_PORT + 2))
-export HPCAI500_HTTP="127.0.0.1:$((BASE_PORT + 3))"
+slurm_export_job_environment
 status=0
 job="$(cd "$SCRATCH" && sbatch --parsable --wait -N1 --time=8 \
   --output="$SCRATCH/job-%j.out" \
@@ -61,12 +43,8 @@ grep -q "stopping" "$STATE/agent-$HOST.log" ||
 # The SQLite file outlives the job: a new coordinator reads the run from it.
 DB="$STATE/hpcai500.db"
 [[ -s "$DB" ]] || fail "$DB missing or empty"
-GRPC="127.0.0.1:$((BASE_PORT + 2))"
-"$BIN_DIR/hpcai500d" --grpc "$GRPC" --http "127.0.0.1:$((BASE_PORT + 3))" \
-  --db "$DB" 2>>"$SCRATCH/log/hpcai500d-after.log" &
-pids+=($!)
-wait_until 30 "$BIN_DIR/hpcai500" --coordinator "$GRPC" nodes >/dev/null 2>&1 ||
-  fail "hpcai500d did not start on $DB"
+slurm_serve_database "$DB"
+GRPC="127.0.0.1:$HPCAI500_PORT"
 shown="$("$BIN_DIR/hpcai500" --coordinator "$GRPC" show "$run" --json)" ||
   fail "hpcai500 show $run failed on $DB"
 grep -q '"RUN_STATE_SUCCEEDED"' <<<"$shown" ||
