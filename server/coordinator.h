@@ -282,10 +282,10 @@ class Coordinator final : public CoordinatorView {
     // The run's record when `key` is its current attempt, else null. Stays
     // valid while mu_ is held (runs_ is a std::map).
     RunRecord* record = nullptr;
-    // A late event of an attempt that lost its leaving node: stored, but
-    // no longer its run's news (record is null).
-    bool late = false;
-    EventRow row;  // the line, or empty with the reason it was refused
+    // The line, or empty with the reason it was refused; past_attempt for a
+    // late event of an attempt that lost its leaving node: stored, but no
+    // longer its run's news (record is null).
+    EventRow row;
     absl::StatusOr<EventLine> parsed;
   };
   // Checks an event against the node that sent it: nullopt (logged, never
@@ -295,7 +295,7 @@ class Coordinator final : public CoordinatorView {
   // event of a stale attempt or an ended run comes back with a null record:
   // it is fenced, acknowledged and never stored; unless a leaving node
   // delivers what its stopped workers wrote for an attempt it hosted
-  // (`late`): that is stored, as an honest record of that attempt.
+  // (`row.past_attempt`): that is stored, as an honest record of that attempt.
   std::optional<IncomingEvent> CheckEventLocked(const NodeState& node,
                                                 const v1::Event& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

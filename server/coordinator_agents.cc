@@ -250,7 +250,7 @@ void Coordinator::HandleEventsLocked(NodeState& node,
   for (const v1::Event& event : events.events()) {
     std::optional<IncomingEvent> checked = CheckEventLocked(node, event);
     if (!checked.has_value()) continue;
-    if (checked->record == nullptr && !checked->late) {
+    if (checked->record == nullptr && !checked->row.past_attempt) {
       acks.NoteFenced(checked->key, checked->row.rank, checked->row.seq);
       ++fenced;
       continue;
@@ -307,16 +307,16 @@ std::optional<Coordinator::IncomingEvent> Coordinator::CheckEventLocked(
                             ": that node does not host that rank, or seq < 1"));
     return std::nullopt;
   }
-  IncomingEvent incoming{key, record, false, EventRow{},
-                         ParseAgentEvent(event)};
+  // A pilot agent delivers what its stopped workers wrote after its
+  // Leaving already gave the run a new attempt.
+  bool past_attempt = false;
   if (record == nullptr && node.leaving && event.seq() >= 1) {
-    // A pilot agent delivers what its stopped workers wrote after its
-    // Leaving already gave the run a new attempt.
     auto run = runs_.find(key.run_id());
-    incoming.late =
+    past_attempt =
         run != runs_.end() &&
         run->second.HostedRank(key.attempt(), node.info.name(), event.rank());
   }
+  IncomingEvent incoming{key, record, EventRow{}, ParseAgentEvent(event)};
   const std::string error =
       incoming.parsed.ok() ? std::string()
                            : std::string(incoming.parsed.status().message());
@@ -329,7 +329,7 @@ std::optional<Coordinator::IncomingEvent> Coordinator::CheckEventLocked(
                           event.seq(),
                           error.empty() ? event.line() : std::string(),
                           error,
-                          incoming.late};
+                          past_attempt};
   return incoming;
 }
 
