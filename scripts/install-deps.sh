@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hpcai500 builds, runs and tests with, and the
-# npm packages of the browser tests (web/package-lock.json). Safe to run
-# twice: it only calls apt-get for packages that are missing, and npm ci only
-# when the lock file changed since the last install.
+# Python packages of scripts/requirements.txt (torch with the LibTorch the
+# worker builds against, torchvision, mlperf-logging, playwright) into the
+# checkout's virtual environment .venv. Safe to run twice: it only calls
+# apt-get for packages that are missing, and pip only when
+# scripts/requirements.txt changed since the last install.
 set -euo pipefail
 
 PACKAGES=(
@@ -12,11 +14,10 @@ PACKAGES=(
   ccache
   # CLI11: the one flag library of hpcai500d, the agent and the CLI.
   libcli11-dev
-  libtorch-dev libgloo-dev zlib1g-dev
-  # Debian's LibTorch calls the system BLAS for matrix products (linear
-  # layers): without this the reference BLAS, single-threaded and several
-  # times slower. The OpenMP build follows torch's thread count.
-  libopenblas0-openmp
+  # The virtual environment of scripts/requirements.txt. LibTorch comes from
+  # torch's wheel, which lacks the Gloo headers its ProcessGroupGloo.hpp
+  # includes: libgloo-dev has them.
+  python3 python3-venv libgloo-dev zlib1g-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost-dev libsqlite3-dev nlohmann-json3-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev
@@ -24,7 +25,8 @@ PACKAGES=(
   # sanitizer runtimes.
   clang-14 libclang-rt-14-dev
   dataset-fashion-mnist
-  libturbojpeg0-dev python3-torch python3-torchvision libhdf5-dev
+  libturbojpeg0-dev libhdf5-dev
+  # The browser tests drive it through Playwright's Python API.
   chromium
   # node --test runs the web pages' unit tests (web/*.test.js).
   nodejs
@@ -52,12 +54,6 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
-# npm ci below needs npm: Debian's nodejs ships without it (package npm),
-# while other builds of nodejs (NodeSource's) bring their own and conflict
-# with Debian's npm package, so ask for it only when the command is missing.
-if ! command -v npm >/dev/null; then
-  missing+=(npm)
-fi
 if ((${#missing[@]} > 0)); then
   echo "install-deps: installing ${missing[*]}"
   SUDO=""
@@ -67,12 +63,24 @@ if ((${#missing[@]} > 0)); then
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# playwright-core drives Debian's chromium in the browser tests
-# (tests/web/pages.browser.mjs); it downloads no browser of its own.
-WEB="$(cd "$(dirname "$0")/../web" && pwd)"
-STAMP="$WEB/node_modules/.installed-package-lock.json"
-if ! cmp -s "$WEB/package-lock.json" "$STAMP"; then
-  echo "install-deps: npm ci in web/"
-  (cd "$WEB" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$WEB/package-lock.json" "$STAMP"
+# LibTorch's CMake package needs the CUDA toolkit its wheel was built for
+# (13.0: nvcc, the runtime's headers); the build machines carry it, in
+# /usr/local/cuda unless CUDA_HOME or nvcc on PATH says otherwise.
+if ! command -v nvcc >/dev/null && [[ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]]; then
+  echo "install-deps: no CUDA toolkit (nvcc): LibTorch's CMake package needs" \
+       "CUDA 13.0's (see README, 'Set-up'); set CUDA_HOME to it" >&2
+  exit 1
+fi
+
+# The virtual environment: torch (and the LibTorch in it) pinned in one place.
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+VENV="$ROOT/.venv"
+REQUIREMENTS="$ROOT/scripts/requirements.txt"
+STAMP="$VENV/.installed-requirements.txt"
+if ! cmp -s "$REQUIREMENTS" "$STAMP"; then
+  echo "install-deps: pip install -r scripts/requirements.txt into .venv"
+  [[ -x "$VENV/bin/python3" ]] || python3 -m venv "$VENV"
+  "$VENV/bin/python3" -m pip install -q --disable-pip-version-check \
+    -r "$REQUIREMENTS"
+  cp "$REQUIREMENTS" "$STAMP"
 fi

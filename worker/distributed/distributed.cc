@@ -231,7 +231,7 @@ void GradientReducer::InitPowerSgd() {
 void GradientReducer::InstallHooks() {
   for (size_t k = 0; k < params_.size(); ++k) {
     if (!params_[k].requires_grad()) continue;
-    std::shared_ptr<torch::autograd::Node> accumulator =
+    AccumulatorPtr accumulator =
         torch::autograd::impl::grad_accumulator(params_[k]);
     hook_keys_.push_back(accumulator->add_post_hook(
         std::make_unique<torch::autograd::utils::LambdaPostHook>(

@@ -19,8 +19,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#include <utility>
 #include <vector>
 
 #include "worker/flags.h"
@@ -71,7 +72,8 @@ class Collectives {
   const int world_size_;
   const std::chrono::milliseconds timeout_;
   bool nccl_ = false;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  // ProcessGroupGloo and ProcessGroupNCCL are c10d Backends (LibTorch 2.0 on).
+  c10::intrusive_ptr<c10d::Backend> group_;
 };
 
 // Model state across the ranks of `collectives` (borrowed for the call).
@@ -192,7 +194,11 @@ class GradientReducer {
   const bool active_;  // world > 1
   std::vector<std::vector<size_t>> buckets_;
   std::vector<size_t> bucket_of_;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  // What grad_accumulator() returns: a shared_ptr up to LibTorch 2.13, an
+  // intrusive pointer from 2.14.
+  using AccumulatorPtr = decltype(torch::autograd::impl::grad_accumulator(
+      std::declval<const torch::Tensor&>()));
+  std::vector<AccumulatorPtr> accumulators_;
   std::vector<uintptr_t> hook_keys_;
 
   mutable std::mutex mu_;

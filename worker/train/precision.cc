@@ -36,23 +36,19 @@ bool AutocastEnabled(Precision precision, const torch::Device& device) {
 AutocastScope::AutocastScope(Precision precision, const torch::Device& device)
     : enabled_(AutocastEnabled(precision, device)), cuda_(device.is_cuda()) {
   if (!enabled_) return;
+  // The per-device calls of LibTorch 2.4 on (the CPU- and GPU-named ones
+  // they replace are deprecated and warn).
   const auto dtype = precision == Precision::kBf16 ? at::kBFloat16 : at::kHalf;
-  if (cuda_) {
-    at::autocast::set_autocast_gpu_dtype(dtype);
-    at::autocast::set_enabled(true);
-  } else {
-    at::autocast::set_autocast_cpu_dtype(dtype);
-    at::autocast::set_cpu_enabled(true);
-  }
+  const c10::DeviceType type =
+      cuda_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+  at::autocast::set_autocast_dtype(type, dtype);
+  at::autocast::set_autocast_enabled(type, true);
 }
 
 AutocastScope::~AutocastScope() {
   if (!enabled_) return;
-  if (cuda_) {
-    at::autocast::set_enabled(false);
-  } else {
-    at::autocast::set_cpu_enabled(false);
-  }
+  at::autocast::set_autocast_enabled(
+      cuda_ ? c10::DeviceType::CUDA : c10::DeviceType::CPU, false);
   at::autocast::clear_cache();
 }
 

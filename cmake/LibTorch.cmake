@@ -1,0 +1,61 @@
+# The one LibTorch hpcai500 builds against: the one inside PyPI's torch,
+# pinned in scripts/requirements.txt and installed by scripts/install-deps.sh
+# into the checkout's virtual environment (.venv). A CUDA build: the worker's
+# NCCL, CUDA autocast and loss-scaling code compile on every build, and the
+# same binary runs on a machine without a GPU.
+#
+# Sets Torch_VERSION, TORCH_LIBRARIES and TORCH_CUDA_LIBRARIES (through
+# TorchConfig.cmake), HPCAI500_TORCH_CXX_STANDARD (the C++ standard that
+# LibTorch's CMake package asks for; the project builds with it) and
+# GLOO_INCLUDE_DIR. Another LibTorch: -DTorch_DIR=... or
+# -DHPCAI500_PYTHON=/path/to/python (a warning says when its version is not
+# the pinned one). docs/design.md, "One LibTorch", says how to move the pin.
+set(HPCAI500_PYTHON "${PROJECT_SOURCE_DIR}/.venv/bin/python3" CACHE FILEPATH
+    "The Python whose torch package holds the LibTorch to build against")
+
+file(STRINGS ${PROJECT_SOURCE_DIR}/scripts/requirements.txt hpcai500_pins
+     REGEX "^torch==")
+string(REGEX REPLACE "^torch==" "" HPCAI500_PINNED_TORCH "${hpcai500_pins}")
+
+if(NOT Torch_DIR)
+  if(NOT EXISTS "${HPCAI500_PYTHON}")
+    message(FATAL_ERROR
+      "No LibTorch: ${HPCAI500_PYTHON} does not exist. scripts/install-deps.sh "
+      "makes .venv with torch==${HPCAI500_PINNED_TORCH}; or pass "
+      "-DHPCAI500_PYTHON=<a python with torch> or -DTorch_DIR=<.../Torch>.")
+  endif()
+  execute_process(
+    COMMAND "${HPCAI500_PYTHON}" -c
+            "import torch.utils; print(torch.utils.cmake_prefix_path)"
+    OUTPUT_VARIABLE hpcai500_torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_VARIABLE hpcai500_torch_error RESULT_VARIABLE hpcai500_torch_failed)
+  if(hpcai500_torch_failed)
+    message(FATAL_ERROR "No LibTorch: ${HPCAI500_PYTHON} cannot import torch: "
+                        "${hpcai500_torch_error}")
+  endif()
+  set(Torch_DIR "${hpcai500_torch_prefix}/Torch" CACHE PATH
+      "LibTorch's CMake package (from ${HPCAI500_PYTHON})")
+endif()
+
+# TorchConfig.cmake looks for the CUDA toolkit (nvcc, cudart, NVTX) itself
+# when its LibTorch was built with CUDA.
+find_package(Torch REQUIRED)
+if(HPCAI500_PINNED_TORCH AND NOT Torch_VERSION VERSION_EQUAL HPCAI500_PINNED_TORCH)
+  message(WARNING "LibTorch ${Torch_VERSION} (${Torch_DIR}): hpcai500 is built "
+                  "and tested with ${HPCAI500_PINNED_TORCH} "
+                  "(scripts/requirements.txt)")
+endif()
+
+get_target_property(HPCAI500_TORCH_CXX_STANDARD torch CXX_STANDARD)
+if(NOT HPCAI500_TORCH_CXX_STANDARD OR HPCAI500_TORCH_CXX_STANDARD LESS 17)
+  set(HPCAI500_TORCH_CXX_STANDARD 17)
+endif()
+
+# The wheel ships ProcessGroupGloo.hpp but not the Gloo headers it includes:
+# Debian's libgloo-dev has them (its Store lacks Gloo's newer "v2" calls,
+# which the header leaves out unless GLOO_STORE_HAS_STORE_V2 is defined).
+find_path(GLOO_INCLUDE_DIR gloo/algorithm.h)
+if(NOT GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "Gloo's headers (gloo/algorithm.h) are missing: "
+                      "apt-get install libgloo-dev, or -DGLOO_INCLUDE_DIR=...")
+endif()
