@@ -7,34 +7,32 @@
 #
 #   docker build -f deploy/containers/worker.Dockerfile -t hpcai500-worker .
 #
-# LibTorch is the one inside the CUDA build of pip's torch (its
-# TorchConfig.cmake carries the C++ ABI flag; from torch 2.7 on it is the
-# cxx11 ABI), in a virtual environment at /opt/torch, kept at the same path
-# in the runtime stage so the worker's RPATH finds it. Change the versions
-# together: TORCH_VERSION must exist for TORCH_INDEX's CUDA, and the CUDA
-# images should match that CUDA.
-ARG CUDA_DEVEL_IMAGE=nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04
-ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04
-ARG TORCH_VERSION=2.7.1
-ARG TORCH_INDEX=https://download.pytorch.org/whl/cu126
+# LibTorch is the one inside PyPI's torch at the version pinned in
+# scripts/requirements.txt (a CUDA 13.0 build), in a virtual environment at
+# /opt/torch, kept at the same path in the runtime stage so the worker's
+# RPATH finds it. The CUDA images match the wheel's CUDA (13.0); CI builds
+# with the same cmake/LibTorch.cmake lines (docs/design.md, "One LibTorch").
+ARG CUDA_DEVEL_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04
+ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04
 
-# The CUDA + LibTorch base: the CUDA toolkit and cuDNN from NVIDIA's image,
-# LibTorch from the CUDA torch wheel.
+# The CUDA + LibTorch base: the CUDA toolkit from NVIDIA's image (LibTorch's
+# CMake package looks for nvcc), LibTorch and its CUDA libraries from the
+# torch wheel.
 FROM ${CUDA_DEVEL_IMAGE} AS libtorch
-ARG TORCH_VERSION
-ARG TORCH_INDEX
+COPY scripts/requirements.txt /tmp/requirements.txt
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
       --no-install-recommends python3 python3-venv \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/torch \
     && /opt/torch/bin/pip install --no-cache-dir \
-         "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
+         "$(grep '^torch==' /tmp/requirements.txt)"
 
 FROM libtorch AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# libgloo-dev only where the wheel ships no Gloo headers (below); zlib is
-# required, libjpeg-turbo (JPEG folders) and HDF5 (Extreme Weather) are
-# optional features the worker builds with when found.
+# libgloo-dev: the Gloo headers the wheel's ProcessGroupGloo.hpp includes
+# (the wheel ships none); zlib is required, libjpeg-turbo (JPEG folders) and
+# HDF5 (Extreme Weather) are optional features the worker builds with when
+# found.
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
       --no-install-recommends build-essential cmake ninja-build \
       zlib1g-dev libturbojpeg0-dev libhdf5-dev libgloo-dev \
@@ -42,15 +40,10 @@ RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 WORKDIR /src
 COPY . .
 # The worker alone (-DHPCAI500_WORKER_ONLY=ON: no gRPC, abseil or protobuf),
-# as bench/gpu.sh builds it: the wheel's cmake prefix, and its own Gloo
-# headers when it has them (they must match the Gloo inside LibTorch).
-RUN TORCH_PREFIX=$(/opt/torch/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)') \
-    && TORCH_INCLUDE=$(/opt/torch/bin/python -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "include"))') \
-    && GLOO=() \
-    && if [ -f "$TORCH_INCLUDE/gloo/algorithm.h" ]; then GLOO=("-DGLOO_INCLUDE_DIR=$TORCH_INCLUDE"); fi \
-    && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-         -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -DHPCAI500_WORKER_ONLY=ON \
-         -DHPCAI500_BUILD_TESTS=OFF "${GLOO[@]}" \
+# found through the venv's python as in CI (cmake/LibTorch.cmake).
+RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DHPCAI500_PYTHON=/opt/torch/bin/python3 -DHPCAI500_WORKER_ONLY=ON \
+         -DHPCAI500_BUILD_TESTS=OFF \
     && cmake --build build --target hpcai500-worker \
     && deploy/containers/runtime-packages.sh build/bin/hpcai500-worker > /runtime-packages
 
