@@ -59,3 +59,25 @@ if(NOT GLOO_INCLUDE_DIR)
   message(FATAL_ERROR "Gloo's headers (gloo/algorithm.h) are missing: "
                       "apt-get install libgloo-dev, or -DGLOO_INCLUDE_DIR=...")
 endif()
+
+# LibTorch's headers are most of a worker file's compile time: with 2.11,
+# torch/torch.h costs about 65 s of CPU a file, 15 s once precompiled (the
+# precompiled header itself about 90 s). hpcai500_torch_pch() makes the one
+# target that precompiles them; hpcai500_reuse_torch_pch(TARGET...) has
+# each target that compiles against LibTorch reuse it. They share the
+# project's compile options (a target with other language flags would make
+# GCC ignore the header, -Winvalid-pch says so).
+function(hpcai500_torch_pch)
+  add_library(hpcai500_torch_pch OBJECT
+              ${PROJECT_SOURCE_DIR}/cmake/torch_pch.cc)
+  target_link_libraries(hpcai500_torch_pch PRIVATE ${TORCH_LIBRARIES})
+  target_compile_options(hpcai500_torch_pch PRIVATE -Winvalid-pch)
+  target_precompile_headers(hpcai500_torch_pch PRIVATE <torch/torch.h>)
+endfunction()
+
+function(hpcai500_reuse_torch_pch)
+  foreach(target IN LISTS ARGN)
+    target_precompile_headers(${target} REUSE_FROM hpcai500_torch_pch)
+    target_compile_options(${target} PRIVATE -Winvalid-pch)
+  endforeach()
+endfunction()

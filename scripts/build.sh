@@ -9,6 +9,9 @@ BUILD="${HPCAI500_BUILD_DIR:-$ROOT/build}"
 # ccache keys on paths relative to the checkout, so a fresh clone elsewhere
 # (CI) reuses what an earlier build of the same sources compiled.
 export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
+# LibTorch's precompiled header (cmake/LibTorch.cmake): ccache caches the
+# files that use it only when told to trust its macros and times.
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 LAUNCHER=()
 if command -v ccache >/dev/null; then
   LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

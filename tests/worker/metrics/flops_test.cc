@@ -164,11 +164,11 @@ TEST(FlopCounter, ResNetSmallCountsEveryConvolutionAndTheClassifier) {
 TEST(FlopCounter, CountsUnderBf16Autocast) {
   torch::NoGradGuard no_grad;
   torch::nn::Conv2d conv(torch::nn::Conv2dOptions(2, 4, 3).bias(false));
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  at::autocast::set_cpu_enabled(true);
+  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCPU, true);
   const torch::Tensor x = torch::zeros({1, 2, 5, 5});
   const FlopCount c = Count([&] { conv(x); });
-  at::autocast::set_cpu_enabled(false);
+  at::autocast::set_autocast_enabled(at::kCPU, false);
   at::autocast::clear_cache();
   EXPECT_DOUBLE_EQ(c.flops, 2.0 * (2 * 9) * (4 * 3 * 3));
   // The casts autocast inserts run inside the convolution: not "other".
