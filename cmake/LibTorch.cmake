@@ -61,13 +61,19 @@ if(NOT GLOO_INCLUDE_DIR)
 endif()
 
 # LibTorch's headers are most of a worker file's compile time: with 2.11,
-# torch/torch.h costs about 65 s of CPU a file, 15 s once precompiled (the
-# precompiled header itself about 90 s). hpcai500_torch_pch() makes the one
+# one file took 65 s of CPU with torch/torch.h parsed and 15 s with it
+# precompiled (a loaded 2-core machine; the header itself took 93 s). hpcai500_torch_pch() makes the one
 # target that precompiles them; hpcai500_reuse_torch_pch(TARGET...) has
 # each target that compiles against LibTorch reuse it. They share the
 # project's compile options (a target with other language flags would make
-# GCC ignore the header, -Winvalid-pch says so).
+# GCC ignore the header, -Winvalid-pch says so). The header is built
+# before any file that uses it, so on many cores (bench/gpu.sh) building
+# without it is faster: -DHPCAI500_TORCH_PCH=OFF.
+option(HPCAI500_TORCH_PCH "Precompile LibTorch's headers" ON)
 function(hpcai500_torch_pch)
+  if(NOT HPCAI500_TORCH_PCH)
+    return()
+  endif()
   add_library(hpcai500_torch_pch OBJECT
               ${PROJECT_SOURCE_DIR}/cmake/torch_pch.cc)
   target_link_libraries(hpcai500_torch_pch PRIVATE ${TORCH_LIBRARIES})
@@ -76,6 +82,9 @@ function(hpcai500_torch_pch)
 endfunction()
 
 function(hpcai500_reuse_torch_pch)
+  if(NOT HPCAI500_TORCH_PCH)
+    return()
+  endif()
   foreach(target IN LISTS ARGN)
     target_precompile_headers(${target} REUSE_FROM hpcai500_torch_pch)
     target_compile_options(${target} PRIVATE -Winvalid-pch)

@@ -47,7 +47,7 @@ struct Trained {
     for (const torch::Tensor& p : model->parameters()) {
       auto& state =
           static_cast<torch::optim::SGDParamState&>(*optimizer->state().at(
-              c10::guts::to_string(p.unsafeGetTensorImpl())));
+              p.unsafeGetTensorImpl()));
       out.push_back(state.momentum_buffer());
     }
     return out;
