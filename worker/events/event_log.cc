@@ -91,6 +91,23 @@ std::string_view EventTypeName(EventType type) {
   return "POINT_IN_TIME";
 }
 
+// `file` as seen from the repository's root. The compiler spells every
+// source file's path the same way (absolute, or relative to the build
+// folder when ccache rewrites it), so whatever precedes this file's own
+// path in its __FILE__ is the root's spelling; a path not under it is kept.
+std::string_view FromRepositoryRoot(std::string_view file) {
+  static const std::string_view root = [] {
+    constexpr std::string_view kSelf = "worker/events/event_log.cc";
+    const std::string_view self = __FILE__;
+    return self.size() >= kSelf.size() &&
+                   self.substr(self.size() - kSelf.size()) == kSelf
+               ? self.substr(0, self.size() - kSelf.size())
+               : std::string_view();
+  }();
+  if (file.substr(0, root.size()) == root) file.remove_prefix(root.size());
+  return file;
+}
+
 }  // namespace
 
 int64_t EventLog::SystemClockMs() {
@@ -132,11 +149,10 @@ EventLog::~EventLog() {
 std::string EventLog::FormatLine(int64_t time_ms, EventType type,
                                  std::string_view key,
                                  std::string_view value_json, int64_t seq,
-                                 int rank, const JsonMembers& metadata) {
-  // "file" is part of the line format every consumer and fixture knows
-  // (docs/events.md), not a source location: it stays as it was written.
-  JsonMembers meta = {{"file", JsonString("worker/engine.cc")},
-                      {"lineno", "0"},
+                                 int rank, const JsonMembers& metadata,
+                                 SourceLine where) {
+  JsonMembers meta = {{"file", JsonString(FromRepositoryRoot(where.file))},
+                      {"lineno", JsonInt(where.line)},
                       {event_keys::kMetaSeq, JsonInt(seq)},
                       {event_keys::kMetaRank, JsonInt(rank)}};
   meta.insert(meta.end(), metadata.begin(), metadata.end());
@@ -150,10 +166,11 @@ std::string EventLog::FormatLine(int64_t time_ms, EventType type,
 }
 
 void EventLog::Emit(EventType type, std::string_view key,
-                    std::string_view value_json, const JsonMembers& metadata) {
+                    std::string_view value_json, const JsonMembers& metadata,
+                    SourceLine where) {
   std::lock_guard<std::mutex> lock(mu_);
-  const std::string line =
-      FormatLine(clock_(), type, key, value_json, next_seq_, rank_, metadata);
+  const std::string line = FormatLine(clock_(), type, key, value_json,
+                                      next_seq_, rank_, metadata, where);
   if (line.size() > kMaxLineBytes) {
     throw std::runtime_error("event " + std::string(key) + " is " +
                              std::to_string(line.size()) +

@@ -33,6 +33,20 @@ std::string JsonDouble(double v);
 std::string JsonObject(const JsonMembers& members);
 inline constexpr std::string_view kJsonNull = "null";
 
+// Where an event was logged, for the line's "file" and "lineno" metadata (as
+// MLPerf's mllog names its caller). Here()'s default arguments are evaluated
+// where the outermost call is written, so a parameter
+// `SourceLine where = SourceLine::Here()` names the caller's line. `file` is
+// as the compiler spelled it; the line shows it from the repository root.
+struct SourceLine {
+  static SourceLine Here(const char* file = __builtin_FILE(),
+                         int line = __builtin_LINE()) {
+    return SourceLine{file, line};
+  }
+  const char* file = "";
+  int line = 0;
+};
+
 enum class EventType { kPointInTime, kIntervalStart, kIntervalEnd };
 
 // The longest line docs/events.md allows, "\n" included.
@@ -56,17 +70,20 @@ class EventLog {
   EventLog& operator=(const EventLog&) = delete;
 
   // Appends one line with the next seq (1, 2, ...). `value_json` is rendered
-  // JSON; `metadata` members follow file, lineno, seq and rank. Throws
-  // std::runtime_error when the line exceeds kMaxLineBytes or the file write
-  // fails; a failed line does not consume a seq.
+  // JSON; `metadata` members follow file and lineno (`where`, by default the
+  // caller), seq and rank. Throws std::runtime_error when the line exceeds
+  // kMaxLineBytes or the file write fails; a failed line does not consume a
+  // seq.
   void Emit(EventType type, std::string_view key, std::string_view value_json,
-            const JsonMembers& metadata = {});
+            const JsonMembers& metadata = {},
+            SourceLine where = SourceLine::Here());
 
   // Renders one line (with its trailing "\n") without writing it.
   static std::string FormatLine(int64_t time_ms, EventType type,
                                 std::string_view key,
                                 std::string_view value_json, int64_t seq,
-                                int rank, const JsonMembers& metadata);
+                                int rank, const JsonMembers& metadata,
+                                SourceLine where);
 
   // The seq the next Emit() will use.
   int64_t next_seq() const {

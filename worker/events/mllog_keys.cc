@@ -4,8 +4,9 @@ namespace hpcai500::worker {
 
 namespace {
 
-void Point(EventLog& log, std::string_view key, std::string_view value) {
-  log.Emit(EventType::kPointInTime, key, value);
+void Point(EventLog& log, std::string_view key, std::string_view value,
+           SourceLine where = SourceLine::Here()) {
+  log.Emit(EventType::kPointInTime, key, value, /*metadata=*/{}, where);
 }
 
 }  // namespace

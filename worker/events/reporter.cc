@@ -8,8 +8,9 @@
 namespace hpcai500::worker {
 
 void RunReporter::Point(std::string_view key, std::string_view value,
-                        EventType type, const JsonMembers& metadata) {
-  log_->Emit(type, key, value, metadata);
+                        EventType type, const JsonMembers& metadata,
+                        SourceLine where) {
+  log_->Emit(type, key, value, metadata, where);
 }
 
 void RunReporter::ForwardFlopsPerSample(double flops_per_sample) {
@@ -93,14 +94,16 @@ void RunReporter::RunSuccess() {
         {{event_keys::kMetaStatus, JsonString(event_keys::kStatusSuccess)}});
 }
 
-void ReportAbort(EventLog* log, int rank, const std::string& reason) {
+void ReportAbort(EventLog* log, int rank, const std::string& reason,
+                 SourceLine where) {
   std::fprintf(stderr, "hpcai500-worker rank %d: aborted: %s\n", rank,
                reason.c_str());
   try {
     log->Emit(
         EventType::kIntervalEnd, event_keys::kRunStop, kJsonNull,
         {{event_keys::kMetaStatus, JsonString(event_keys::kStatusAborted)},
-         {event_keys::kMetaReason, JsonString(reason)}});
+         {event_keys::kMetaReason, JsonString(reason)}},
+        where);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hpcai500-worker rank %d: cannot write run_stop: %s\n",
                  rank, e.what());

@@ -52,10 +52,11 @@ class RunReporter {
   // Borrows `log` for the reporter's lifetime.
   explicit RunReporter(EventLog* log) : log_(log) {}
 
-  // One event line, as EventLog::Emit.
+  // One event line, as EventLog::Emit (its "file" and "lineno": the caller).
   void Point(std::string_view key, std::string_view value,
              EventType type = EventType::kPointInTime,
-             const JsonMembers& metadata = {});
+             const JsonMembers& metadata = {},
+             SourceLine where = SourceLine::Here());
 
   // hpcai500_forward_flops_per_sample with its counting convention; only
   // the first call writes.
@@ -82,9 +83,10 @@ class RunReporter {
 
 // Ends a run that failed: writes "hpcai500-worker rank R: aborted: REASON"
 // to stderr and run_stop "aborted" with `reason` to `log` (borrowed for the
-// call). Never throws: a run_stop that cannot be written is reported on
-// stderr.
-void ReportAbort(EventLog* log, int rank, const std::string& reason);
+// call), its "file" and "lineno" those of the caller. Never throws: a
+// run_stop that cannot be written is reported on stderr.
+void ReportAbort(EventLog* log, int rank, const std::string& reason,
+                 SourceLine where = SourceLine::Here());
 
 }  // namespace hpcai500::worker
 

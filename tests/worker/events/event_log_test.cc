@@ -58,41 +58,47 @@ TEST(EventLog, ReproducesTheFixtureByteForByte) {
   ASSERT_NE(log, nullptr) << error;
 
   using T = EventType;
-  log->Emit(T::kPointInTime, "submission_benchmark",
-            JsonString("image_classification"));
-  log->Emit(T::kPointInTime, "hpcai500_config",
-            JsonString("fashion_mnist_smoke"),
-            {{"model", JsonString("resnet_small")},
-             {"dataset", JsonString("fashion_mnist")}});
-  log->Emit(T::kPointInTime, "seed", JsonInt(42));
-  log->Emit(T::kPointInTime, "global_batch_size", JsonInt(128));
-  log->Emit(T::kPointInTime, "train_samples", JsonInt(6000));
-  log->Emit(T::kPointInTime, "eval_samples", JsonInt(2000));
-  log->Emit(T::kPointInTime, "hpcai500_forward_flops_per_sample",
-            JsonDouble(12e6),
-            {{"convention",
-              JsonString("convolutions and matrix products; multiply-add = "
-                         "2")}});
-  log->Emit(T::kIntervalStart, "run_start", kJsonNull);
+  // The fixture (read by the agent's and the coordinator's tests too) names
+  // one source line for every event; where a line was logged is the
+  // caller's to give.
+  const SourceLine fixture_source{"worker/engine.cc", 0};
+  auto emit = [&](T type, std::string_view key, std::string_view value,
+                  const JsonMembers& metadata = {}) {
+    log->Emit(type, key, value, metadata, fixture_source);
+  };
+  emit(T::kPointInTime, "submission_benchmark",
+       JsonString("image_classification"));
+  emit(T::kPointInTime, "hpcai500_config", JsonString("fashion_mnist_smoke"),
+       {{"model", JsonString("resnet_small")},
+        {"dataset", JsonString("fashion_mnist")}});
+  emit(T::kPointInTime, "seed", JsonInt(42));
+  emit(T::kPointInTime, "global_batch_size", JsonInt(128));
+  emit(T::kPointInTime, "train_samples", JsonInt(6000));
+  emit(T::kPointInTime, "eval_samples", JsonInt(2000));
+  emit(T::kPointInTime, "hpcai500_forward_flops_per_sample", JsonDouble(12e6),
+       {{"convention",
+         JsonString("convolutions and matrix products; multiply-add = "
+                    "2")}});
+  emit(T::kIntervalStart, "run_start", kJsonNull);
   const double losses[] = {0.91, 0.52};
   const double accuracies[] = {0.69, 0.77};
   for (int epoch = 1; epoch <= 2; ++epoch) {
     const JsonMembers meta = {{"epoch_num", JsonInt(epoch)}};
-    log->Emit(T::kIntervalStart, "epoch_start", kJsonNull, meta);
-    log->Emit(T::kIntervalEnd, "epoch_stop", kJsonNull, meta);
-    log->Emit(T::kPointInTime, "hpcai500_epoch_stats",
-              JsonObject({{"samples", JsonInt(3000)},
-                          {"seconds", JsonDouble(10.0)},
-                          {"throughput", JsonDouble(300.0)},
-                          {"train_loss", JsonDouble(losses[epoch - 1])}}),
-              meta);
-    log->Emit(T::kIntervalStart, "eval_start", kJsonNull, meta);
-    log->Emit(T::kIntervalEnd, "eval_stop", kJsonNull, meta);
-    log->Emit(T::kPointInTime, "eval_accuracy",
-              JsonDouble(accuracies[epoch - 1]), meta);
+    emit(T::kIntervalStart, "epoch_start", kJsonNull, meta);
+    emit(T::kIntervalEnd, "epoch_stop", kJsonNull, meta);
+    emit(T::kPointInTime, "hpcai500_epoch_stats",
+         JsonObject({{"samples", JsonInt(3000)},
+                     {"seconds", JsonDouble(10.0)},
+                     {"throughput", JsonDouble(300.0)},
+                     {"train_loss", JsonDouble(losses[epoch - 1])}}),
+         meta);
+    emit(T::kIntervalStart, "eval_start", kJsonNull, meta);
+    emit(T::kIntervalEnd, "eval_stop", kJsonNull, meta);
+    emit(T::kPointInTime, "eval_accuracy", JsonDouble(accuracies[epoch - 1]),
+         meta);
   }
-  log->Emit(T::kIntervalEnd, "run_stop", kJsonNull,
-            {{"status", JsonString("success")}});
+  emit(T::kIntervalEnd, "run_stop", kJsonNull,
+       {{"status", JsonString("success")}});
   EXPECT_EQ(log->next_seq(), 22);
   log.reset();
 
@@ -113,14 +119,15 @@ TEST(EventLog, AppendsToAnExistingFileAndEchoes) {
   ASSERT_NE(log, nullptr) << error;
   log->Emit(EventType::kIntervalEnd, "run_stop", kJsonNull,
             {{"status", JsonString("aborted")},
-             {"reason", JsonString("bad \"quote\"\n")}});
+             {"reason", JsonString("bad \"quote\"\n")}},
+            SourceLine{"worker/train/run.cc", 127});
   log.reset();
 
   const std::string expected_line =
       ":::MLLOG {\"namespace\": \"\", \"time_ms\": 7, \"event_type\": "
       "\"INTERVAL_END\", \"key\": \"run_stop\", \"value\": null, "
-      "\"metadata\": {\"file\": \"worker/engine.cc\", \"lineno\": 0, \"seq\": "
-      "1, \"rank\": 3, \"status\": \"aborted\", \"reason\": \"bad "
+      "\"metadata\": {\"file\": \"worker/train/run.cc\", \"lineno\": 127, "
+      "\"seq\": 1, \"rank\": 3, \"status\": \"aborted\", \"reason\": \"bad "
       "\\\"quote\\\"\\n\"}}\n";
   EXPECT_EQ(ReadFile(path), "earlier line\n" + expected_line);
   std::rewind(echo);
@@ -129,6 +136,36 @@ TEST(EventLog, AppendsToAnExistingFileAndEchoes) {
   EXPECT_EQ(std::string(buf, n), expected_line);
   std::fclose(echo);
   std::filesystem::remove_all(dir);
+}
+
+// MLPerf's "file" and "lineno" metadata say where the line was logged: by
+// default the caller of Emit(), its path from the repository's root (never
+// the build machine's), a path outside the repository as given.
+TEST(EventLog, NamesTheCallersSourceLineFromTheRepositoryRoot) {
+  std::string error;
+  std::FILE* echo = std::tmpfile();
+  ASSERT_NE(echo, nullptr);
+  auto log = EventLog::Open(
+      "", /*rank=*/0, echo, [] { return int64_t{1}; }, &error);
+  ASSERT_NE(log, nullptr) << error;
+  const int emit_line = __LINE__ + 1;
+  log->Emit(EventType::kPointInTime, "seed", JsonInt(42));
+  log->Emit(EventType::kPointInTime, "seed", JsonInt(43), /*metadata=*/{},
+            SourceLine{"/elsewhere/generated.cc", 9});
+  log.reset();
+  std::rewind(echo);
+  char buf[1024] = {};
+  const std::string text(buf, std::fread(buf, 1, sizeof(buf) - 1, echo));
+  std::fclose(echo);
+
+  EXPECT_NE(text.find("\"file\": \"tests/worker/events/event_log_test.cc\", "
+                      "\"lineno\": " +
+                      std::to_string(emit_line) + ","),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"file\": \"/elsewhere/generated.cc\", \"lineno\": 9,"),
+            std::string::npos)
+      << text;
 }
 
 TEST(EventLog, RefusesALineOverTheLimitWithoutUsingASeq) {

@@ -95,6 +95,28 @@ TEST_F(ReporterTest, ForwardFlopsPerSampleIsWrittenOnce) {
             std::vector<std::string>{"hpcai500_forward_flops_per_sample"});
 }
 
+// Point() and ReportAbort() name their caller's line; the lines a
+// RunReporter method writes itself name the reporter.
+TEST_F(ReporterTest, LinesNameTheSourceLineThatLoggedThem) {
+  RunReporter reporter(log_.get());
+  const int point_line = __LINE__ + 1;
+  reporter.Point("seed", JsonInt(42));
+  reporter.RunSuccess();
+  const int abort_line = __LINE__ + 1;
+  ReportAbort(log_.get(), /*rank=*/0, "peer gone");
+  const std::string text = Text();
+  const std::string self = "\"file\": \"tests/worker/events/reporter_test.cc\"";
+  EXPECT_NE(text.find(self + ", \"lineno\": " + std::to_string(point_line)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(self + ", \"lineno\": " + std::to_string(abort_line)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\"file\": \"worker/events/reporter.cc\""),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(ReporterTest, AbortWritesRunStopWithTheReason) {
   ReportAbort(log_.get(), /*rank=*/0, "peer gone");
   const std::string text = Text();
