@@ -46,6 +46,19 @@ if(HPCAI500_PINNED_TORCH AND NOT Torch_VERSION VERSION_EQUAL HPCAI500_PINNED_TOR
                   "(scripts/requirements.txt)")
 endif()
 
+# The wheel's libraries (built on manylinux_2_28 with a newer GCC than that
+# system's libstdc++) carry and export their own copies of some libstdc++
+# functions: libtorch.so defines std::filesystem::remove_all, for one. The
+# dynamic linker binds a call to the first library in the program's load
+# order that defines it, and g++ adds libstdc++ after every library on the
+# command line, so our calls (and other libraries' calls) reached the
+# wheel's copies, built for another libstdc++: a test crashed jumping to
+# address 0 inside libtorch.so's remove_all, and on an H200 every warning
+# crashed in std::ostream's sentry. So every program that links LibTorch
+# names libstdc++ first: its own definitions are the ones everybody gets.
+set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_OPTIONS
+  "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+
 get_target_property(HPCAI500_TORCH_CXX_STANDARD torch CXX_STANDARD)
 if(NOT HPCAI500_TORCH_CXX_STANDARD OR HPCAI500_TORCH_CXX_STANDARD LESS 17)
   set(HPCAI500_TORCH_CXX_STANDARD 17)
