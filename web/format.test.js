@@ -1,6 +1,6 @@
 // Unit tests of the pages' formatting (node --test, no dependencies). The
 // pages themselves are tested in a real browser by
-// tests/integration/browser_test.cc and tests/web/pages.browser.mjs.
+// tests/integration/browser_test.cc and tests/web/pages_browser.py.
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 

@@ -1,6 +1,6 @@
 // Unit tests of the pure parts of the leaderboard, run, scaling and history
 // pages (node --test). The pages themselves run in Chromium:
-// tests/web/pages.browser.mjs.
+// tests/web/pages_browser.py.
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 

@@ -1,5 +1,5 @@
-// The pages in real Chromium, driven by playwright-core
-// (tests/web/pages.browser.mjs): hpcai500d over a store holding finished
+// The pages in real Chromium, driven by PyPI's playwright from the venv
+// (tests/web/pages_browser.py): hpcai500d over a store holding finished
 // runs of several systems and levels, written through the Store API as the
 // coordinator writes them (training each would take minutes apiece on two
 // cores), and one real smoke run trained live on a real agent while the
@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -17,7 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/events.h"
 #include "common/registry.h"
 #include "common/scoring.h"
@@ -38,24 +39,27 @@ constexpr int64_t kSamplesPerRankEpoch = 3000;
 constexpr int64_t kDay = 24 * 3600 * 1000;
 constexpr int64_t kStart = 1764547200000;  // 2025-12-01
 
-// playwright-core refuses to run on a Node.js older than this.
-constexpr int kPlaywrightMinNodeMajor = 20;
+// The venv's python (CMake's HPCAI500_PYTHON), which has playwright.
+constexpr char kPython[] = HPCAI500_PYTHON;
 
-std::string PlaywrightModule() {
-  return std::string(HPCAI500_SOURCE_DIR) + "/web/node_modules/playwright-core";
-}
-
-// The major version of the `node` on PATH ("v20.11.1" -> 20); 0 when it
-// does not answer.
-int NodeMajorVersion() {
-  const CommandResult version =
-      RunCommand({"/usr/bin/env", "node", "--version"}, seconds(30));
-  int major = 0;
-  if (version.exit_code != 0 ||
-      std::sscanf(version.out.c_str(), "v%d.", &major) != 1) {
-    return 0;
+// Why kPython cannot drive the browser (it is missing, or cannot import
+// playwright's sync API), for the skip; "" when it can.
+std::string WhyNoPlaywright() {
+  if (access(kPython, X_OK) != 0) {
+    return absl::StrCat(kPython, " is missing (scripts/install-deps.sh makes ",
+                        "the venv of scripts/requirements.txt)");
   }
-  return major;
+  const CommandResult imported =
+      RunCommand({kPython, "-c", "import playwright.sync_api"}, seconds(60));
+  if (imported.exit_code != 0) {
+    // The traceback's last line: "ModuleNotFoundError: No module named ...".
+    const absl::string_view error =
+        absl::StripTrailingAsciiWhitespace(imported.err);
+    return absl::StrCat(
+        kPython, " cannot import playwright (pinned in ",
+        "scripts/requirements.txt): ", error.substr(error.rfind('\n') + 1));
+  }
+  return "";
 }
 
 // One finished submission to store: its spec and what each repetition
@@ -237,7 +241,7 @@ std::vector<int64_t> StoreSubmission(Store& store, const Planned& plan) {
   return ids;
 }
 
-// What the node script is told about the stored runs.
+// What the browser script is told about the stored runs.
 struct Seeded {
   int64_t straggler_run = 0;
   std::string scaling_system;
@@ -320,16 +324,8 @@ TEST(PagesInChromium, LeaderboardRunLiveScalingHistoryAndPhone) {
     GTEST_SKIP() << kChromium << " is not installed (scripts/install-deps.sh "
                  << "installs the chromium package)";
   }
-  if (!std::filesystem::exists(PlaywrightModule())) {
-    GTEST_SKIP() << PlaywrightModule()
-                 << " is missing: scripts/install-deps.sh runs npm ci in web/";
-  }
-  if (const int node = NodeMajorVersion(); node < kPlaywrightMinNodeMajor) {
-    GTEST_SKIP() << "playwright-core needs Node.js " << kPlaywrightMinNodeMajor
-                 << " or newer; node on PATH is "
-                 << (node > 0 ? absl::StrCat("version ", node) : "missing")
-                 << " (Debian 12's nodejs is 18: install Node.js 20, e.g. "
-                    "NodeSource's nodejs package)";
+  if (const std::string why = WhyNoPlaywright(); !why.empty()) {
+    GTEST_SKIP() << why;
   }
   TestCluster cluster;
   const Seeded seeded = SeedStore(cluster.db_path());
@@ -359,9 +355,8 @@ TEST(PagesInChromium, LeaderboardRunLiveScalingHistoryAndPhone) {
        "HPCAI500_SCALING_SYSTEM=" + seeded.scaling_system,
        "HPCAI500_HISTORY_NAME=" + seeded.history_name,
        "HPCAI500_SCREENSHOTS=" + artifacts,
-       std::string("HPCAI500_CHROMIUM=") + kChromium, "node", "--test",
-       "--test-reporter=spec",
-       std::string(HPCAI500_SOURCE_DIR) + "/tests/web/pages.browser.mjs"},
+       std::string("HPCAI500_CHROMIUM=") + kChromium, kPython,
+       std::string(HPCAI500_SOURCE_DIR) + "/tests/web/pages_browser.py"},
       seconds(240));
   EXPECT_EQ(browser.exit_code, 0) << browser.out << browser.err;
   std::cout << browser.out;
