@@ -102,7 +102,7 @@ void Trainer::BuildTraining(int64_t global_batch) {
   if (o_.deterministic) EnableDeterminism(o_.threads);
   torch::manual_seed(o_.seed);
   task_ = MakeTask(o_, *data_, device_);
-  collectives_ = std::make_unique<Collectives>(o_);
+  collectives_ = std::make_unique<Collectives>(o_, device_);
   BroadcastModuleState(*collectives_, task_->module());
   schedule_ =
       std::make_unique<LearningRateSchedule>(c, global_batch, steps_per_epoch_);
