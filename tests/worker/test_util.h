@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -249,18 +250,38 @@ inline std::vector<std::string> SingleRankEnvironment() {
   return env;
 }
 
+// `env` ("NAME=value" entries) with each entry of `set` in place of the
+// entries of the same name (getenv would find the first of two).
+inline std::vector<std::string> WithVariables(
+    const std::vector<std::string>& env, const std::vector<std::string>& set) {
+  auto name = [](const std::string& entry) {
+    return entry.substr(0, entry.find('='));
+  };
+  std::vector<std::string> out;
+  for (const std::string& entry : env) {
+    const bool replaced = std::any_of(
+        set.begin(), set.end(),
+        [&](const std::string& s) { return name(s) == name(entry); });
+    if (!replaced) out.push_back(entry);
+  }
+  out.insert(out.end(), set.begin(), set.end());
+  return out;
+}
+
 // Runs `worker` (an hpcai500-worker path) as rank 0 of 1 with `args` and
-// "--threads 2", its output in `dir`/stdout and `dir`/stderr. Returns the
-// exit code, or -1 when it was still running after `limit` (it is killed).
+// "--threads 2", its output in `dir`/stdout and `dir`/stderr, with the
+// variables of `variables` ("NAME=value") set. Returns the exit code, or -1
+// when it was still running after `limit` (it is killed).
 inline int RunWorkerAlone(
     const std::string& worker, const std::vector<std::string>& args,
     const std::string& dir,
-    std::chrono::steady_clock::duration limit = std::chrono::minutes(4)) {
+    std::chrono::steady_clock::duration limit = std::chrono::minutes(4),
+    const std::vector<std::string>& variables = {}) {
   SubprocessOptions o;
   o.argv = {worker};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.argv.insert(o.argv.end(), {"--threads", "2"});
-  o.env = SingleRankEnvironment();
+  o.env = WithVariables(SingleRankEnvironment(), variables);
   o.stdout_path = dir + "/stdout";
   o.stderr_path = dir + "/stderr";
   Subprocess process(o);

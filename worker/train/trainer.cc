@@ -15,6 +15,7 @@
 #include "worker/models/model_zoo.h"
 #include "worker/test_slowdown.h"
 #include "worker/train/checkpoint.h"
+#include "worker/train/test_warnings.h"
 
 namespace hpcai500::worker {
 
@@ -198,6 +199,11 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
     FlopCount forward;
     {
       AutocastScope autocast(o_.precision, device_);
+      // Tests only (worker/train/test_warnings.h); a bad value ends the run.
+      static const bool warn = TestTorchWarningsRequested(ProcessEnv());
+      if (warn && step < kTestWarningSteps) {
+        RaiseTestWarnings(device_, epoch, step);
+      }
       loss = task_->Loss(batch, &forward);
     }
     stats.forward_flops += forward.flops;
