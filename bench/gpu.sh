@@ -24,7 +24,10 @@
 #
 # Environment: PYTHON (default python3), BUILD_DIR (default build-gpu),
 # BUILD_TYPE (default Release), JOBS (default nproc), DEVICE_DIR (default
-# .device), SKIP_BENCH=1 (build and tests only).
+# .device), TORCH_PCH (default OFF: on 16 cores LibTorch's precompiled
+# header, built before anything else, costs more than it saves),
+# CMAKE_ARGS (more configure flags, split on spaces), SKIP_BENCH=1 (build
+# and tests only).
 #
 # The functions below run through step(), which shellcheck cannot follow.
 # shellcheck disable=SC2317
@@ -95,7 +98,7 @@ PY
 configure() {
   local args=(-S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE"
     -DHPCAI500_WORKER_ONLY=ON -DHPCAI500_BUILD_TESTS=ON
-    -DHPCAI500_BUILD_BENCH=ON
+    -DHPCAI500_BUILD_BENCH=ON -DHPCAI500_TORCH_PCH="${TORCH_PCH:-OFF}"
     -DHPCAI500_PYTHON="$(command -v "$PYTHON")")
   if command -v ninja >/dev/null; then args+=(-G Ninja); fi
   if command -v ccache >/dev/null; then
@@ -111,7 +114,9 @@ configure() {
       args+=(-DGLOO_INCLUDE_DIR="$device/include")
     fi
   fi
-  cmake "${args[@]}"
+  local more=()
+  read -r -a more <<<"${CMAKE_ARGS:-}"
+  cmake "${args[@]}" "${more[@]}"
 }
 
 build() {
