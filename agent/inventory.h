@@ -42,10 +42,8 @@ struct NvmlGpus {
   std::vector<v1::Device> devices;  // kind "cuda", in NVML's index order
 };
 
-// Asks NVML in `library` for the driver version and each GPU's name, total
-// memory and active NVLink links (0 when the GPU has none or the library
-// lacks nvmlDeviceGetNvLinkState); shuts NVML down and unloads the library
-// before returning.
+// ReadNvml (agent/nvml.h) of `library`, its GPUs as devices of kind "cuda",
+// at most kMaxInventoryDevices of them.
 NvmlGpus ReadNvmlGpus(const std::string& library);
 
 // The inventory of this node from `sources`, cut to the coordinator's

@@ -119,7 +119,8 @@ def detection(a):
                 str(a.boxes), "--threads", str(a.threads), "--warmup",
                 str(a.warmup), "--steps", str(a.steps), "--channels-last",
                 str(a.channels_last), "--rois", str(a.rois),
-                "--box-head-width", str(a.box_head_width)]
+                "--box-head-width", str(a.box_head_width), "--precision",
+                a.precision, "--device", a.device]
         ours_cmd = [bench] + args
         if a.conv_box_head is not None:
             ours_cmd += ["--conv-box-head", str(a.conv_box_head)]
@@ -138,8 +139,8 @@ def detection(a):
                      f"{a.height}x{a.width} batch {a.batch}, "
                      f"{a.boxes} boxes/image, "
                      f"{first_ours['rois_per_image']} RoIs/image, head "
-                     f"{first_ours['box_head_width']}, fp32 cpu threads "
-                     f"{a.threads}"
+                     f"{first_ours['box_head_width']}, {a.precision} "
+                     f"{a.device} threads {a.threads}"
                      f"{', conv box head' if head else ', linear box head'}",
                      ours, peer, ratio))
     table("Faster R-CNN training step (synthetic batch, median step after "
@@ -288,6 +289,8 @@ def main():
     d.add_argument("--warmup", type=int, default=1)
     d.add_argument("--steps", type=int, default=3)
     d.add_argument("--channels-last", type=int, choices=[0, 1], default=0)
+    d.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    d.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     d.add_argument("--rois", type=int, default=0,
                    help="RoIs per image, both sides (0: 512)")
     d.add_argument("--box-head-width", type=int, default=0,

@@ -1,9 +1,9 @@
-// The names every process agrees on for a run's device, precision and
-// gradient compression: one enum each, its spellings on the wire (specs,
-// assignments, worker flags) and the full list for error messages. Also the
-// reference recipe's batch rule, which both the coordinator (level hardware)
-// and the worker (its default batch) apply. Standard library only: the worker
-// links it without abseil or protobuf.
+// The names every process agrees on for a run's device, precision, gradient
+// compression and collective backend: one enum each, its spellings on the wire
+// (specs, assignments, worker flags) and the full list for error messages. Also
+// the reference recipe's batch rule, which both the coordinator (level
+// hardware) and the worker (its default batch) apply. Standard library only:
+// the worker links it without abseil or protobuf.
 //
 // Thread-safe: constants and pure functions.
 #ifndef HPCAI500_COMMON_VOCABULARY_H_
@@ -22,6 +22,9 @@ namespace hpcai500 {
 enum class Device { kCpu, kCuda };
 enum class Precision { kFp32, kBf16, kFp16 };
 enum class Compression { kNone, kFp16, kBf16, kPowerSgd };
+// The c10d backend of the ranks' collectives (torchrun's --dist-backend):
+// Gloo carries CPU and CUDA tensors, NCCL CUDA tensors only.
+enum class DistBackend { kGloo, kNccl };
 
 // kNames[i] spells the enum value i. Specialised for each enum above only.
 template <typename Enum>
@@ -40,6 +43,10 @@ template <>
 struct Vocabulary<Compression> {
   static constexpr std::array<std::string_view, 4> kNames = {
       "none", "fp16", "bf16", "powersgd"};
+};
+template <>
+struct Vocabulary<DistBackend> {
+  static constexpr std::array<std::string_view, 2> kNames = {"gloo", "nccl"};
 };
 
 // Every spelling of Enum, in declaration order ("fp32", "bf16", "fp16").

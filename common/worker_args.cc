@@ -23,6 +23,7 @@ enum class Kind {
   kPrecision,    // one of the Precision names
   kDevice,       // one of the Device names
   kCompression,  // one of the Compression names
+  kDistBackend,  // one of the DistBackend names
   kSubmission,   // org=ORG,platform=PLATFORM[,status=STATUS]
 };
 
@@ -32,6 +33,7 @@ using Member = std::variant<
     std::optional<bool> WorkerArgs::*, std::optional<Precision> WorkerArgs::*,
     std::optional<Device> WorkerArgs::*,
     std::optional<Compression> WorkerArgs::*,
+    std::optional<DistBackend> WorkerArgs::*,
     std::optional<MllogSubmission> WorkerArgs::*>;
 
 struct Flag {
@@ -55,6 +57,7 @@ const Flag kFlags[] = {
     {"precision", &WorkerArgs::precision, Kind::kPrecision},
     {"compression", &WorkerArgs::compression, Kind::kCompression},
     {"device", &WorkerArgs::device, Kind::kDevice},
+    {"dist-backend", &WorkerArgs::dist_backend, Kind::kDistBackend},
     {"seed", &WorkerArgs::seed, Kind::kInt, 0, kInt64Max},
     {"events-file", &WorkerArgs::events_file, Kind::kPath},
     {"threads", &WorkerArgs::threads, Kind::kInt, 1, 4096},
@@ -224,6 +227,9 @@ bool SetField(const Flag& flag, const std::string& text, WorkerArgs* args,
     case Kind::kCompression:
       return ParseEnum(
           flag, text, &FieldOf<std::optional<Compression>>(flag, *args), error);
+    case Kind::kDistBackend:
+      return ParseEnum(
+          flag, text, &FieldOf<std::optional<DistBackend>>(flag, *args), error);
     case Kind::kSubmission: {
       MllogSubmission s;
       if (!ParseSubmission(text, &s, error)) return false;

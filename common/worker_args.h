@@ -36,14 +36,15 @@ struct WorkerArgs {
   std::string config;    // --config
 
   // Ranges are those FromArgv accepts; unset means the flag is absent.
-  std::optional<int64_t> epochs;           // --epochs [1, 100000]
-  std::optional<int64_t> batch_size;       // --batch-size [1, 2^20], per rank
-  std::optional<Precision> precision;      // --precision
-  std::optional<Compression> compression;  // --compression
-  std::optional<Device> device;            // --device
-  std::optional<int64_t> seed;             // --seed [0, 2^63 - 1]
-  std::optional<std::string> events_file;  // --events-file, non-empty
-  std::optional<int64_t> threads;          // --threads [1, 4096]
+  std::optional<int64_t> epochs;            // --epochs [1, 100000]
+  std::optional<int64_t> batch_size;        // --batch-size [1, 2^20], per rank
+  std::optional<Precision> precision;       // --precision
+  std::optional<Compression> compression;   // --compression
+  std::optional<Device> device;             // --device
+  std::optional<DistBackend> dist_backend;  // --dist-backend
+  std::optional<int64_t> seed;              // --seed [0, 2^63 - 1]
+  std::optional<std::string> events_file;   // --events-file, non-empty
+  std::optional<int64_t> threads;           // --threads [1, 4096]
   std::optional<std::string> data;  // --data, non-empty: DIR or "synthetic"
   std::optional<int64_t> steps_per_epoch;  // --steps-per-epoch [1, 2^31-1]
   std::optional<int64_t> powersgd_rank;    // --powersgd-rank [1, 1024]

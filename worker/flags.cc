@@ -206,6 +206,8 @@ bool ResolveConfig(const WorkerArgs& args, const Registry& registry,
 void ApplyRunArgs(const WorkerArgs& args, WorkerOptions* o) {
   if (args.precision) o->precision = *args.precision;
   if (args.device) o->device = *args.device;
+  o->dist_backend = args.dist_backend.value_or(
+      o->device == Device::kCuda ? DistBackend::kNccl : DistBackend::kGloo);
   if (args.compression) o->compression = *args.compression;
   if (args.seed) o->seed = static_cast<uint64_t>(*args.seed);
   if (args.events_file) o->events_file = *args.events_file;
@@ -252,6 +254,9 @@ std::string WorkerUsage() {
          "         [--device " +
          JoinNames<Device>("|") +
          "] [--seed N] [--threads N] [--data DIR]\n"
+         "         [--dist-backend " +
+         JoinNames<DistBackend>("|") +
+         " (default: nccl on cuda, gloo on cpu)]\n"
          "         [--events-file PATH] [--steps-per-epoch N]\n"
          "         [--compression " +
          JoinNames<Compression>("|") +

@@ -30,6 +30,10 @@ struct WorkerOptions {
 
   // How ranks exchange gradients, and what keeps a run alive and resumable.
   Compression compression = Compression::kNone;
+  // --dist-backend: the c10d backend of a world of more than one rank;
+  // without the flag NCCL for --device cuda, Gloo for cpu. Gloo with
+  // --device cuda all-reduces CUDA tensors (ranks may share one GPU).
+  DistBackend dist_backend = DistBackend::kGloo;
   int powersgd_rank = 1;  // --powersgd-rank, >= 1
   // --powersgd-warmup-steps: steps all-reduced uncompressed before PowerSGD
   // starts (PyTorch's start_powerSGD_iter), counted from each (re)start.

@@ -21,8 +21,9 @@ The model, for a grid of H x W:
     --rois RoIs per image (0: 512), a quarter positive;
   - GeneralizedRCNNTransform min_size=H, max_size=W (scale 1: no resizing),
     mean 0 and std 1, size_divisible 16 (so 144 is not padded to 160).
-Optimiser: SGD lr 0.01, momentum 0.9, weight decay 1e-4, zero_grad with
-set_to_none. The synthetic boxes are bench_boxes() below, which the C++ bench
+--precision bf16 runs the forward pass under autocast (as the C++ bench's
+AutocastScope does). Optimiser: SGD lr 0.01, momentum 0.9, weight decay 1e-4,
+zero_grad with set_to_none. The synthetic boxes are bench_boxes() below, which the C++ bench
 reproduces exactly (SyntheticTargets in bench/train_step_bench.cc).
 """
 import argparse
@@ -131,7 +132,8 @@ def main():
                    help="RoIs per image (0: 512)")
     p.add_argument("--box-head-width", type=int, default=0,
                    help="fc6/fc7 width (0: 1024)")
-    p.add_argument("--precision", choices=["fp32"], default="fp32")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: the forward pass under autocast")
     p.add_argument("--channels-last", type=int, choices=[0, 1], default=0)
     timing.add_step_args(p)
     a = p.parse_args()
@@ -160,7 +162,9 @@ def main():
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        losses = model(images, targets)
+        with torch.autocast(device_type=a.device, dtype=torch.bfloat16,
+                            enabled=a.precision == "bf16"):
+            losses = model(images, targets)
         sum(losses.values()).backward()
         optimizer.step()
 

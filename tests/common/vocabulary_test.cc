@@ -20,6 +20,7 @@ TEST(Vocabulary, EveryNameParsesBackToItself) {
   ExpectEveryNameRoundTrips<Device>();
   ExpectEveryNameRoundTrips<Precision>();
   ExpectEveryNameRoundTrips<Compression>();
+  ExpectEveryNameRoundTrips<DistBackend>();
 }
 
 TEST(Vocabulary, ListsTheWireSpellings) {
@@ -28,6 +29,7 @@ TEST(Vocabulary, ListsTheWireSpellings) {
   EXPECT_EQ(NamesInProse<Compression>(), "none, fp16, bf16 or powersgd");
   EXPECT_EQ(Name(Compression::kPowerSgd), "powersgd");
   EXPECT_EQ(Parse<Precision>("bf16"), Precision::kBf16);
+  EXPECT_EQ(NamesInProse<DistBackend>(), "gloo or nccl");
 }
 
 TEST(Vocabulary, RefusesOtherSpellings) {

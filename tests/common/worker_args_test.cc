@@ -23,6 +23,7 @@ WorkerArgs EveryFieldSet() {
   a.precision = Precision::kBf16;
   a.compression = Compression::kPowerSgd;
   a.device = Device::kCuda;
+  a.dist_backend = DistBackend::kGloo;
   a.seed = 9007199254740993;  // above 2^53: must not pass through a double
   a.events_file = "/w/rank-0.events";
   a.threads = 12;
@@ -58,15 +59,16 @@ TEST(WorkerArgs, ToArgvWritesOnlySetFieldsInTableOrder) {
   a.epochs = 3;
   a.precision = Precision::kFp32;
   a.device = Device::kCpu;
+  a.dist_backend = DistBackend::kNccl;
   a.resume = true;
   a.checkpoint_dir = "/ck";
   a.deterministic = false;
-  EXPECT_EQ(a.ToArgv(),
-            (std::vector<std::string>{
-                "--workload", "image_classification", "--config",
-                "fashion_mnist_smoke", "--epochs", "3", "--precision", "fp32",
-                "--device", "cpu", "--deterministic=false", "--checkpoint-dir",
-                "/ck", "--resume"}));
+  EXPECT_EQ(a.ToArgv(), (std::vector<std::string>{
+                            "--workload", "image_classification", "--config",
+                            "fashion_mnist_smoke", "--epochs", "3",
+                            "--precision", "fp32", "--device", "cpu",
+                            "--dist-backend", "nccl", "--deterministic=false",
+                            "--checkpoint-dir", "/ck", "--resume"}));
 }
 
 TEST(WorkerArgs, EqualityComparesEveryField) {
@@ -104,6 +106,8 @@ TEST(WorkerArgs, FromArgvRefusalsNameTheFlag) {
        "--precision: 'fp8' is not fp32, bf16 or fp16"},
       {{"--workload", "w", "--config", "c", "--device", "tpu"},
        "--device: 'tpu' is not cpu or cuda"},
+      {{"--workload", "w", "--config", "c", "--dist-backend", "mpi"},
+       "--dist-backend: 'mpi' is not gloo or nccl"},
       {{"--workload", "w", "--config", "c", "--bucket-mb", "0"},
        "--bucket-mb: '0' is not a number in (0, 65536]"},
       {{"--workload", "w", "--config", "c", "--threads", "0"},

@@ -193,6 +193,29 @@ struct Refusal {
   std::string named;  // must appear in the error
 };
 
+TEST(WorkerFlags, DistBackendFollowsTheDeviceUnlessGiven) {
+  WorkerOptions o;
+  std::string error;
+  ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
+  EXPECT_EQ(o.dist_backend, DistBackend::kGloo);
+  ASSERT_EQ(Parse(Smoke({"--device", "cuda"}), &o, &error), ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.dist_backend, DistBackend::kNccl);
+  // Two ranks on one GPU: Gloo carries the CUDA tensors.
+  ASSERT_EQ(
+      Parse(Smoke({"--device", "cuda", "--dist-backend", "gloo"}), &o, &error),
+      ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.device, Device::kCuda);
+  EXPECT_EQ(o.dist_backend, DistBackend::kGloo);
+  // Parsed as given: CheckCommunication refuses NCCL on the CPU.
+  ASSERT_EQ(Parse(Smoke({"--dist-backend=nccl"}), &o, &error),
+            ParseOutcome::kRun)
+      << error;
+  EXPECT_EQ(o.dist_backend, DistBackend::kNccl);
+  EXPECT_NE(WorkerUsage().find("--dist-backend gloo|nccl"), std::string::npos);
+}
+
 TEST(WorkerFlags, RefusesBadInputNamingIt) {
   const std::vector<Refusal> cases = {
       {Smoke({"--bogus", "1"}), {}, "--bogus"},
@@ -213,6 +236,8 @@ TEST(WorkerFlags, RefusesBadInputNamingIt) {
       {Smoke({"--batch-size", "x"}), {}, "--batch-size"},
       {Smoke({"--precision", "fp8"}), {}, "--precision"},
       {Smoke({"--device", "tpu"}), {}, "--device"},
+      {Smoke({"--dist-backend", "mpi"}), {}, "--dist-backend"},
+      {Smoke({"--dist-backend", "mpi"}), {}, "gloo or nccl"},
       {Smoke({"--threads"}), {}, "--threads"},
       {kSmoke, {{"WORLD_SIZE", "2"}, {"RANK", "2"}}, "RANK"},
       {kSmoke, {{"WORLD_SIZE", "2"}, {"RANK", "1"}}, "MASTER_ADDR"},

@@ -13,15 +13,19 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -32,11 +36,25 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 namespace hpcai500::testing {
+
+// Removes `path` and everything under it, ignoring what cannot be removed.
+// Not std::filesystem::remove_all: the libtorch.so of PyPI's torch 2.11
+// exports its own copy, built against a newer libstdc++, and against Debian
+// 12's (GCC 12) it calls a null function (a weak symbol that libstdc++ lacks),
+// so a test that links LibTorch would crash there.
+inline void RemoveTree(const std::string& path) {
+  ::nftw(
+      path.c_str(),
+      [](const char* entry, const struct stat*, int, struct FTW*) {
+        ::remove(entry);
+        return 0;
+      },
+      /*fd_limit=*/16, FTW_DEPTH | FTW_PHYS);
+}
 
 // A fresh folder `<gtest TempDir>/<name>_<pid>` (emptied if it existed),
 // removed with the object unless Keep() was called.
@@ -45,7 +63,7 @@ class ScratchDir {
   explicit ScratchDir(const std::string& name)
       : path_(std::string(::testing::TempDir()) + "/" + name + "_" +
               std::to_string(::getpid())) {
-    std::filesystem::remove_all(path_);
+    RemoveTree(path_);
     std::filesystem::create_directories(path_);
   }
   // "<prefix>_<current test's name>", for a fixture's per-test folder.
@@ -62,8 +80,7 @@ class ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
   ~ScratchDir() {
     if (keep_) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
+    RemoveTree(path_);
   }
 
   const std::string& path() const { return path_; }
@@ -249,18 +266,38 @@ inline std::vector<std::string> SingleRankEnvironment() {
   return env;
 }
 
+// `env` ("NAME=value" entries) with each entry of `set` in place of the
+// entries of the same name (getenv would find the first of two).
+inline std::vector<std::string> WithVariables(
+    const std::vector<std::string>& env, const std::vector<std::string>& set) {
+  auto name = [](const std::string& entry) {
+    return entry.substr(0, entry.find('='));
+  };
+  std::vector<std::string> out;
+  for (const std::string& entry : env) {
+    const bool replaced = std::any_of(
+        set.begin(), set.end(),
+        [&](const std::string& s) { return name(s) == name(entry); });
+    if (!replaced) out.push_back(entry);
+  }
+  out.insert(out.end(), set.begin(), set.end());
+  return out;
+}
+
 // Runs `worker` (an hpcai500-worker path) as rank 0 of 1 with `args` and
-// "--threads 2", its output in `dir`/stdout and `dir`/stderr. Returns the
-// exit code, or -1 when it was still running after `limit` (it is killed).
+// "--threads 2", its output in `dir`/stdout and `dir`/stderr, with the
+// variables of `variables` ("NAME=value") set. Returns the exit code, or -1
+// when it was still running after `limit` (it is killed).
 inline int RunWorkerAlone(
     const std::string& worker, const std::vector<std::string>& args,
     const std::string& dir,
-    std::chrono::steady_clock::duration limit = std::chrono::minutes(4)) {
+    std::chrono::steady_clock::duration limit = std::chrono::minutes(4),
+    const std::vector<std::string>& variables = {}) {
   SubprocessOptions o;
   o.argv = {worker};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.argv.insert(o.argv.end(), {"--threads", "2"});
-  o.env = SingleRankEnvironment();
+  o.env = WithVariables(SingleRankEnvironment(), variables);
   o.stdout_path = dir + "/stdout";
   o.stderr_path = dir + "/stderr";
   Subprocess process(o);

@@ -71,14 +71,17 @@ void Orthogonalize(torch::Tensor& p) {
 }  // namespace
 
 std::string CheckCommunication(const WorkerOptions& options) {
-  const bool cuda = options.device == Device::kCuda;
-  if (cuda && options.world_size > 1 && !kHasNccl) {
-    return "--device cuda with " + std::to_string(options.world_size) +
-           " ranks needs a LibTorch built with NCCL; this one (" +
-           TORCH_VERSION + ") has only Gloo";
+  const bool nccl = options.dist_backend == DistBackend::kNccl;
+  if (nccl && options.device != Device::kCuda) {
+    return "--dist-backend nccl needs --device cuda (NCCL carries CUDA "
+           "tensors only); use --dist-backend gloo on the CPU";
   }
-  if (options.compression == Compression::kBf16 && !(cuda && kHasNccl) &&
-      !kGlooHasBFloat16) {
+  if (nccl && options.world_size > 1 && !kHasNccl) {
+    return "--dist-backend nccl with " + std::to_string(options.world_size) +
+           " ranks needs a LibTorch built with NCCL; this one (" +
+           TORCH_VERSION + ") has only Gloo: use --dist-backend gloo";
+  }
+  if (options.compression == Compression::kBf16 && !nccl && !kGlooHasBFloat16) {
     return kBf16Refusal;
   }
   return "";
@@ -86,10 +89,12 @@ std::string CheckCommunication(const WorkerOptions& options) {
 
 // ---- Collectives ----------------------------------------------------------
 
-Collectives::Collectives(const WorkerOptions& o)
+Collectives::Collectives(const WorkerOptions& o, const torch::Device& device)
     : rank_(o.rank),
       world_size_(o.world_size),
-      timeout_(std::chrono::seconds(o.collective_timeout_seconds)) {
+      timeout_(std::chrono::seconds(o.collective_timeout_seconds)),
+      backend_(o.dist_backend),
+      device_(device) {
   if (world_size_ == 1) return;
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(o.master_port);
@@ -99,32 +104,37 @@ Collectives::Collectives(const WorkerOptions& o)
   store_options.timeout = timeout_;
   auto tcp_store =
       c10::make_intrusive<c10d::TCPStore>(o.master_addr, store_options);
-  Init(tcp_store, /*loopback=*/o.local_world_size == o.world_size,
-       o.device == Device::kCuda);
+  Init(tcp_store, /*loopback=*/o.local_world_size == o.world_size);
 }
 
 Collectives::Collectives(c10::intrusive_ptr<c10d::Store> store, int rank,
                          int world_size, std::chrono::milliseconds timeout,
-                         bool cuda)
-    : rank_(rank), world_size_(world_size), timeout_(timeout) {
+                         DistBackend backend, const torch::Device& device)
+    : rank_(rank),
+      world_size_(world_size),
+      timeout_(timeout),
+      backend_(backend),
+      device_(device) {
   if (world_size_ == 1) return;
-  Init(std::move(store), /*loopback=*/true, cuda);
+  Init(std::move(store), /*loopback=*/true);
 }
 
-void Collectives::Init(c10::intrusive_ptr<c10d::Store> store, bool loopback,
-                       bool cuda) {
+Collectives::~Collectives() {
+  if (group_) group_->shutdown();
+}
+
+void Collectives::Init(c10::intrusive_ptr<c10d::Store> store, bool loopback) {
   auto prefixed = c10::make_intrusive<c10d::PrefixStore>("hpcai500", store);
-  if (cuda) {
+  if (backend_ == DistBackend::kNccl) {
 #ifdef USE_C10D_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout_;
     group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank_,
                                                          world_size_, options);
-    nccl_ = true;
     return;
 #else
     throw std::invalid_argument(
-        "--device cuda with several ranks needs a LibTorch built with NCCL");
+        "--dist-backend nccl needs a LibTorch built with NCCL");
 #endif
   }
   auto options = c10d::ProcessGroupGloo::Options::create(timeout_);
@@ -133,25 +143,39 @@ void Collectives::Init(c10::intrusive_ptr<c10d::Store> store, bool loopback,
                                                        world_size_, options);
 }
 
-bool Collectives::SupportsBFloat16() const { return nccl_ || kGlooHasBFloat16; }
+bool Collectives::SupportsBFloat16() const {
+  return backend_ == DistBackend::kNccl || kGlooHasBFloat16;
+}
+
+torch::Tensor Collectives::OnWire(const torch::Tensor& t) const {
+  return backend_ == DistBackend::kNccl && !t.is_cuda() ? t.to(device_) : t;
+}
 
 void Collectives::AllReduceSum(torch::Tensor& t) {
-  if (auto work = AllReduceSumAsync(t)) work->wait(timeout_);
+  if (!group_) return;
+  std::vector<torch::Tensor> tensors = {OnWire(t)};
+  group_->allreduce(tensors)->wait(timeout_);
+  if (!tensors[0].is_same(t)) t.copy_(tensors[0]);
 }
 
 c10::intrusive_ptr<c10d::Work> Collectives::AllReduceSumAsync(
     torch::Tensor& t) {
   if (!group_) return {};
+  if (backend_ == DistBackend::kNccl && !t.is_cuda()) {
+    throw std::invalid_argument(
+        "an asynchronous NCCL all-reduce needs a CUDA tensor");
+  }
   std::vector<torch::Tensor> tensors = {t};
   return group_->allreduce(tensors);
 }
 
 void Collectives::BroadcastFromRank0(torch::Tensor& t) {
   if (!group_) return;
-  std::vector<torch::Tensor> tensors = {t};
+  std::vector<torch::Tensor> tensors = {OnWire(t)};
   c10d::BroadcastOptions options;
   options.rootRank = 0;
   group_->broadcast(tensors, options)->wait(timeout_);
+  if (!tensors[0].is_same(t)) t.copy_(tensors[0]);
 }
 
 // ---- GradientReducer ------------------------------------------------------

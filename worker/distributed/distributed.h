@@ -28,50 +28,68 @@
 
 namespace hpcai500::worker {
 
-// What the process group cannot do with these options: --device cuda with
-// more than one rank needs a LibTorch with NCCL; --compression bf16 needs
-// NCCL or (on Gloo) LibTorch >= 2.2. Returns "" when fine, else the problem.
+// What the process group cannot do with these options: --dist-backend nccl
+// needs --device cuda (NCCL carries CUDA tensors only) and, with more than
+// one rank, a LibTorch built with NCCL; --compression bf16 over Gloo needs
+// LibTorch >= 2.2. Returns "" when fine, else the problem.
 std::string CheckCommunication(const WorkerOptions& options);
 
-// The data-parallel group of a run: Gloo on CPU, NCCL on CUDA (when this
-// LibTorch has it). A world of one has no process group and every
-// collective is the identity. Every collective gives up after the timeout,
-// so a rank whose peer died fails instead of hanging.
+// The data-parallel group of a run over options.dist_backend: Gloo (CPU or
+// CUDA tensors; ranks may share one GPU) or NCCL (CUDA tensors, one GPU per
+// rank). A world of one has no process group and every collective is the
+// identity. Every collective gives up after the timeout, so a rank whose
+// peer died fails instead of hanging.
 //
 // Thread-compatible: collectives must be issued in the same order on every
 // rank; the c10d group itself may be used from several threads.
 class Collectives {
  public:
   // Rendezvous over a TCPStore hosted by rank 0 at MASTER_ADDR:MASTER_PORT,
-  // with options.collective_timeout_seconds. Throws on failure.
-  explicit Collectives(const WorkerOptions& options);
+  // with options.collective_timeout_seconds; `device` is the rank's device
+  // (NCCL moves CPU tensors through it). Throws on failure, and
+  // std::invalid_argument for NCCL without it in this LibTorch.
+  Collectives(const WorkerOptions& options, const torch::Device& device);
 
   // A group over an existing store (tests: a HashStore shared by threads);
-  // Gloo binds to 127.0.0.1, `cuda` asks for NCCL instead.
+  // Gloo binds to 127.0.0.1.
   Collectives(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-              std::chrono::milliseconds timeout, bool cuda = false);
+              std::chrono::milliseconds timeout,
+              DistBackend backend = DistBackend::kGloo,
+              const torch::Device& device = torch::kCPU);
+  // Shuts the group down (NCCL warns when destroyed without it).
+  ~Collectives();
+  Collectives(const Collectives&) = delete;
+  Collectives& operator=(const Collectives&) = delete;
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  DistBackend backend() const { return backend_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   // True when the backend carries bfloat16 allreduces.
   bool SupportsBFloat16() const;
 
-  // Sums a tensor over all ranks, in place.
+  // Sums a tensor over all ranks, in place. Any device: under NCCL a CPU
+  // tensor is summed in a copy on the rank's device and copied back.
   void AllReduceSum(torch::Tensor& t);
   // Starts summing `t` in place over all ranks; wait on the result. Null
-  // (nothing to wait for) in a world of one.
+  // (nothing to wait for) in a world of one. Under NCCL `t` must be a CUDA
+  // tensor (std::invalid_argument otherwise).
   c10::intrusive_ptr<c10d::Work> AllReduceSumAsync(torch::Tensor& t);
-  // Replaces a tensor by rank 0's, in place.
+  // Replaces a tensor by rank 0's, in place; any device, as AllReduceSum.
   void BroadcastFromRank0(torch::Tensor& t);
 
  private:
-  void Init(c10::intrusive_ptr<c10d::Store> store, bool loopback, bool cuda);
+  void Init(c10::intrusive_ptr<c10d::Store> store, bool loopback);
+  // `t` on a device the backend carries: itself, or under NCCL a CPU
+  // tensor's copy on device_.
+  torch::Tensor OnWire(const torch::Tensor& t) const;
 
+  // Constant after construction.
   const int rank_;
   const int world_size_;
   const std::chrono::milliseconds timeout_;
-  bool nccl_ = false;
+  const DistBackend backend_;
+  const torch::Device device_;
   // ProcessGroupGloo and ProcessGroupNCCL are c10d Backends (LibTorch 2.0 on).
   c10::intrusive_ptr<c10d::Backend> group_;
 };

@@ -53,8 +53,9 @@ void RunNoop(const WorkerOptions& options, EventLog* log) {
   constexpr int kEpoch = 1;
   reporter.EpochStart(kEpoch);
   const double start = MonotonicSeconds();
-  Collectives collectives(options);
-  AllReduceOne(collectives, DeviceOf(options));
+  const torch::Device device = DeviceOf(options);
+  Collectives collectives(options, device);
+  AllReduceOne(collectives, device);
   EpochStats stats;
   stats.seconds = MonotonicSeconds() - start;
   reporter.ForwardFlopsPerSample(0);

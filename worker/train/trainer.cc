@@ -15,6 +15,7 @@
 #include "worker/models/model_zoo.h"
 #include "worker/test_slowdown.h"
 #include "worker/train/checkpoint.h"
+#include "worker/train/test_warnings.h"
 
 namespace hpcai500::worker {
 
@@ -102,7 +103,7 @@ void Trainer::BuildTraining(int64_t global_batch) {
   if (o_.deterministic) EnableDeterminism(o_.threads);
   torch::manual_seed(o_.seed);
   task_ = MakeTask(o_, *data_, device_);
-  collectives_ = std::make_unique<Collectives>(o_);
+  collectives_ = std::make_unique<Collectives>(o_, device_);
   BroadcastModuleState(*collectives_, task_->module());
   schedule_ =
       std::make_unique<LearningRateSchedule>(c, global_batch, steps_per_epoch_);
@@ -198,6 +199,11 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
     FlopCount forward;
     {
       AutocastScope autocast(o_.precision, device_);
+      // Tests only (worker/train/test_warnings.h); a bad value ends the run.
+      static const bool warn = TestTorchWarningsRequested(ProcessEnv());
+      if (warn && step < kTestWarningSteps) {
+        RaiseTestWarnings(device_, epoch, step);
+      }
       loss = task_->Loss(batch, &forward);
     }
     stats.forward_flops += forward.flops;

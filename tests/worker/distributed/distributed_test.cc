@@ -404,24 +404,74 @@ TEST(GradientReducer, OneRankHasNothingToReduce) {
   EXPECT_EQ(reducer.stats().bytes, 0);
 }
 
-TEST(Communication, RefusesWhatTheBackendCannotCarry) {
-  WorkerOptions o;
-  o.compression = Compression::kBf16;
-  EXPECT_NE(CheckCommunication(o).find(
-                "--compression bf16 needs NCCL or LibTorch >= 2.2 for Gloo"),
+// Whether Gloo reduces bfloat16 in this LibTorch (2.2 on).
+bool GlooCarriesBFloat16() {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  return Collectives(store, 0, 1, milliseconds(1000)).SupportsBFloat16();
+}
+
+TEST(Communication, NcclNeedsCudaAndGlooCarriesEitherDevice) {
+  WorkerOptions o;  // cpu, gloo, one rank
+  EXPECT_EQ(CheckCommunication(o), "");
+  o.dist_backend = DistBackend::kNccl;
+  EXPECT_NE(CheckCommunication(o).find("--dist-backend nccl needs --device "
+                                       "cuda (NCCL carries CUDA tensors only)"),
             std::string::npos);
+  o.world_size = 2;
+  o.device = Device::kCuda;
+#ifdef USE_C10D_NCCL
+  EXPECT_EQ(CheckCommunication(o), "");
+#else
+  EXPECT_NE(CheckCommunication(o).find("needs a LibTorch built with NCCL"),
+            std::string::npos);
+#endif
+  // Two ranks on one GPU: Gloo all-reduces the CUDA tensors.
+  o.dist_backend = DistBackend::kGloo;
+  EXPECT_EQ(CheckCommunication(o), "");
+  o.compression = Compression::kPowerSgd;
+  EXPECT_EQ(CheckCommunication(o), "");
+}
+
+TEST(Communication, RefusesBf16CompressionOnlyWhereGlooLacksIt) {
+  WorkerOptions o;
+  o.world_size = 2;
+  o.compression = Compression::kBf16;
+  if (GlooCarriesBFloat16()) {
+    EXPECT_EQ(CheckCommunication(o), "");
+  } else {
+    EXPECT_NE(CheckCommunication(o).find(
+                  "--compression bf16 needs NCCL or LibTorch >= 2.2 for Gloo"),
+              std::string::npos);
+    RunRanks(2, [&](Collectives& c) {
+      FixedGradParams f = MakeParams({{4}});
+      EXPECT_THROW(GradientReducer(&c, f.params, Options("bf16")),
+                   std::invalid_argument);
+    });
+  }
   o.compression = Compression::kFp16;
   EXPECT_EQ(CheckCommunication(o), "");
-#ifndef USE_C10D_NCCL
-  o.device = Device::kCuda;
-  o.world_size = 2;
-  EXPECT_NE(CheckCommunication(o).find("NCCL"), std::string::npos);
-#endif
-  RunRanks(2, [&](Collectives& c) {
-    FixedGradParams f = MakeParams({{4}});
-    EXPECT_THROW(GradientReducer(&c, f.params, Options("bf16")),
-                 std::invalid_argument);
-  });
+}
+
+TEST(GradientReducer, Bf16CompressionErrorIsBoundedOverGloo) {
+  if (!GlooCarriesBFloat16()) GTEST_SKIP() << "Gloo has no bfloat16 here";
+  CompressedRun bf16 = RunCompressed(kShapes, Options("bf16"));
+  for (int r = 0; r < 2; ++r) {
+    const double error = RelativeError(bf16.out[r], bf16.want);
+    EXPECT_LT(error, 1e-2) << "rank " << r;  // 8 bits of mantissa
+    EXPECT_GT(error, 1e-4);                  // it really went through bfloat16
+  }
+  EXPECT_TRUE(torch::equal(bf16.out[0], bf16.out[1]));
+  EXPECT_EQ(bf16.stats[0].bytes, kCountBytes + kNumel * 2);
+}
+
+TEST(Collectives, ReportsItsBackend) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  EXPECT_EQ(Collectives(store, 0, 1, milliseconds(1000)).backend(),
+            DistBackend::kGloo);
+  // A world of one builds no group: NCCL is only named, so this runs anywhere.
+  EXPECT_EQ(Collectives(store, 0, 1, milliseconds(1000), DistBackend::kNccl)
+                .backend(),
+            DistBackend::kNccl);
 }
 
 TEST(StallWatchdog, FiresOnceWhenBeatsStopAndNamesThePhase) {
