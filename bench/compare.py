@@ -24,9 +24,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = os.path.join(HERE, "peers")
-# Debian's python3-torch has the same LibTorch as libtorch-dev; gpu.sh
-# points this at the pip torch instead.
-PYTHON = os.environ.get("HPCAI500_BENCH_PYTHON", "/usr/bin/python3")
+# The peers run on the checkout's .venv (torch and torchvision pinned in
+# scripts/requirements.txt: the same LibTorch the worker links); gpu.sh
+# points this at the GPU machine's python instead.
+PYTHON = os.environ.get("HPCAI500_BENCH_PYTHON",
+                        os.path.join(os.path.dirname(HERE), ".venv", "bin",
+                                     "python3"))
 FASHION = "/usr/share/datasets/fashion-mnist"
 
 
