@@ -53,9 +53,9 @@ endif()
 # order that defines it, and g++ adds libstdc++ after every library on the
 # command line, so our calls (and other libraries' calls) reached the
 # wheel's copies, built for another libstdc++: a test crashed jumping to
-# address 0 inside libtorch.so's remove_all, and on an H200 every warning
-# crashed in std::ostream's sentry. So every program that links LibTorch
-# names libstdc++ first: its own definitions are the ones everybody gets.
+# address 0 inside libtorch.so's remove_all (the H200's warning crash in
+# std::ostream's sentry looks the same). So every program that links
+# LibTorch names libstdc++ first: its definitions are the ones all get.
 set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_OPTIONS
   "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 
