@@ -72,6 +72,7 @@ step() {
     FAILED+=("$name")
   fi
   echo "==== $name: exit $rc after $took s"
+  write_summary  # so far: what a run cut short still leaves behind
   return $rc
 }
 
@@ -221,7 +222,6 @@ if [[ ${SKIP_BENCH:-0} != 1 ]]; then
   done
 fi
 
-write_summary
 echo
 cat "$SUMMARY"
 status=0
