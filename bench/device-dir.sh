@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Makes .device/ (git-ignored) for bench/gpu.sh on a GPU machine that has a
+# compiler, CMake, nvcc and a pip torch but none of the Debian packages the
+# worker's tests build with: from this machine's packages, a googletest
+# source tree (libgtest-dev's /usr/src/googletest) and the headers of Gloo,
+# nlohmann/json and zlib with zlib's library. Carry the folder with the
+# checkout (the device tool: carry [".device"]).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DEV="$ROOT/.device"
+rm -rf "$DEV"
+mkdir -p "$DEV/include" "$DEV/lib"
+cp -r /usr/src/googletest "$DEV/googletest"
+cp -r /usr/include/gloo /usr/include/nlohmann "$DEV/include/"
+cp /usr/include/zlib.h /usr/include/zconf.h "$DEV/include/"
+cp -L "/usr/lib/$(gcc -print-multiarch)/libz.so" "$DEV/lib/libz.so"
+du -sh "$DEV"
