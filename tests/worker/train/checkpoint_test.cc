@@ -45,9 +45,8 @@ struct Trained {
   std::vector<torch::Tensor> Momentum() {
     std::vector<torch::Tensor> out;
     for (const torch::Tensor& p : model->parameters()) {
-      auto& state =
-          static_cast<torch::optim::SGDParamState&>(*optimizer->state().at(
-              p.unsafeGetTensorImpl()));
+      auto& state = static_cast<torch::optim::SGDParamState&>(
+          *optimizer->state().at(p.unsafeGetTensorImpl()));
       out.push_back(state.momentum_buffer());
     }
     return out;
