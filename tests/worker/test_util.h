@@ -13,19 +13,16 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -36,25 +33,11 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 namespace hpcai500::testing {
-
-// Removes `path` and everything under it, ignoring what cannot be removed.
-// Not std::filesystem::remove_all: the libtorch.so of PyPI's torch 2.11
-// exports its own copy, built against a newer libstdc++, and against Debian
-// 12's (GCC 12) it calls a null function (a weak symbol that libstdc++ lacks),
-// so a test that links LibTorch would crash there.
-inline void RemoveTree(const std::string& path) {
-  ::nftw(
-      path.c_str(),
-      [](const char* entry, const struct stat*, int, struct FTW*) {
-        ::remove(entry);
-        return 0;
-      },
-      /*fd_limit=*/16, FTW_DEPTH | FTW_PHYS);
-}
 
 // A fresh folder `<gtest TempDir>/<name>_<pid>` (emptied if it existed),
 // removed with the object unless Keep() was called.
@@ -63,7 +46,7 @@ class ScratchDir {
   explicit ScratchDir(const std::string& name)
       : path_(std::string(::testing::TempDir()) + "/" + name + "_" +
               std::to_string(::getpid())) {
-    RemoveTree(path_);
+    std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
   // "<prefix>_<current test's name>", for a fixture's per-test folder.
@@ -80,7 +63,8 @@ class ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
   ~ScratchDir() {
     if (keep_) return;
-    RemoveTree(path_);
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
   }
 
   const std::string& path() const { return path_; }
