@@ -24,13 +24,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <vector>
 
+#include "tests/worker/distributed/rank_threads.h"
 #include "tests/worker/test_util.h"
 #include "worker/distributed/distributed.h"
 
@@ -355,28 +353,11 @@ TEST_F(CudaWorkerTest, TwoRanksOverNcclOnTwoGpus) {
 
 // ---- In-process: the collectives on CUDA tensors ---------------------------
 
-// Runs fn(collectives) on two threads, rank r on `devices[r]` over
-// `backend`; rethrows the first exception either threw.
+// Runs fn(collectives) on one thread per entry of `devices`, rank r on
+// `devices[r]` over `backend`; rethrows the first exception any threw.
 void RunRanks(DistBackend backend, const std::vector<torch::Device>& devices,
               const std::function<void(Collectives&)>& fn) {
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::thread> threads;
-  std::mutex mu;
-  std::exception_ptr failure;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        Collectives collectives(store, rank, 2, milliseconds(60000), backend,
-                                devices[rank]);
-        fn(collectives);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  testing::RunRanksOnThreads(devices, backend, milliseconds(60000), fn);
 }
 
 // Two ranks' gradients of a conv-shaped and a bias parameter on `devices`,

@@ -13,31 +13,18 @@
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <vector>
 
+#include "tests/worker/distributed/rank_threads.h"
+
 namespace hpcai500::worker {
 namespace {
 
 using std::chrono::milliseconds;
 
-// Runs fn(collectives) on `world` threads, one rank each; rethrows the
-// first exception any of them threw.
+// Runs fn(collectives) on `world` CPU ranks over Gloo, one thread each;
+// rethrows the first exception any of them threw.
 void RunRanks(int world, const std::function<void(Collectives&)>& fn) {
-  auto store = c10::make_intrusive<c10d::HashStore>();
-  std::vector<std::thread> threads;
-  std::mutex mu;
-  std::exception_ptr failure;
-  for (int rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        Collectives collectives(store, rank, world, milliseconds(30000));
-        fn(collectives);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  if (failure) std::rethrow_exception(failure);
+  testing::RunRanksOnThreads(std::vector<torch::Device>(world, torch::kCPU),
+                             DistBackend::kGloo, milliseconds(30000), fn);
 }
 
 torch::Tensor FlatGrads(const std::vector<torch::Tensor>& params) {
