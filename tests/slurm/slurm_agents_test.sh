@@ -38,11 +38,12 @@ wait_until 30 cli nodes >/dev/null 2>&1 || fail "hpcai500d did not start"
 # sbatch exports this environment to the jobs.
 export HPCAI500_BIN="$BIN_DIR" HPCAI500_COORDINATOR="$GRPC"
 export HPCAI500_TOKEN_FILE="$TOKEN"
+# allocate [AGENT FLAGS]: a new allocation with its pilot agent.
 allocate() {
   local job
   job="$(cd "$SCRATCH" && sbatch --parsable -N1 -n1 -c1 --time=30 \
     --output="$SCRATCH/agents-%j.out" \
-    "$SOURCE_DIR/deploy/slurm/agents.sbatch")" || fail "sbatch failed"
+    "$SOURCE_DIR/deploy/slurm/agents.sbatch" "$@")" || fail "sbatch failed"
   echo "${job%%;*}"
 }
 node_field() { cli nodes --json | jq -r --arg n "$1" \
@@ -64,8 +65,12 @@ stored_key() {
 slurm_write_smoke_spec "$SCRATCH/smoke.yaml" pilot-smoke slurm-pilot \
   "ranks_per_node: 1" "epochs: 1"
 
-# 1. An allocation's agent registers, named and labelled after its job.
-job1="$(allocate)"
+# 1. An allocation's agent registers, named and labelled after its job. Its
+# workers' steps take 11 times as long (the test-only slowdown its agent passes
+# on, worker/test_slowdown.h), so that the run scancel interrupts in step 4 is
+# still training then, however fast this machine's LibTorch is.
+export HPCAI500_TEST_SLOW_STEP_PCT=1000
+job1="$(allocate --env HPCAI500_TEST_SLOW_STEP_PCT)"
 node1="$HOST-$job1"
 wait_until 90 node_idle "$node1" ||
   fail "no idle node $node1 after sbatch agents.sbatch (job $job1)"

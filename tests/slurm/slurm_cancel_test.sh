@@ -17,6 +17,12 @@ slurm_write_smoke_spec "$SCRATCH/smoke.yaml" slurm-cancel slurm-cpu \
   "ranks_per_node: 1" "epochs: 1"
 
 slurm_export_job_environment
+# The run must still be training when scancel comes, however fast this
+# machine's LibTorch trains the one smoke epoch (1.5 s with torch 2.11 on two
+# cores): the agent passes the test-only slowdown on to its worker, whose
+# steps then take 11 times as long (worker/test_slowdown.h).
+export HPCAI500_TEST_SLOW_STEP_PCT=1000
+export HPCAI500_AGENT_ARGS="--env HPCAI500_TEST_SLOW_STEP_PCT"
 job="$(cd "$SCRATCH" && sbatch --parsable -N1 --time=8 \
   --output="$SCRATCH/job-%j.out" \
   "$SOURCE_DIR/deploy/slurm/hpcai500.sbatch" smoke.yaml)" || fail "sbatch failed"
