@@ -17,6 +17,7 @@
 #include "agent/files.h"
 #include "agent/worker_env.h"
 #include "common/closable_queue.h"
+#include "common/keepalive.h"
 #include "common/log.h"
 #include "common/tls_files.h"
 #include "proto/hpcai500.grpc.pb.h"
@@ -38,8 +39,6 @@ constexpr absl::Duration kMaxBackoff = absl::Seconds(10);
 // How long one session waits for the connection before it starts over.
 constexpr absl::Duration kConnectTimeout = absl::Seconds(20);
 // A ping every 10 s when the stream is quiet; no answer within 5 s ends it.
-constexpr int kKeepaliveTimeMs = 10000;
-constexpr int kKeepaliveTimeoutMs = 5000;
 // A leaving agent waits for its workers' last words this long beyond the
 // kill grace period.
 constexpr int64_t kLeaveSlackMs = 5000;
@@ -82,10 +81,7 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
 std::shared_ptr<grpc::Channel> NewCoordinatorChannel(const std::string& target,
                                                      const TlsFiles& tls) {
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  SetAgentKeepalive(args);
   return grpc::CreateCustomChannel(target, CoordinatorChannelCredentials(tls),
                                    args);
 }

@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "proto/hpcai500.grpc.pb.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 namespace hpcai500::bench {
 namespace {

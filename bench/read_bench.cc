@@ -2,7 +2,7 @@
 // the real gRPC API beside the bare SQLite they need, in one run:
 //   api    ClientService (Coordinator, Store, auth interceptor) in this
 //          process, called over a loopback TCP channel
-//   bare   the very SQL the store runs for that call (server/internal/
+//   bare   the very SQL the store runs for that call (server/store/internal/
 //          store_queries.h), on its own read-only connection, every column
 //          of every row stepped through, nothing decoded
 //   store  the Store call alone (no gRPC, no coordinator), to show where
@@ -43,11 +43,12 @@
 #include "common/clock.h"
 #include "common/registry.h"
 #include "proto/hpcai500.grpc.pb.h"
-#include "server/access_control.h"
-#include "server/coordinator.h"
+#include "server/auth/access_control.h"
+#include "server/coordinator/coordinator.h"
+#include "server/coordinator/run_reads.h"
 #include "server/grpc_services.h"
-#include "server/internal/store_queries.h"
-#include "server/store.h"
+#include "server/store/internal/store_queries.h"
+#include "server/store/store.h"
 
 namespace hpcai500::bench {
 namespace {
@@ -465,18 +466,12 @@ int Main(int argc, char** argv) {
   limits.requests_per_second = 1e9;
   limits.burst = 1e9;
   AccessControl access(store->get(), &clock, std::nullopt, "", limits);
-  ClientServiceImpl service(coordinator->get(), &access);
-  grpc::ServerBuilder builder;
+  RunReads reads(store->get(), &Registry::Builtin(), coordinator->get());
+  ClientServiceImpl service(coordinator->get(), &reads, &access);
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  std::vector<
-      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-      interceptors;
-  interceptors.push_back(std::make_unique<AuthInterceptorFactory>(&access));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server =
+      StartCoordinatorServer("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &service, /*agents=*/nullptr, &access, &port);
   if (server == nullptr) throw std::runtime_error("cannot start gRPC");
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(64 << 20);

@@ -62,6 +62,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/flags.h"
+#include "common/keepalive.h"
 #include "common/numbers.h"
 #include "proto/hpcai500.grpc.pb.h"
 
@@ -919,9 +920,7 @@ class SchedulerBench {
     grpc::ChannelArguments args;
     // A channel of its own (its own TCP connection), as each agent has.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    SetAgentKeepalive(args);  // as each agent has
     return grpc::CreateCustomChannel(coordinator_->address(),
                                      grpc::InsecureChannelCredentials(), args);
   }

@@ -10,8 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/keepalive.h"
 #include "common/log.h"
-#include "server/tls.h"
+#include "common/status_macros.h"
+#include "server/auth/tls.h"
 
 namespace hpcai500 {
 namespace {
@@ -139,6 +141,27 @@ grpc::Status Authorize(AccessControl& access,
   return ToGrpcStatus(access.Require(*who, action, target, context.peer()));
 }
 
+// Answers with `result`: into *response, or its error.
+template <typename T>
+grpc::Status Answer(absl::StatusOr<T> result, T* response) {
+  if (!result.ok()) return ToGrpcStatus(result.status());
+  *response = *std::move(result);
+  return grpc::Status::OK;
+}
+
+// A call that only reads: authorizes `action` on `target`, then answers with
+// what `read()` returns.
+template <typename T, typename Read>
+grpc::Status AuthorizedAnswer(AccessControl& access,
+                              const grpc::ServerContext& context, Action action,
+                              absl::string_view target, Read read,
+                              T* response) {
+  Principal who;
+  grpc::Status allowed = Authorize(access, context, action, target, &who);
+  if (!allowed.ok()) return allowed;
+  return Answer<T>(read(), response);
+}
+
 // Audits what a mutating call did (`detail` when it succeeded, else its
 // error) and answers with its result.
 template <typename T>
@@ -149,9 +172,62 @@ grpc::Status AuditedAnswer(AccessControl& access, const Principal& who,
                            T* response) {
   access.Audit(&who, verb, target, context.peer(), result.ok(),
                result.ok() ? detail : result.status().message());
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *response = *std::move(result);
+  return Answer<T>(std::move(result), response);
+}
+
+// A mutating call: authorizes `action` on `target`, does `change(who)` and
+// answers audited (`verb`, `detail`: AuditedAnswer).
+template <typename T, typename Change>
+grpc::Status AuthorizedChange(AccessControl& access,
+                              const grpc::ServerContext& context, Action action,
+                              absl::string_view verb, const std::string& target,
+                              Change change, absl::string_view detail,
+                              T* response) {
+  Principal who;
+  grpc::Status allowed = Authorize(access, context, action, target, &who);
+  if (!allowed.ok()) return allowed;
+  return AuditedAnswer<T>(access, who, context, verb, target, change(who),
+                          detail, response);
+}
+
+// Checks that the caller may change run `run_id` (`verb`: cancel, hold,
+// release, promote): an operator its own runs, an admin any. A refusal is
+// audited and returned; `who` is the caller.
+grpc::Status AuthorizeRunChange(AccessControl& access, CoordinatorView& reads,
+                                const grpc::ServerContext& context,
+                                const std::string& verb, int64_t run_id,
+                                Principal* who) {
+  const std::string target = absl::StrCat("run ", run_id);
+  grpc::Status allowed =
+      Authorize(access, context, Action::kChangeOwnRun, target, who);
+  if (!allowed.ok()) return allowed;
+  absl::StatusOr<v1::Run> run = reads.GetRun(run_id);
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  if (!Allows(who->role, Action::kChangeAnyRun) && run->user() != who->user) {
+    const std::string why = absl::StrCat(
+        "it belongs to ", run->user().empty() ? "nobody" : run->user(),
+        "; an operator may ", verb, " only its own runs");
+    access.Audit(who, verb, target, context.peer(), /*allowed=*/false, why);
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat(target, ": ", why));
+  }
   return grpc::Status::OK;
+}
+
+// A change of run `run_id` by its owner or an admin (AuthorizeRunChange),
+// answered audited.
+template <typename T, typename Change>
+grpc::Status RunChange(AccessControl& access, CoordinatorView& reads,
+                       const grpc::ServerContext& context,
+                       const std::string& verb, int64_t run_id, Change change,
+                       absl::string_view detail, T* response) {
+  Principal who;
+  grpc::Status allowed =
+      AuthorizeRunChange(access, reads, context, verb, run_id, &who);
+  if (!allowed.ok()) return allowed;
+  return AuditedAnswer<T>(access, who, context, verb,
+                          absl::StrCat("run ", run_id), change(who), detail,
+                          response);
 }
 
 // One agent's stream on the callback API; it deletes itself in OnDone().
@@ -411,35 +487,23 @@ grpc::Status ClientServiceImpl::Submit(grpc::ServerContext* context,
           : std::string("a spec"),
       context->peer(), submitted.ok(),
       submitted.ok() ? "" : submitted.status().message());
-  if (!submitted.ok()) return ToGrpcStatus(submitted.status());
-  *response = *std::move(submitted);
-  return grpc::Status::OK;
+  return Answer(std::move(submitted), response);
 }
 
 grpc::Status ClientServiceImpl::GetRun(grpc::ServerContext* context,
                                        const v1::GetRunRequest* request,
                                        v1::Run* response) {
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kRead, "read a run", &who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Run> run = coordinator_->GetRun(request->run_id());
-  if (!run.ok()) return ToGrpcStatus(run.status());
-  *response = *std::move(run);
-  return grpc::Status::OK;
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "read a run",
+      [&] { return reads_->GetRun(request->run_id()); }, response);
 }
 
 grpc::Status ClientServiceImpl::ListRuns(grpc::ServerContext* context,
                                          const v1::ListRunsRequest* request,
                                          v1::ListRunsResponse* response) {
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kRead, "list runs", &who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::ListRunsResponse> runs = coordinator_->ListRuns(*request);
-  if (!runs.ok()) return ToGrpcStatus(runs.status());
-  *response = *std::move(runs);
-  return grpc::Status::OK;
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "list runs",
+      [&] { return reads_->ListRuns(*request); }, response);
 }
 
 grpc::Status ClientServiceImpl::WatchRun(
@@ -469,189 +533,143 @@ grpc::Status ClientServiceImpl::WatchRun(
   return status;
 }
 
-grpc::Status ClientServiceImpl::AuthorizeRunChange(grpc::ServerContext& context,
-                                                   const std::string& verb,
-                                                   int64_t run_id,
-                                                   Principal* who) {
-  const std::string target = absl::StrCat("run ", run_id);
-  grpc::Status allowed =
-      Authorize(*access_, context, Action::kChangeOwnRun, target, who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Run> run = coordinator_->GetRun(run_id);
-  if (!run.ok()) return ToGrpcStatus(run.status());
-  if (!Allows(who->role, Action::kChangeAnyRun) && run->user() != who->user) {
-    const std::string why = absl::StrCat(
-        "it belongs to ", run->user().empty() ? "nobody" : run->user(),
-        "; an operator may ", verb, " only its own runs");
-    access_->Audit(who, verb, target, context.peer(), /*allowed=*/false, why);
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat(target, ": ", why));
-  }
-  return grpc::Status::OK;
-}
-
 grpc::Status ClientServiceImpl::CancelRun(grpc::ServerContext* context,
                                           const v1::CancelRunRequest* request,
                                           v1::CancelRunResponse* response) {
-  Principal who;
-  grpc::Status allowed =
-      AuthorizeRunChange(*context, "cancel", request->run_id(), &who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::RunState> state =
-      coordinator_->CancelRun(request->run_id());
-  access_->Audit(&who, "cancel", absl::StrCat("run ", request->run_id()),
-                 context->peer(), state.ok(),
-                 state.ok() ? "" : state.status().message());
-  if (!state.ok()) return ToGrpcStatus(state.status());
-  response->set_state(*state);
-  return grpc::Status::OK;
+  return RunChange(
+      *access_, *reads_, *context, "cancel", request->run_id(),
+      [&](const Principal&) -> absl::StatusOr<v1::CancelRunResponse> {
+        ASSIGN_OR_RETURN(const v1::RunState state,
+                         coordinator_->CancelRun(request->run_id()));
+        v1::CancelRunResponse cancelled;
+        cancelled.set_state(state);
+        return cancelled;
+      },
+      "", response);
 }
 
 grpc::Status ClientServiceImpl::HoldRun(grpc::ServerContext* context,
                                         const v1::HoldRunRequest* request,
                                         v1::Run* response) {
-  Principal who;
-  grpc::Status allowed =
-      AuthorizeRunChange(*context, "hold", request->run_id(), &who);
-  if (!allowed.ok()) return allowed;
-  return AuditedAnswer(
-      *access_, who, *context, "hold", absl::StrCat("run ", request->run_id()),
-      coordinator_->HoldRun(request->run_id(), who.user), "", response);
+  return RunChange(
+      *access_, *reads_, *context, "hold", request->run_id(),
+      [&](const Principal& who) {
+        return coordinator_->HoldRun(request->run_id(), who.user);
+      },
+      "", response);
 }
 
 grpc::Status ClientServiceImpl::ReleaseRun(grpc::ServerContext* context,
                                            const v1::ReleaseRunRequest* request,
                                            v1::Run* response) {
-  Principal who;
-  grpc::Status allowed =
-      AuthorizeRunChange(*context, "release", request->run_id(), &who);
-  if (!allowed.ok()) return allowed;
-  return AuditedAnswer(*access_, who, *context, "release",
-                       absl::StrCat("run ", request->run_id()),
-                       coordinator_->ReleaseRun(request->run_id()), "",
-                       response);
+  return RunChange(
+      *access_, *reads_, *context, "release", request->run_id(),
+      [&](const Principal&) {
+        return coordinator_->ReleaseRun(request->run_id());
+      },
+      "", response);
 }
 
 grpc::Status ClientServiceImpl::PromoteBaseline(
     grpc::ServerContext* context, const v1::PromoteBaselineRequest* request,
     v1::Baseline* response) {
-  Principal who;
-  grpc::Status allowed =
-      AuthorizeRunChange(*context, "promote", request->run_id(), &who);
-  if (!allowed.ok()) return allowed;
-  return AuditedAnswer(
-      *access_, who, *context, "promote",
-      absl::StrCat("run ", request->run_id()),
-      coordinator_->PromoteBaseline(request->run_id(), who.user),
+  return RunChange(
+      *access_, *reads_, *context, "promote", request->run_id(),
+      [&](const Principal& who) {
+        return coordinator_->PromoteBaseline(request->run_id(), who.user);
+      },
       "regress baseline of its series", response);
 }
 
 grpc::Status ClientServiceImpl::GetBaseline(
     grpc::ServerContext* context, const v1::GetBaselineRequest* request,
     v1::Baseline* response) {
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kRead, "read a baseline", &who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::Baseline> baseline =
-      coordinator_->GetBaseline(request->spec());
-  if (!baseline.ok()) return ToGrpcStatus(baseline.status());
-  *response = *std::move(baseline);
-  return grpc::Status::OK;
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "read a baseline",
+      [&] { return coordinator_->GetBaseline(request->spec()); }, response);
 }
 
 grpc::Status ClientServiceImpl::DrainNode(grpc::ServerContext* context,
                                           const v1::DrainNodeRequest* request,
                                           v1::Node* response) {
-  const std::string target = absl::StrCat("node ", request->name());
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kManageNodes, target, &who);
-  if (!allowed.ok()) return allowed;
-  return AuditedAnswer(
-      *access_, who, *context, "drain", target,
-      coordinator_->DrainNode(request->name(), request->reason()),
+  return AuthorizedChange(
+      *access_, *context, Action::kManageNodes, "drain",
+      absl::StrCat("node ", request->name()),
+      [&](const Principal&) {
+        return coordinator_->DrainNode(request->name(), request->reason());
+      },
       request->reason(), response);
 }
 
 grpc::Status ClientServiceImpl::ResumeNode(grpc::ServerContext* context,
                                            const v1::ResumeNodeRequest* request,
                                            v1::Node* response) {
-  const std::string target = absl::StrCat("node ", request->name());
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kManageNodes, target, &who);
-  if (!allowed.ok()) return allowed;
-  return AuditedAnswer(*access_, who, *context, "resume", target,
-                       coordinator_->ResumeNode(request->name()), "", response);
+  return AuthorizedChange(
+      *access_, *context, Action::kManageNodes, "resume",
+      absl::StrCat("node ", request->name()),
+      [&](const Principal&) {
+        return coordinator_->ResumeNode(request->name());
+      },
+      "", response);
 }
 
 grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* context,
                                            const v1::ListQueuesRequest*,
                                            v1::ListQueuesResponse* response) {
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kRead, "list queues", &who);
-  if (!allowed.ok()) return allowed;
-  *response = coordinator_->ListQueues();
-  return grpc::Status::OK;
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "list queues",
+      [&] {
+        return absl::StatusOr<v1::ListQueuesResponse>(
+            coordinator_->ListQueues());
+      },
+      response);
 }
 
 grpc::Status ClientServiceImpl::Leaderboard(
     grpc::ServerContext* context, const v1::LeaderboardRequest* request,
     v1::LeaderboardResponse* response) {
-  Principal who;
-  grpc::Status allowed = Authorize(*access_, *context, Action::kRead,
-                                   "read the leaderboard", &who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::LeaderboardResponse> board =
-      coordinator_->Leaderboard(*request);
-  if (!board.ok()) return ToGrpcStatus(board.status());
-  *response = *std::move(board);
-  return grpc::Status::OK;
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "read the leaderboard",
+      [&] { return reads_->Leaderboard(*request); }, response);
 }
 
 grpc::Status ClientServiceImpl::ListNodes(grpc::ServerContext* context,
                                           const v1::ListNodesRequest*,
                                           v1::ListNodesResponse* response) {
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kRead, "list nodes", &who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::ListNodesResponse> nodes = coordinator_->ListNodes();
-  if (!nodes.ok()) return ToGrpcStatus(nodes.status());
-  *response = *std::move(nodes);
-  return grpc::Status::OK;
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "list nodes",
+      [&] { return reads_->ListNodes(); }, response);
 }
 
 grpc::Status ClientServiceImpl::InvalidateRun(
     grpc::ServerContext* context, const v1::InvalidateRunRequest* request,
     v1::Run* response) {
-  const std::string target = absl::StrCat("run ", request->run_id());
-  Principal who;
-  grpc::Status allowed =
-      Authorize(*access_, *context, Action::kInvalidate, target, &who);
-  if (!allowed.ok()) return allowed;
-  return AuditedAnswer(*access_, who, *context, "invalidate", target,
-                       coordinator_->InvalidateRun(request->run_id(), who.user,
-                                                   request->reason()),
-                       request->reason(), response);
+  return AuthorizedChange(
+      *access_, *context, Action::kInvalidate, "invalidate",
+      absl::StrCat("run ", request->run_id()),
+      [&](const Principal& who) {
+        return coordinator_->InvalidateRun(request->run_id(), who.user,
+                                           request->reason());
+      },
+      request->reason(), response);
 }
 
 grpc::Status ClientServiceImpl::ListAudit(grpc::ServerContext* context,
                                           const v1::ListAuditRequest* request,
                                           v1::ListAuditResponse* response) {
-  Principal who;
-  grpc::Status allowed = Authorize(*access_, *context, Action::kAudit,
-                                   "read the audit trail", &who);
-  if (!allowed.ok()) return allowed;
-  absl::StatusOr<std::vector<v1::AuditEntry>> entries =
-      access_->ListAudit(request->limit(), request->before_id());
-  if (!entries.ok()) return ToGrpcStatus(entries.status());
-  for (v1::AuditEntry& entry : *entries) {
-    *response->add_entries() = std::move(entry);
-  }
-  return grpc::Status::OK;
+  return AuthorizedAnswer(
+      *access_, *context, Action::kAudit, "read the audit trail",
+      [&]() -> absl::StatusOr<v1::ListAuditResponse> {
+        ASSIGN_OR_RETURN(
+            std::vector<v1::AuditEntry> entries,
+            access_->ListAudit(request->limit(), request->before_id()));
+        v1::ListAuditResponse listed;
+        for (v1::AuditEntry& entry : entries) {
+          *listed.add_entries() = std::move(entry);
+        }
+        return listed;
+      },
+      response);
 }
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>*
@@ -679,6 +697,28 @@ void LiveStreams::WaitForNone() {
   auto none = [this]()
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return count_ == 0; };
   mu_.Await(absl::Condition(&none));
+}
+
+std::unique_ptr<grpc::Server> StartCoordinatorServer(
+    const std::string& address,
+    std::shared_ptr<grpc::ServerCredentials> credentials,
+    ClientServiceImpl* client, AgentServiceImpl* agents, AccessControl* access,
+    int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, std::move(credentials), port);
+  builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one per port
+  SetCoordinatorKeepalive(builder);
+  builder.RegisterService(client);
+  if (agents != nullptr) builder.RegisterService(agents);
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(std::make_unique<AuthInterceptorFactory>(access));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || *port == 0) return nullptr;
+  return server;
 }
 
 }  // namespace hpcai500

@@ -1,6 +1,6 @@
 // The gRPC face of the coordinator: ClientServiceImpl and AgentServiceImpl
-// only convert between proto and the Coordinator's calls; the logic lives in
-// Coordinator.
+// only authorize, convert between proto and the Coordinator's (and its read
+// side's) calls and answer; the logic lives in server/coordinator/.
 //
 // ClientService uses gRPC's synchronous API: a watch stream holds a server
 // thread, which is fine for a few watchers. AgentService uses the callback
@@ -25,8 +25,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/hpcai500.grpc.pb.h"
-#include "server/access_control.h"
-#include "server/coordinator.h"
+#include "server/auth/access_control.h"
+#include "server/coordinator/coordinator.h"
 
 namespace hpcai500 {
 
@@ -37,13 +37,16 @@ inline constexpr int kMaxReceiveMessageBytes = 8 * 1024 * 1024;
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // Every handler acts for the principal AuthInterceptor vouched for, and
-// only as far as its role allows (server/auth.h); mutating calls and
+// only as far as its role allows (server/auth/auth.h); mutating calls and
 // refusals are audited.
 class ClientServiceImpl final : public v1::ClientService::Service {
  public:
-  // `coordinator` and `access` are borrowed and must outlive the service.
-  ClientServiceImpl(Coordinator* coordinator, AccessControl* access)
-      : coordinator_(coordinator), access_(access) {}
+  // `coordinator` (what changes), `reads` (what is read: runs, nodes, the
+  // leaderboard; server/coordinator/run_reads.h) and `access` are borrowed
+  // and must outlive the service.
+  ClientServiceImpl(Coordinator* coordinator, CoordinatorView* reads,
+                    AccessControl* access)
+      : coordinator_(coordinator), reads_(reads), access_(access) {}
 
   grpc::Status Submit(grpc::ServerContext* context,
                       const v1::SubmitRequest* request,
@@ -95,14 +98,8 @@ class ClientServiceImpl final : public v1::ClientService::Service {
                            v1::Baseline* response) override;
 
  private:
-  // Checks that the caller may change run `run_id` (`verb`: cancel, hold,
-  // release, promote): an operator its own runs, an admin any. A refusal is
-  // audited and returned; `who` is the caller.
-  grpc::Status AuthorizeRunChange(grpc::ServerContext& context,
-                                  const std::string& verb, int64_t run_id,
-                                  Principal* who);
-
   Coordinator* const coordinator_;
+  CoordinatorView* const reads_;
   AccessControl* const access_;
 };
 
@@ -131,7 +128,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   // `coordinator` and `access` are borrowed and must outlive the service.
   // With `check_agent_certificates` (hpcai500d --tls-client-ca), Connect
   // refuses an agent whose client certificate does not name the node it
-  // registers as (CheckAgentCertificate in server/tls.h).
+  // registers as (CheckAgentCertificate in server/auth/tls.h).
   AgentServiceImpl(Coordinator* coordinator, AccessControl* access,
                    bool check_agent_certificates = false)
       : coordinator_(coordinator),
@@ -174,6 +171,17 @@ class AuthInterceptorFactory final
  private:
   AccessControl* const access_;
 };
+
+// hpcai500d's gRPC server on `address` (HOST:PORT, port 0: any) with
+// `credentials`: `client`, and `agents` unless null, behind the auth
+// interceptor, with the message cap and the coordinator's keepalive
+// (common/keepalive.h). *port gets the port bound. Null when it cannot
+// listen there. The arguments are borrowed for the server's life.
+std::unique_ptr<grpc::Server> StartCoordinatorServer(
+    const std::string& address,
+    std::shared_ptr<grpc::ServerCredentials> credentials,
+    ClientServiceImpl* client, AgentServiceImpl* agents, AccessControl* access,
+    int* port);
 
 }  // namespace hpcai500
 

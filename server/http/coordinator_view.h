@@ -65,8 +65,8 @@ class CoordinatorView {
   // Whether a request showing `bearer` (the token of an "Authorization:
   // Bearer" header, or of the hpcai500_token cookie; "" for none) may read.
   // Unauthenticated or PermissionDenied, with the reason, when not. Every
-  // request may read unless a view says otherwise (server/main.cc wraps
-  // the coordinator in one that asks AccessControl).
+  // request may read unless a view says otherwise (hpcai500d's RunReads
+  // asks AccessControl::AuthorizeRead).
   virtual absl::Status AuthorizeRead(absl::string_view bearer) {
     (void)bearer;
     return absl::OkStatus();

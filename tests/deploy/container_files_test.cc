@@ -16,7 +16,7 @@
 
 #include "server/http/router.h"
 #include "tests/deploy/deploy_files.h"
-#include "tests/http/fake_coordinator_view.h"
+#include "tests/server/http/fake_coordinator_view.h"
 
 namespace hpcai500::deploy_test {
 namespace {

@@ -21,7 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "server/http/router.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "tests/http/fake_coordinator_view.h"
+#include "tests/server/http/fake_coordinator_view.h"
 
 namespace hpcai500 {
 namespace {

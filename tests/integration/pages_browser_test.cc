@@ -22,9 +22,9 @@
 #include "common/events.h"
 #include "common/registry.h"
 #include "common/scoring.h"
-#include "server/store.h"
+#include "server/store/store.h"
 #include "tests/integration/harness.h"
-#include "tests/server/test_events.h"
+#include "tests/server/coordinator/test_events.h"
 
 namespace hpcai500::testing {
 namespace {

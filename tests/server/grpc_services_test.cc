@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/access_control.h"
-#include "server/auth.h"
+#include "server/auth/access_control.h"
+#include "server/auth/auth.h"
 
 namespace hpcai500 {
 namespace {
@@ -34,6 +34,8 @@ class GrpcServicesTest : public ::testing::Test {
     store_ = *Store::Open(dir_ + "/g.db");
     coordinator_ =
         *Coordinator::Create(store_.get(), &clock_, &Registry::Builtin(), {});
+    reads_ = std::make_unique<RunReads>(store_.get(), &Registry::Builtin(),
+                                        coordinator_.get());
     absl::StatusOr<TokenAuthenticator> tokens =
         TokenAuthenticator::Open(store_.get(), dir_ + "/g.db.token-key");
     ASSERT_TRUE(tokens.ok()) << tokens.status();
@@ -47,8 +49,8 @@ class GrpcServicesTest : public ::testing::Test {
     }
     access_ = std::make_unique<AccessControl>(
         store_.get(), &clock_, *std::move(tokens), "s3cret", limits_);
-    client_service_ =
-        std::make_unique<ClientServiceImpl>(coordinator_.get(), access_.get());
+    client_service_ = std::make_unique<ClientServiceImpl>(
+        coordinator_.get(), reads_.get(), access_.get());
     agent_service_ =
         std::make_unique<AgentServiceImpl>(coordinator_.get(), access_.get());
     grpc::ServerBuilder builder;
@@ -156,6 +158,7 @@ class GrpcServicesTest : public ::testing::Test {
   std::map<std::string, std::string> tokens_;  // user -> token
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<RunReads> reads_;
   std::unique_ptr<ClientServiceImpl> client_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> server_;
@@ -262,7 +265,7 @@ TEST_F(GrpcServicesTest, OperatorCancelsOnlyItsOwnRunsAndAdminAny) {
             std::string::npos);
   EXPECT_TRUE(CancelAs("bob", bobs).ok());
   EXPECT_TRUE(CancelAs("root", alices).ok());
-  EXPECT_EQ(coordinator_->GetRun(alices)->state(), v1::RUN_STATE_CANCELLED);
+  EXPECT_EQ(reads_->GetRun(alices)->state(), v1::RUN_STATE_CANCELLED);
   const std::vector<v1::AuditEntry> audit = AuditRows();
   EXPECT_EQ(audit[0].user(), "root");
   EXPECT_EQ(audit[0].action(), "cancel");
@@ -378,7 +381,7 @@ TEST_F(GrpcServicesTest, OperatorPromotesOnlyItsOwnRunsAndOnlyAScoredOne) {
   grpc::ClientContext context;
   context.AddMetadata("authorization", "Bearer " + tokens_["vera"]);
   v1::GetBaselineRequest request;
-  *request.mutable_spec() = coordinator_->GetRun(run)->spec();
+  *request.mutable_spec() = reads_->GetRun(run)->spec();
   v1::Baseline baseline;
   EXPECT_EQ(client_->GetBaseline(&context, request, &baseline).error_code(),
             grpc::StatusCode::NOT_FOUND);

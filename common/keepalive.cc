@@ -1,0 +1,29 @@
+#include "common/keepalive.h"
+
+namespace hpcai500 {
+namespace {
+
+constexpr int kPingEveryMs = 10'000;
+constexpr int kPingTimeoutMs = 5'000;
+constexpr int kMinPingIntervalMs = 5'000;
+
+}  // namespace
+
+void SetAgentKeepalive(grpc::ChannelArguments& args) {
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kPingEveryMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kPingTimeoutMs);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+}
+
+void SetCoordinatorKeepalive(grpc::ServerBuilder& builder) {
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kPingEveryMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kPingTimeoutMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      kMinPingIntervalMs);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+}
+
+}  // namespace hpcai500

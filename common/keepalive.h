@@ -1,0 +1,24 @@
+// The keepalive agreement of hpcai500d and its agents, in one place for both
+// ends: an agent (and a bench that connects as many) pings every 10 s, also
+// while no call runs, and gives up 5 s after a ping goes unanswered;
+// hpcai500d pings its agents as often and accepts their pings down to every
+// 5 s without data. Either end so finds a silent peer (a stopped process, a
+// cut link) whose TCP connection still looks open.
+//
+// Thread-safe: each call touches only its argument.
+#ifndef HPCAI500_COMMON_KEEPALIVE_H_
+#define HPCAI500_COMMON_KEEPALIVE_H_
+
+#include <grpcpp/grpcpp.h>
+
+namespace hpcai500 {
+
+// The agent's side, on the arguments of its channel to the coordinator.
+void SetAgentKeepalive(grpc::ChannelArguments& args);
+
+// The coordinator's side, on the builder of its gRPC server.
+void SetCoordinatorKeepalive(grpc::ServerBuilder& builder);
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_COMMON_KEEPALIVE_H_

@@ -1,0 +1,442 @@
+// The agents' half of the Coordinator: sessions (Connect, Disconnect,
+// reconciling what a returning agent runs) and what agents report (events,
+// reserved ports, worker exits). Declared in coordinator.h; the queue,
+// scheduling and run ends are in coordinator.cc.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/event_keys.h"
+#include "common/log.h"
+#include "common/run_state.h"
+#include "common/scoring.h"
+#include "common/spec.h"
+#include "common/status_macros.h"
+#include "server/coordinator/coordinator.h"
+#include "server/coordinator/metrics.h"
+#include "server/coordinator/requests.h"
+#include "server/coordinator/run_log.h"
+#include "server/store/leaderboard.h"
+
+namespace hpcai500 {
+
+namespace {
+
+// How much of an agent's Leaving.reason is kept.
+constexpr size_t kMaxLeaveReasonBytes = 256;
+
+}  // namespace
+
+// ------------------------------------------------------------------- agents
+
+absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
+                                             AgentChannel* channel) {
+  RETURN_IF_ERROR(ValidateRegister(request));
+  absl::MutexLock lock(&mu_);
+  bool replaced = false;
+  NodeState& node =
+      nodes_.Connect(request, channel, clock_->NowMs(), &replaced);
+  const v1::Node& info = node.info;
+  if (replaced) {
+    LogInfo(
+        absl::StrCat("node ", request.name(),
+                     ": registered again; the previous stream is replaced"));
+  }
+  OfferNodeLocked(info);
+  scheduler_.SetSchedulable(info.name(), true);
+  SaveNodeLocked(node);
+  LogInfo(absl::StrFormat(
+      "node %s: registered (%s, %d slots, %d cpus, %d gpus, %d attempts "
+      "running)",
+      info.name(), info.address(), info.slots(), info.cpus(), info.gpus(),
+      request.running_size()));
+
+  v1::CoordinatorMessage registered;
+  registered.mutable_registered()->set_node(info.name());
+  registered.mutable_registered()->set_heartbeat_interval_ms(
+      options_.heartbeat_interval_ms);
+  registered.mutable_registered()->set_node_timeout_ms(
+      options_.node_timeout_ms);
+  channel->Send(registered);
+
+  ReconcileLocked(request, channel);
+  ScheduleLocked();
+  return node.session;
+}
+
+void Coordinator::ReconcileLocked(const v1::Register& request,
+                                  AgentChannel* channel) {
+  const std::string& name = request.name();
+  // (run, attempt) -> the ranks the agent still has, running or exited.
+  std::map<std::pair<int64_t, int32_t>, std::set<int32_t>> listed;
+  for (const v1::RunningAttempt& running : request.running()) {
+    std::set<int32_t>& ranks =
+        listed[{running.key().run_id(), running.key().attempt()}];
+    ranks.insert(running.ranks().begin(), running.ranks().end());
+    ranks.insert(running.exited_ranks().begin(), running.exited_ranks().end());
+    if (CurrentAttemptLocked(running.key()) == nullptr) {
+      v1::CoordinatorMessage cancel;
+      *cancel.mutable_cancel()->mutable_key() = running.key();
+      cancel.mutable_cancel()->set_reason(absl::StrCat(
+          Describe(running.key()), " is not running on the coordinator"));
+      channel->Send(cancel);
+      LogInfo(absl::StrCat("node ", name, ": cancelling its ",
+                           Describe(running.key()), " (not current: fenced)"));
+    }
+  }
+  for (auto& [run_id, record] : runs_) {
+    if (!IsPlaced(record.run.state())) continue;
+    const int node_index = record.NodeIndex(name);
+    if (node_index < 0) continue;
+    const v1::AttemptKey key = record.key();
+    if (!record.start_sent) {
+      // Nothing was started yet: ask rank 0's node for a port again.
+      if (node_index == 0) SendReserveLocked(record);
+      continue;
+    }
+    const std::set<int32_t>& has = listed[{key.run_id(), key.attempt()}];
+    const int rpn = record.run.spec().ranks_per_node();
+    for (int32_t rank = node_index * rpn; rank < (node_index + 1) * rpn;
+         ++rank) {
+      if (has.count(rank) > 0 || record.exits.count(rank) > 0) continue;
+      RetryOrFailLocked(
+          record, absl::StrFormat("node %s registered again without rank %d "
+                                  "of %s: its worker is gone",
+                                  name, rank, Describe(key)));
+      break;
+    }
+  }
+}
+
+absl::Status Coordinator::HandleAgentMessage(int64_t session,
+                                             const v1::AgentMessage& message) {
+  absl::MutexLock lock(&mu_);
+  NodeState* found = nodes_.FindSession(session);
+  if (found == nullptr) {
+    return absl::FailedPreconditionError(
+        "agent session unknown or replaced by a newer registration");
+  }
+  NodeState& node = *found;
+  node.info.set_last_seen_ms(clock_->NowMs());
+  switch (message.msg_case()) {
+    case v1::AgentMessage::kHeartbeat:
+      HandleHeartbeatLocked(node);
+      break;
+    case v1::AgentMessage::kEvents:
+      HandleEventsLocked(node, message.events());
+      break;
+    case v1::AgentMessage::kPortReserved:
+      HandlePortReservedLocked(node, message.port_reserved());
+      break;
+    case v1::AgentMessage::kWorkerExited:
+      HandleWorkerExitedLocked(node, message.worker_exited());
+      break;
+    case v1::AgentMessage::kLeaving:
+      HandleLeavingLocked(node, message.leaving());
+      break;
+    case v1::AgentMessage::kRegister:
+      return absl::InvalidArgumentError(
+          "register: only the first message of a stream may register");
+    case v1::AgentMessage::MSG_NOT_SET:
+      return absl::InvalidArgumentError("empty agent message");
+  }
+  ScheduleLocked();
+  return absl::OkStatus();
+}
+
+void Coordinator::Disconnect(int64_t session) {
+  absl::MutexLock lock(&mu_);
+  NodeState* ended = nodes_.Disconnect(session);
+  if (ended == nullptr) return;
+  NodeState& node = *ended;
+  scheduler_.SetSchedulable(node.info.name(), false);
+  SaveNodeLocked(node);
+  LogInfo(absl::StrFormat(
+      "node %s: disconnected; its %d held slots wait up to %d s for it",
+      node.info.name(), scheduler_.used_slots(node.info.name()),
+      options_.node_timeout_ms / 1000));
+}
+
+void Coordinator::Tick() {
+  absl::MutexLock lock(&mu_);
+  const int64_t now = clock_->NowMs();
+  for (auto& [name, node] : nodes_.nodes()) {
+    const int64_t silent_ms = now - node.info.last_seen_ms();
+    if (silent_ms < options_.node_timeout_ms) continue;
+    LoseRunsOnSilentNodeLocked(name, silent_ms);
+    if (node.session != 0) {
+      // Connected but mute: stop placing runs on it until it speaks again.
+      scheduler_.SetSchedulable(name, false);
+    }
+  }
+  for (auto& [run_id, record] : runs_) {
+    if (record.run.state() == v1::RUN_STATE_RUNNING &&
+        record.all_exited_ms != 0 &&
+        now - record.all_exited_ms >= options_.exit_grace_ms) {
+      MaybeFinishLocked(record, /*force=*/true);
+    }
+  }
+  EnforceTimeLimitsLocked(now);
+  ForgetGoneNodesLocked(now);
+  ScheduleLocked();
+}
+
+void Coordinator::LoseRunsOnSilentNodeLocked(const std::string& name,
+                                             int64_t silent_ms) {
+  for (auto& [run_id, record] : runs_) {
+    if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
+    RetryOrFailLocked(
+        record,
+        absl::StrFormat("node %s silent for %d s (timeout %d s)", name,
+                        silent_ms / 1000, options_.node_timeout_ms / 1000));
+  }
+}
+
+void Coordinator::ForgetGoneNodesLocked(int64_t now) {
+  if (options_.node_retention_ms <= 0) return;
+  std::vector<std::string> gone;
+  for (const auto& [name, node] : nodes_.nodes()) {
+    if (node.session != 0 || scheduler_.used_slots(name) > 0) continue;
+    // An admin's drain (and its reason) outlives the agent's absence.
+    if (node.draining && !node.leaving) continue;
+    if (now - node.LastHeardMs() < options_.node_retention_ms) continue;
+    gone.push_back(name);
+  }
+  for (const std::string& name : gone) {
+    const NodeState& node = nodes_.nodes().at(name);
+    const std::string line = absl::StrCat(
+        "node ", name, ": forgotten, silent for ",
+        absl::FormatDuration(absl::Seconds((now - node.LastHeardMs()) / 1000)),
+        " (", NodeViewLocked(node).state_reason(), "; node retention ",
+        absl::FormatDuration(absl::Milliseconds(options_.node_retention_ms)),
+        ")");
+    // Forgotten here even when the store fails: a row left there is
+    // restored and forgotten again after a restart.
+    if (absl::Status deleted = store_->DeleteNode(name); !deleted.ok()) {
+      LogError(absl::StrCat("node ", name, ": ", deleted.ToString()));
+    }
+    scheduler_.RemoveNode(name);
+    nodes_.Remove(name);
+    LogInfo(line);
+  }
+}
+
+void Coordinator::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+}
+
+void Coordinator::HandleHeartbeatLocked(NodeState& node) {
+  if (node.session == 0) return;
+  if (!node.leaving) scheduler_.SetSchedulable(node.info.name(), true);
+  v1::CoordinatorMessage answer;
+  answer.mutable_heartbeat()->set_time_ms(clock_->NowMs());
+  node.channel->Send(answer);
+}
+
+void Coordinator::HandleEventsLocked(NodeState& node,
+                                     const v1::Events& events) {
+  const EventIntake::Runs runs{
+      [this](const v1::AttemptKey& key)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS { return CurrentAttemptLocked(key); },
+      [this](const v1::AttemptKey& key, const std::string& name, int32_t rank)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            auto run = runs_.find(key.run_id());
+            return run != runs_.end() &&
+                   run->second.HostedRank(key.attempt(), name, rank);
+          }};
+  IntakeResult taken =
+      intake_.Take(node.info.name(), node.leaving, events, runs);
+  std::set<int64_t> changed_runs;
+  for (auto& [record, line] : taken.fresh) {
+    if (line.key == event_keys::kResume && line.rank == 0) {
+      NoteResumeLocked(*record, line);
+    }
+    changed_runs.insert(record->run.id());
+    record->tracker.Add(std::move(line));
+  }
+  for (int64_t run_id : changed_runs) {
+    RunRecord& record = runs_[run_id];
+    record.RefreshEpochs(MetricName(record.run.spec()), /*flush=*/false);
+    record.Changed("");
+    MaybeFinishLocked(record, /*force=*/false);
+  }
+  if (taken.reply.acks().acks_size() > 0 && node.channel != nullptr) {
+    node.channel->Send(taken.reply);
+  }
+}
+
+void Coordinator::HandlePortReservedLocked(NodeState& node,
+                                           const v1::PortReserved& port) {
+  RunRecord* record = CurrentAttemptLocked(port.key());
+  if (record == nullptr || record->start_sent || record->nodes.empty() ||
+      record->nodes.front() != node.info.name()) {
+    LogWarning(absl::StrCat("node ", node.info.name(), ": ignoring a port for ",
+                            Describe(port.key()), " (not awaited from it)"));
+    return;
+  }
+  absl::StatusOr<std::string> address = RendezvousHost(port, node.info);
+  if (!address.ok()) {
+    EndRunLocked(*record, v1::RUN_STATE_FAILED,
+                 std::string(address.status().message()),
+                 /*cancel_workers=*/true);
+    return;
+  }
+  const std::string& host = *address;
+  // Saved before it is sent: after a crash in between, the agents do not
+  // list the attempt when they register again and it is requeued.
+  const v1::Attempt& attempt = record->BeginRunning(host, port.port());
+  PersistLocked(*record);
+  for (size_t i = 0; i < record->nodes.size(); ++i) {
+    v1::CoordinatorMessage start = record->AssignmentFor(
+        v1::Assignment::PHASE_START, static_cast<int32_t>(i));
+    start.mutable_assignment()->set_master_addr(host);
+    start.mutable_assignment()->set_master_port(port.port());
+    if (i == 0) AddLaunchNodesLocked(*record, *start.mutable_assignment());
+    SendLocked(record->nodes[i], start);
+  }
+  const std::string line = absl::StrFormat(
+      "attempt %d: rendezvous at %s:%d; starting %d ranks on %s",
+      attempt.number(), host, port.port(), record->world_size(),
+      absl::StrJoin(record->nodes, ", "));
+  LogInfo(absl::StrCat("run ", record->run.id(), " ", line));
+  record->Changed(line);
+}
+
+void Coordinator::AddLaunchNodesLocked(const RunRecord& record,
+                                       v1::Assignment& assignment) const {
+  absl::StatusOr<Launcher> launcher =
+      ParseLauncher("launcher", record.run.spec().launcher());
+  if (!launcher.ok() || *launcher == Launcher::kAgent) return;
+  for (size_t i = 0; i < record.nodes.size(); ++i) {
+    const v1::Assignment ranks =
+        record
+            .AssignmentFor(v1::Assignment::PHASE_START, static_cast<int32_t>(i))
+            .assignment();
+    v1::LaunchNode* node = assignment.add_launch_nodes();
+    node->set_name(record.nodes[i]);
+    *node->mutable_ranks() = ranks.ranks();
+    auto it = nodes_.nodes().find(record.nodes[i]);
+    if (it == nodes_.nodes().end()) continue;  // the agent refuses it
+    // A pilot agent (deploy/slurm/agents.sbatch) is named NODE-JOBID; srun
+    // needs Slurm's own node name, which it carries as a label.
+    const auto& labels = it->second.info.labels();
+    if (auto slurm = labels.find(kSlurmNodeLabel);
+        slurm != labels.end() && !slurm->second.empty()) {
+      node->set_name(slurm->second);
+    }
+    node->set_address(it->second.info.address());
+    node->set_workdir(it->second.workdir);
+    node->set_checkpoint_root(it->second.checkpoint_root);
+    node->set_cpus(it->second.info.cpus());
+    node->set_iface(it->second.iface);
+  }
+}
+
+void Coordinator::HandleWorkerExitedLocked(NodeState& node,
+                                           const v1::WorkerExited& exit) {
+  RunRecord* record = CurrentAttemptLocked(exit.key());
+  if (record == nullptr) {
+    // A stale attempt or an ended run: fenced, acknowledged, dropped.
+    AckExitLocked(node, exit);
+    return;
+  }
+  if (!record->HostsRank(node.info.name(), exit.rank())) {
+    LogWarning(absl::StrFormat("node %s: ignoring exit of rank %d of %s",
+                               node.info.name(), exit.rank(),
+                               Describe(exit.key())));
+    return;
+  }
+  if (record->exits.count(exit.rank()) > 0) {
+    AckExitLocked(node, exit);  // sent again after a reconnect
+    return;
+  }
+  v1::WorkerExited stored = exit;
+  stored.set_stderr_tail(TailOf(exit.stderr_tail(), kMaxStderrTailBytes));
+  if (absl::Status saved = store_->SaveExit(stored); !saved.ok()) {
+    // Not acknowledged: the agent reports it again when it reconnects.
+    LogError(absl::StrCat("storing the exit of rank ", exit.rank(), " of ",
+                          Describe(exit.key()), ": ", saved.ToString()));
+    return;
+  }
+  record->exits[exit.rank()] = stored;
+  AckExitLocked(node, exit);
+  const bool failed =
+      !exit.error().empty() || exit.signal() != 0 || exit.exit_code() != 0;
+  LogInfo(absl::StrFormat(
+      "run %d attempt %d rank %d on node %s: %s", exit.key().run_id(),
+      exit.key().attempt(), exit.rank(), node.info.name(),
+      failed ? ExitError(node.info.name(), exit) : "exited 0"));
+  if (!exit.cancelled().empty()) {
+    // The site's scheduler stopped it (a scancelled Slurm step): the run
+    // ends as a user's cancel does, not as a failure or a lost attempt.
+    EndRunLocked(*record, v1::RUN_STATE_CANCELLED,
+                 absl::StrCat("cancelled on node ", node.info.name(), ": ",
+                              exit.cancelled()),
+                 /*cancel_workers=*/true);
+    return;
+  }
+  if (failed) {
+    std::string why = ExitError(node.info.name(), stored);
+    // A peer's loss fails the other ranks' collectives before the lost node
+    // times out: a rank failing while a node of its gang is disconnected
+    // counts as lost too.
+    std::string gone;
+    for (const std::string& name : record->nodes) {
+      auto it = nodes_.nodes().find(name);
+      if (it != nodes_.nodes().end() && it->second.session == 0) gone = name;
+    }
+    if (!gone.empty()) {
+      absl::StrAppend(&why, " while node ", gone, " of its gang is away");
+    }
+    if (IsLostWorker(stored) || !gone.empty()) {
+      RetryOrFailLocked(*record, why);
+    } else {
+      EndRunLocked(*record, v1::RUN_STATE_FAILED, why,
+                   /*cancel_workers=*/true);
+    }
+    return;
+  }
+  if (static_cast<int>(record->exits.size()) == record->world_size()) {
+    record->all_exited_ms = clock_->NowMs();
+    MaybeFinishLocked(*record, /*force=*/false);
+  }
+}
+
+void Coordinator::HandleLeavingLocked(NodeState& node,
+                                      const v1::Leaving& leaving) {
+  const std::string& name = node.info.name();
+  node.leaving = true;
+  // From the remote side: kept short, and never empty in the node's state.
+  node.leave_reason = leaving.reason().substr(0, kMaxLeaveReasonBytes);
+  if (node.leave_reason.empty()) node.leave_reason = "no reason given";
+  scheduler_.SetSchedulable(name, false);
+  SaveNodeLocked(node);
+  int lost = 0;
+  for (auto& [run_id, record] : runs_) {
+    if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
+    RetryOrFailLocked(
+        record, absl::StrFormat("node %s left (%s)", name, node.leave_reason));
+    ++lost;
+  }
+  LogInfo(
+      absl::StrFormat("node %s: leaving (%s); %d run(s) on it lost their "
+                      "attempt",
+                      name, node.leave_reason, lost));
+}
+
+void Coordinator::AckExitLocked(NodeState& node, const v1::WorkerExited& exit) {
+  if (node.channel == nullptr) return;
+  v1::CoordinatorMessage ack;
+  v1::ExitAck* exit_ack = ack.mutable_acks()->add_exits();
+  *exit_ack->mutable_key() = exit.key();
+  exit_ack->set_rank(exit.rank());
+  node.channel->Send(ack);
+}
+
+}  // namespace hpcai500

@@ -1,0 +1,158 @@
+#include "server/options.h"
+
+#include <memory>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/flag_file.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
+#include "server/coordinator/node_timing.h"
+#include "server/coordinator/queues.h"
+
+namespace hpcai500 {
+
+const char kServerUsage[] =
+    "usage: hpcai500d [--grpc HOST:PORT] [--http HOST:PORT] [--db FILE]\n"
+    "                 [--web-dir DIR] [--token-file FILE] "
+    "[--node-timeout-s N]\n"
+    "                 [--http-max-connections N] [--http-public] "
+    "[--insecure]\n"
+    "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
+    "                 [--queues FILE] [--heartbeat-interval-s N]\n"
+    "                 [--max-queued-per-user N] [--node-retention-hours N]\n"
+    "                 [--ignore-sigterm]\n"
+    "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
+    "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
+    "auth is on once a token exists (hpcai500d token create) or with\n"
+    "--token-file (one shared token of full trust); without auth or TLS\n"
+    "hpcai500d listens on loopback only unless --insecure. --http-public\n"
+    "serves the read-only pages and API without a token.\n"
+    "defaults: --grpc 127.0.0.1:7500 --http 127.0.0.1:7580 "
+    "--db ./hpcai500.db --node-timeout-s 60\n"
+    "          --http-max-connections 256 (more are answered 503)\n"
+    "--tls-cert/--tls-key (PEM): gRPC and HTTP over TLS only; with\n"
+    "--tls-client-ca, agents must present a certificate it signed that names\n"
+    "their --name (the CLI needs none)\n"
+    "--queues: the queues (partitions) in YAML (docs/design.md, \"Queues\");\n"
+    "without it one queue, default, over every node\n"
+    "--heartbeat-interval-s: how often agents beat (told to them when they\n"
+    "register), at most a third of --node-timeout-s; default 5 s, or a\n"
+    "third of the timeout when that is shorter\n"
+    "--max-queued-per-user: queued runs one user may have, 0 for no cap\n"
+    "(default 1000)\n"
+    "--node-retention-hours: a node down (disconnected, or its agent left)\n"
+    "and running nothing is forgotten after this long without word from its\n"
+    "agent, unless drained; 0 keeps nodes for ever (default 24)\n"
+    "--ignore-sigterm: only SIGINT stops it (in a Slurm batch step, where\n"
+    "scancel and the time limit send SIGTERM to every process of the job\n"
+    "at once, the job script records the cancel first, then stops it)\n";
+
+std::string DefaultWebDir() { return HPCAI500_DEFAULT_WEB_DIR; }
+
+namespace {
+
+// `text` as an integer in [min, max] into *value; else InvalidArgument
+// "flag FLAG: must be RANGE, got 'TEXT'".
+absl::Status ParseBoundedInt(absl::string_view flag, const std::string& text,
+                             int min, int max, absl::string_view range,
+                             int* value) {
+  if (text.empty()) return absl::OkStatus();
+  if (!absl::SimpleAtoi(text, value) || *value < min || *value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag ", flag, ": must be ", range, ", got '", text, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ServerOptions> ParseServerOptions(
+    const std::vector<std::string>& args) {
+  ServerOptions flags;
+  std::string node_timeout, max_connections, heartbeat_interval, max_queued,
+      node_retention;
+  std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
+  AddValueFlag(*app, "grpc", &flags.grpc);
+  AddValueFlag(*app, "http", &flags.http);
+  AddValueFlag(*app, "db", &flags.db);
+  AddValueFlag(*app, "web-dir", &flags.web_dir);
+  AddValueFlag(*app, "token-file", &flags.token_file);
+  AddValueFlag(*app, "queues", &flags.queues);
+  AddValueFlag(*app, "node-timeout-s", &node_timeout);
+  AddValueFlag(*app, "http-max-connections", &max_connections);
+  AddValueFlag(*app, "heartbeat-interval-s", &heartbeat_interval);
+  AddValueFlag(*app, "max-queued-per-user", &max_queued);
+  AddValueFlag(*app, "node-retention-hours", &node_retention);
+  AddSwitch(*app, "http-public", &flags.http_public);
+  AddSwitch(*app, "insecure", &flags.insecure);
+  AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
+  AddServerTlsFlags(*app, &flags.tls);
+  AddSwitch(*app, "help,h", &flags.help);
+  RETURN_IF_ERROR(ParseFlags(*app, args));
+  RETURN_IF_ERROR(ParseBoundedInt("--node-timeout-s", node_timeout, 1, 86400,
+                                  "1..86400 seconds", &flags.node_timeout_s));
+  RETURN_IF_ERROR(ParseBoundedInt("--http-max-connections", max_connections, 1,
+                                  65536, "1..65536",
+                                  &flags.http_max_connections));
+  RETURN_IF_ERROR(ParseBoundedInt("--heartbeat-interval-s", heartbeat_interval,
+                                  1, 3600, "1..3600 seconds",
+                                  &flags.heartbeat_interval_s));
+  RETURN_IF_ERROR(ParseBoundedInt("--max-queued-per-user", max_queued, 0,
+                                  10'000'000, "0 (no cap)..10000000",
+                                  &flags.max_queued_per_user));
+  RETURN_IF_ERROR(ParseBoundedInt("--node-retention-hours", node_retention, 0,
+                                  87'600, "0 (keep for ever)..87600 hours",
+                                  &flags.node_retention_hours));
+  // Refused here, before anything is opened, with the usage text.
+  RETURN_IF_ERROR(
+      HeartbeatIntervalMs(int64_t{flags.node_timeout_s} * 1000,
+                          int64_t{flags.heartbeat_interval_s} * 1000)
+          .status());
+  return flags;
+}
+
+absl::StatusOr<CoordinatorOptions> CoordinatorOptionsFrom(
+    const ServerOptions& flags) {
+  CoordinatorOptions options;
+  options.node_timeout_ms = int64_t{flags.node_timeout_s} * 1000;
+  options.node_retention_ms = int64_t{flags.node_retention_hours} * 3600 * 1000;
+  ASSIGN_OR_RETURN(
+      options.heartbeat_interval_ms,
+      HeartbeatIntervalMs(options.node_timeout_ms,
+                          int64_t{flags.heartbeat_interval_s} * 1000));
+  if (!flags.queues.empty()) {
+    ASSIGN_OR_RETURN(const std::string text,
+                     ReadFlagFile("--queues", flags.queues, 1 << 20));
+    absl::StatusOr<std::vector<Scheduler::Queue>> queues = ParseQueues(text);
+    if (!queues.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--queues ", flags.queues, ": ", queues.status().message()));
+    }
+    options.queues = *std::move(queues);
+  }
+  return options;
+}
+
+bool IsLoopback(const std::string& host_port) {
+  const std::string host = host_port.substr(0, host_port.rfind(':'));
+  return host == "localhost" || host == "[::1]" ||
+         absl::StartsWith(host, "127.");
+}
+
+absl::Status CheckExposure(const ServerOptions& flags, bool auth, bool tls) {
+  if (auth || tls || flags.insecure ||
+      (IsLoopback(flags.grpc) && IsLoopback(flags.http))) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "no API token exists, no --token-file and no TLS is given, so "
+      "anybody who reaches --grpc ",
+      flags.grpc, " or --http ", flags.http,
+      " could run and cancel anything: create one (hpcai500d token create "
+      "--role admin --user NAME), bind loopback, or pass --insecure"));
+}
+
+}  // namespace hpcai500

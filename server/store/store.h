@@ -1,0 +1,317 @@
+// The coordinator's durable state in one SQLite file (WAL mode): submissions
+// -> runs (repetitions) -> attempts -> events, the results (every input of
+// Valid FLOPS) and the nodes seen. The schema is versioned with
+// PRAGMA user_version and ordered migrations, so a newer hpcai500d opens an
+// older file and an older one refuses a newer file.
+//
+// One owner: Open takes an exclusive lock on "<path>.lock" (which names the
+// owner's pid) for the Store's life, so a second hpcai500d on the same file
+// fails to open it. Durable: every commit is synchronous=FULL, so what a call
+// reports stored survives a power loss once it returns.
+//
+// Thread-safe: writes (and the few reads the coordinator needs in step with
+// them) go through one connection, serialised by mu_. The reads clients
+// make (GetRun, ListRuns, Leaderboard, LoadEvents, ReadExits) go through a
+// small pool of read-only connections instead: in WAL mode each sees the
+// last commit, in one snapshot per call, and never waits for mu_ or for the
+// writer.
+#ifndef HPCAI500_SERVER_STORE_STORE_H_
+#define HPCAI500_SERVER_STORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/hpcai500.pb.h"
+
+struct sqlite3;
+
+namespace hpcai500 {
+namespace server_internal {
+class SqliteReadPool;
+struct SqlQuery;
+}  // namespace server_internal
+
+// What InsertEvent(s) did with an event.
+enum class EventDisposition {
+  kStored,     // new; stored now
+  kDuplicate,  // (run, attempt, rank, seq) was stored before; unchanged
+  kStale,      // not the run's current attempt (or no such run); ignored
+};
+
+// One event to store: its key (run, attempt, rank, seq), the line, and the
+// error that made the coordinator refuse the line ("" for a good one; then
+// `line` is empty).
+struct EventRow {
+  int64_t run_id = 0;
+  int32_t attempt = 0;
+  int32_t rank = 0;
+  int64_t seq = 0;
+  std::string line;
+  std::string error;
+  // Stored even though `attempt` is no longer the run's current one: what a
+  // leaving node's stopped workers wrote (Coordinator::CheckEventLocked).
+  bool past_attempt = false;
+};
+
+// One stored event line. `error` is set (and `line` empty) for a line the
+// coordinator refused (too long, unparseable): it is recorded so that the
+// sequence stays contiguous and can be acknowledged.
+struct StoredEvent {
+  int32_t rank = 0;
+  int64_t seq = 0;
+  std::string line;
+  std::string error;
+};
+
+// The token key of the database at `db_path`: the file beside it that
+// server/auth/auth.h keys token hashes with, and a backup copies along.
+std::string TokenKeyPath(const std::string& db_path);
+
+// One API token as stored: never the token itself, only its keyed hash
+// (server/auth/auth.h says how tokens are made and checked).
+struct TokenRecord {
+  std::string id;    // the public part of the token, unique
+  std::string user;  // whom it names
+  std::string role;  // viewer | operator | admin | agent
+  std::string node;  // agent tokens: the one node it may register as
+  std::string hash;  // HMAC-SHA256 of the secret part (32 bytes)
+  int64_t created_ms = 0;
+  int64_t revoked_ms = 0;  // 0: in force
+};
+
+class Store {
+ public:
+  // Who opens the file: the one coordinator (Open takes the owner lock and
+  // migrates), or a tool beside a running coordinator (no lock; the schema
+  // must already be this binary's).
+  enum class Access { kOwner, kBeside };
+
+  // The schema version this binary writes (the number of migrations).
+  static int SchemaVersion();
+
+  // Opens (creating if absent) the database at `path` and migrates it to
+  // SchemaVersion(). Errors name the file: FailedPrecondition when another
+  // process holds "<path>.lock" (the message names the lock file and the
+  // holder's pid), unreadable, not a database, written by a newer hpcai500d.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(
+      const std::string& path, Access access = Access::kOwner);
+
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // PRAGMA user_version of the open file.
+  absl::StatusOr<int> UserVersion();
+
+  // One submission to store: its spec's text and one run spec per
+  // repetition (seeds already set), waiting in `queue` at `priority`.
+  struct NewSubmission {
+    std::string spec_yaml;
+    std::vector<v1::RunSpec> run_specs;
+    std::string queue;
+    int32_t priority = 0;
+  };
+  // Stores `submissions` of `user` (a suite: one per spec) and their runs
+  // in ONE transaction: on an error none of them is stored. Runs start
+  // QUEUED with repetition 1..R. Returns, per submission in order, its id
+  // and its run ids in order.
+  absl::StatusOr<std::vector<v1::SubmitResponse>> CreateSubmissions(
+      const std::vector<NewSubmission>& submissions, int64_t now_ms,
+      const std::string& user);
+  // CreateSubmissions of the one submission of `spec_yaml`.
+  absl::StatusOr<v1::SubmitResponse> CreateSubmission(
+      const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
+      int64_t now_ms, const std::string& user = "",
+      const std::string& queue = "", int32_t priority = 0);
+  // Records that `by` took the run's result off the leaderboard, with
+  // `reason`, and takes its submission's row off the leaderboard table.
+  // NotFound when there is no such run.
+  absl::Status InvalidateRun(int64_t run_id, const std::string& by,
+                             const std::string& reason, int64_t now_ms);
+  // How many runs of `user` are queued.
+  absl::StatusOr<int64_t> CountQueuedRuns(const std::string& user);
+
+  // Writes the run's state, times, error, epochs, queue, priority and hold
+  // (not its spec, attempts or score); a run that succeeded updates its
+  // submission's leaderboard row. NotFound when there is no such run.
+  absl::Status UpdateRun(const v1::Run& run);
+
+  // Inserts or replaces attempt `attempt.number()` of `run_id` and makes it
+  // the run's current attempt when its number is the highest so far.
+  absl::Status SaveAttempt(int64_t run_id, const v1::Attempt& attempt);
+
+  // The run with its attempts and (when scored) its score. NotFound.
+  // Read on a read connection.
+  absl::StatusOr<v1::Run> GetRun(int64_t run_id);
+  // The runs matching every set field of `filter` (exact name, workload,
+  // config, state, user, queue and submission_id; created at or after since_ms
+  // and before until_ms; id < before_id), ordered by id descending, at most
+  // filter.limit() of them (<= 0: all), with their attempts and scores. The
+  // filtering is SQL's: runs that do not match are never read; attempts and
+  // scores come in one query each for the whole list. Read on a read
+  // connection. The caller validates the filter.
+  absl::StatusOr<std::vector<v1::Run>> ListRuns(
+      const v1::ListRunsRequest& filter);
+  // Runs in any of `states`, ordered by id ascending (queue order).
+  absl::StatusOr<std::vector<v1::Run>> ListRunsInStates(
+      const std::vector<v1::RunState>& states);
+  // Number of runs per state (states with no run are absent).
+  absl::StatusOr<std::vector<std::pair<v1::RunState, int64_t>>>
+  CountRunsByState();
+
+  // The run's current attempt number (0 before the first). NotFound.
+  absl::StatusOr<int32_t> CurrentAttempt(int64_t run_id);
+
+  // Stores event (run, attempt, rank, seq) at most once; events of an
+  // attempt that is not the run's current one are not stored (kStale).
+  absl::StatusOr<EventDisposition> InsertEvent(int64_t run_id, int32_t attempt,
+                                               int32_t rank, int64_t seq,
+                                               const std::string& line,
+                                               const std::string& error);
+  // Stores a batch (e.g. a whole Events message, of any runs and attempts)
+  // in ONE transaction, so one sync makes all of it durable; each row is
+  // treated exactly as InsertEvent treats it (a key repeated within the
+  // batch is kDuplicate), except that a `past_attempt` row is stored
+  // whichever attempt is current. Returns one disposition per row, in order. On
+  // an error nothing of the batch is stored: acknowledge none of it.
+  absl::StatusOr<std::vector<EventDisposition>> InsertEvents(
+      const std::vector<EventRow>& rows);
+  // The highest seq s such that every event 1..s of (run, attempt, rank) is
+  // stored; 0 when none is.
+  absl::StatusOr<int64_t> ContiguousSeq(int64_t run_id, int32_t attempt,
+                                        int32_t rank);
+  // The stored events of one attempt, ordered by rank then seq: all of
+  // them, or only rank `rank`'s. Read on a read connection, so a reader
+  // (the pages poll some of these) never holds up the events being stored.
+  absl::StatusOr<std::vector<StoredEvent>> LoadEvents(
+      int64_t run_id, int32_t attempt,
+      std::optional<int32_t> rank = std::nullopt);
+  // Total events stored (all runs).
+  absl::StatusOr<int64_t> CountEvents();
+
+  // Stores (or replaces) the exit of rank exit.rank() of attempt exit.key().
+  absl::Status SaveExit(const v1::WorkerExited& exit);
+  // The stored exits of one attempt, by rank: LoadExits on the writer's
+  // connection (in step with the coordinator's writes), ReadExits on a read
+  // connection (what clients read: the run page's stderr).
+  absl::StatusOr<std::vector<v1::WorkerExited>> LoadExits(int64_t run_id,
+                                                          int32_t attempt);
+  absl::StatusOr<std::vector<v1::WorkerExited>> ReadExits(int64_t run_id,
+                                                          int32_t attempt);
+
+  // Stores (or replaces) the score of a run (and updates its submission's
+  // leaderboard row when the run already succeeded).
+  absl::Status SaveResult(int64_t run_id, const v1::Score& score);
+
+  // The leaderboard as server/store/leaderboard.h defines it (what
+  // BuildLeaderboard gives for every stored run), read from the leaderboard
+  // table on a read connection: the page of the request's filters from
+  // request.offset(), request.limit() rows (0: all), ranked within each
+  // (workload, config), with the total before paging. The caller validates
+  // the request.
+  absl::StatusOr<v1::LeaderboardResponse> Leaderboard(
+      const v1::LeaderboardRequest& request);
+
+  // Tokens. SaveToken inserts a new one (AlreadyExists for a used id);
+  // FindToken is nullopt for an unknown id; RevokeToken is NotFound for an
+  // unknown id and keeps the first revocation time.
+  absl::Status SaveToken(const TokenRecord& token);
+  absl::StatusOr<std::optional<TokenRecord>> FindToken(const std::string& id);
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens();
+  absl::Status RevokeToken(const std::string& id, int64_t now_ms);
+  // Tokens in force (not revoked).
+  absl::StatusOr<int64_t> CountActiveTokens();
+
+  // The audit trail: appends one row (its id and time are the entry's when
+  // set, else assigned); lists the newest first, at most `limit` (<= 0:
+  // 100), below `before_id` when > 0.
+  absl::Status AppendAudit(const v1::AuditEntry& entry);
+  absl::StatusOr<std::vector<v1::AuditEntry>> ListAudit(int limit,
+                                                        int64_t before_id);
+
+  // Promoted regress baselines, one per series: SaveBaseline inserts or
+  // replaces the series' row; FindBaseline is nullopt for a series without
+  // one.
+  absl::Status SaveBaseline(const v1::Baseline& baseline);
+  absl::StatusOr<std::optional<v1::Baseline>> FindBaseline(
+      const std::string& series);
+
+  // Inserts or updates a node by name (connected and used_slots are not
+  // stored: they are live state).
+  absl::Status SaveNode(const v1::Node& node);
+  absl::StatusOr<std::vector<v1::Node>> ListNodes();
+  // Deletes node `name`'s row; OK when there is none.
+  absl::Status DeleteNode(const std::string& name);
+
+ private:
+  Store(std::string path, sqlite3* db, int lock_fd);
+
+  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One submission of CreateSubmissions, inside its transaction.
+  absl::StatusOr<v1::SubmitResponse> InsertSubmissionLocked(
+      const NewSubmission& submission, int64_t now_ms, const std::string& user)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Exec(const std::string& sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Error(const std::string& what) const;
+  // Runs `body` (returning absl::Status or absl::StatusOr<T>) between BEGIN
+  // IMMEDIATE and COMMIT; rolls back when it or the commit fails.
+  template <typename Body>
+  auto InTransaction(const Body& body) -> decltype(body())
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Prepares `sql`, binds `args` to its parameters in order and runs it to
+  // completion (a statement that returns no rows); an error names `what`.
+  template <typename... Args>
+  absl::Status Write(const char* sql, const std::string& what,
+                     const Args&... args) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An error naming `what` and the last error of `db` (the writer's or a
+  // read connection the caller holds).
+  absl::Status Error(sqlite3* db, const std::string& what) const;
+  // Runs `body(db)` on a leased read connection inside one read
+  // transaction, so every query of the body sees the same commit; returns
+  // what it returns.
+  absl::Status ReadSnapshot(const std::function<absl::Status(sqlite3*)>& body);
+  // The runs `query` selects (kRunColumns first) on `db` (held by the
+  // caller: db_ under mu_, or a lease), with their scores and, when
+  // `with_attempts`, their attempts: one query each for all of them.
+  absl::StatusOr<std::vector<v1::Run>> QueryRuns(
+      sqlite3* db, const server_internal::SqlQuery& query, bool with_attempts);
+  absl::Status LoadAttempts(sqlite3* db, std::vector<v1::Run>& runs);
+  // The exits of one attempt on `db` (held by the caller).
+  absl::StatusOr<std::vector<v1::WorkerExited>> QueryExits(sqlite3* db,
+                                                           int64_t run_id,
+                                                           int32_t attempt);
+  absl::Status LoadScores(sqlite3* db, std::vector<v1::Run>& runs);
+  // Recomputes the leaderboard row of `submission_id` from its stored runs:
+  // written when the submission is listed, deleted otherwise.
+  absl::Status RefreshLeaderboardLocked(int64_t submission_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for the submission of run `run_id`.
+  absl::Status RefreshLeaderboardOfRunLocked(int64_t run_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Migration kLeaderboardLevelVersion: a row for each listed submission.
+  absl::Status FillLeaderboard() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Migration kSpecColumnsVersion: copies name, workload and config from
+  // each stored run's spec into the run's columns.
+  absl::Status FillRunSpecColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  const std::string path_;
+  const int lock_fd_;  // flock'ed "<path>.lock"; closing it unlocks
+  // Set by Open once the file is migrated; constant after.
+  std::unique_ptr<server_internal::SqliteReadPool> readers_;
+
+  absl::Mutex mu_;
+  sqlite3* const db_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_SERVER_STORE_STORE_H_
