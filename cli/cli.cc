@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/history.h"
+#include "cli/regress_flags.h"
 #include "common/flags.h"
 #include "common/run_state.h"
 #include "common/spec.h"
@@ -37,24 +38,15 @@ constexpr int kMaxListLimit = 10'000;
 const std::map<std::string, std::vector<std::string>>& CommandArgs() {
   static const auto* const kCommands =
       new std::map<std::string, std::vector<std::string>>{
-          {"submit", {"SPEC"}},
-          {"watch", {"RUN"}},
-          {"list", {}},
-          {"show", {"RUN"}},
-          {"cancel", {"RUN"}},
-          {"nodes", {}},
-          {"leaderboard", {}},
-          {"help", {}},
-          {"regress", {"SPEC"}},
-          {"baseline", {"promote", "RUN"}},
-          {"audit", {}},
-          {"invalidate", {"RUN"}},
-          {"hold", {"RUN"}},
-          {"release", {"RUN"}},
-          {"drain", {"NODE"}},
-          {"resume", {"NODE"}},
-          {"queues", {}},
-          {"history", {}},
+          {"submit", {"SPEC"}},  {"watch", {"RUN"}},
+          {"list", {}},          {"show", {"RUN"}},
+          {"cancel", {"RUN"}},   {"nodes", {}},
+          {"leaderboard", {}},   {"help", {}},
+          {"regress", {"SPEC"}}, {"baseline", {"promote", "RUN"}},
+          {"audit", {}},         {"invalidate", {"RUN"}},
+          {"hold", {"RUN"}},     {"release", {"RUN"}},
+          {"drain", {"NODE"}},   {"resume", {"NODE"}},
+          {"queues", {}},        {"history", {}},
           {"check", {"NODE"}},
       };
   return *kCommands;

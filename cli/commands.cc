@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
 #include "cli/history.h"
+#include "cli/regress_report.h"
 #include "common/json.h"
 #include "common/run_state.h"
 #include "common/suite.h"
