@@ -229,6 +229,15 @@ std::string FormatRegressReport(const RegressReport& report) {
   return text;
 }
 
+std::string FormatRegressReports(const std::vector<RegressReport>& reports) {
+  std::string text;
+  for (const RegressReport& report : reports) {
+    absl::StrAppend(&text, "\n", reports.size() > 1 ? report.name + "\n" : "",
+                    FormatRegressReport(report));
+  }
+  return text;
+}
+
 std::string RegressReportJson(const RegressReport& report) {
   return ReportJson(report).dump(2) + "\n";
 }

@@ -19,7 +19,10 @@ namespace hpcai500 {
 // no baseline runs ("no baseline: the baseline file holds no value of
 // NAME" when a --baseline FILE has none for the spec).
 std::string FormatRegressReport(const RegressReport& report);
-// The same as one indented JSON object.
+// Each report's FormatRegressReport after a blank line, headed by its
+// spec name when there are several (a suite).
+std::string FormatRegressReports(const std::vector<RegressReport>& reports);
+// One report (FormatRegressReport) as one indented JSON object.
 std::string RegressReportJson(const RegressReport& report);
 // A suite's reports as one JSON object: {"suite", "regressed", "failed",
 // "specs": [report, ...]} (what --baseline FILE reads back).
