@@ -11,13 +11,18 @@
 namespace hpcai500 {
 namespace {
 
-// The requests that list, leaderboard and history send, from their flags.
-v1::ListRunsRequest ListFilter(const CliArgs& args) {
+// The requests that list and history (one filter: each leaves unset what
+// it takes no flag for) and leaderboard send, from their flags.
+v1::ListRunsRequest RunsFilter(const CliArgs& args) {
   v1::ListRunsRequest filter;
   filter.set_name(args.name);
   filter.set_workload(args.workload);
   filter.set_config(args.config);
   filter.set_state(args.state);
+  filter.set_user(args.user);
+  filter.set_queue(args.queue);
+  filter.set_since_ms(args.since_ms);
+  filter.set_until_ms(args.until_ms);
   filter.set_limit(args.limit);
   return filter;
 }
@@ -29,18 +34,6 @@ v1::LeaderboardRequest LeaderboardPage(const CliArgs& args) {
   request.set_limit(args.limit);
   request.set_offset(args.offset);
   return request;
-}
-
-v1::ListRunsRequest HistoryFilter(const CliArgs& args) {
-  v1::ListRunsRequest filter;
-  filter.set_name(args.name);
-  filter.set_state(args.state);
-  filter.set_user(args.user);
-  filter.set_queue(args.queue);
-  filter.set_since_ms(args.since_ms);
-  filter.set_until_ms(args.until_ms);
-  filter.set_limit(args.limit);
-  return filter;
 }
 
 // The column of the usage text at which descriptions begin.
@@ -116,7 +109,7 @@ const std::vector<CliCommand>& CliCommands() {
        "running, succeeded, failed, cancelled",
        [](const CommandCall& call) {
          return Commands(call.client, call.out, call.err)
-             .List(ListFilter(call.args));
+             .List(RunsFilter(call.args));
        }},
       {"show",
        {kRunArg},
@@ -252,7 +245,7 @@ const std::vector<CliCommand>& CliCommands() {
        "a time ago: 30m, 2h, 7d, 1w",
        [](const CommandCall& call) {
          return Commands(call.client, call.out, call.err)
-             .History(HistoryFilter(call.args), call.args.json);
+             .History(RunsFilter(call.args), call.args.json);
        }},
       {"regress",
        {kSpecArg},

@@ -32,6 +32,17 @@ Commands::Commands(const CoordinatorClient& client, std::ostream& out,
                    std::ostream& err)
     : client_(client), out_(out), err_(err) {}
 
+template <typename Request, typename Response, typename Format>
+int Commands::Answer(absl::string_view what,
+                     grpc::Status (v1::ClientService::StubInterface::*rpc)(
+                         grpc::ClientContext*, const Request&, Response*),
+                     const Request& request, bool json, Format format) {
+  Response response;
+  grpc::Status status = client_.Unary(rpc, request, &response);
+  if (!status.ok()) return client_.ReportError(what, status);
+  return json ? PrintJson(response) : Print(format(response));
+}
+
 int Commands::Print(const std::string& text) {
   out_ << text;
   return kExitOk;
@@ -58,115 +69,89 @@ int Commands::List(const v1::ListRunsRequest& filter) {
 }
 
 int Commands::Show(int64_t run_id, bool json) {
-  v1::Run run;
-  grpc::Status status = client_.GetRun(run_id, &run);
-  if (!status.ok()) {
-    return client_.ReportError(absl::StrCat("show run ", run_id), status);
-  }
-  if (json) return PrintJson(run);
-  return Print(FormatRunSummary(run, client_.options().time_zone));
+  v1::GetRunRequest request;
+  request.set_run_id(run_id);
+  return Answer(absl::StrCat("show run ", run_id),
+                &v1::ClientService::StubInterface::GetRun, request, json,
+                [&](const v1::Run& run) {
+                  return FormatRunSummary(run, client_.options().time_zone);
+                });
 }
 
 int Commands::Cancel(int64_t run_id) {
   v1::CancelRunRequest request;
   request.set_run_id(run_id);
-  v1::CancelRunResponse response;
-  grpc::Status status = client_.Unary(
-      &v1::ClientService::StubInterface::CancelRun, request, &response);
-  if (!status.ok()) {
-    return client_.ReportError(absl::StrCat("cancel run ", run_id), status);
-  }
-  return Print(FormatRunState(run_id, response.state()));
+  return Answer(absl::StrCat("cancel run ", run_id),
+                &v1::ClientService::StubInterface::CancelRun, request,
+                /*json=*/false, [&](const v1::CancelRunResponse& response) {
+                  return FormatRunState(run_id, response.state());
+                });
 }
 
 int Commands::Hold(int64_t run_id, bool hold) {
-  v1::Run run;
-  grpc::Status status;
+  const auto format = [&](const v1::Run& run) {
+    return FormatHeld(run_id, hold, run);
+  };
   if (hold) {
     v1::HoldRunRequest request;
     request.set_run_id(run_id);
-    status = client_.Unary(&v1::ClientService::StubInterface::HoldRun, request,
-                           &run);
-  } else {
-    v1::ReleaseRunRequest request;
-    request.set_run_id(run_id);
-    status = client_.Unary(&v1::ClientService::StubInterface::ReleaseRun,
-                           request, &run);
+    return Answer(absl::StrCat("hold run ", run_id),
+                  &v1::ClientService::StubInterface::HoldRun, request,
+                  /*json=*/false, format);
   }
-  if (!status.ok()) {
-    return client_.ReportError(
-        absl::StrCat(hold ? "hold" : "release", " run ", run_id), status);
-  }
-  return Print(FormatHeld(run_id, hold, run));
+  v1::ReleaseRunRequest request;
+  request.set_run_id(run_id);
+  return Answer(absl::StrCat("release run ", run_id),
+                &v1::ClientService::StubInterface::ReleaseRun, request,
+                /*json=*/false, format);
 }
 
 int Commands::Nodes(bool json) {
-  v1::ListNodesResponse response;
-  grpc::Status status =
-      client_.Unary(&v1::ClientService::StubInterface::ListNodes,
-                    v1::ListNodesRequest(), &response);
-  if (!status.ok()) return client_.ReportError("nodes", status);
-  if (json) return PrintJson(response);
-  return Print(FormatNodes(response, client_.options().time_zone));
+  return Answer("nodes", &v1::ClientService::StubInterface::ListNodes,
+                v1::ListNodesRequest(), json,
+                [&](const v1::ListNodesResponse& nodes) {
+                  return FormatNodes(nodes, client_.options().time_zone);
+                });
 }
 
 int Commands::Drain(const std::string& name, const std::string& reason) {
   v1::DrainNodeRequest request;
   request.set_name(name);
   request.set_reason(reason);
-  v1::Node node;
-  grpc::Status status = client_.Unary(
-      &v1::ClientService::StubInterface::DrainNode, request, &node);
-  if (!status.ok()) {
-    return client_.ReportError(absl::StrCat("drain node ", name), status);
-  }
-  return Print(FormatDrained(node));
+  return Answer(absl::StrCat("drain node ", name),
+                &v1::ClientService::StubInterface::DrainNode, request,
+                /*json=*/false, FormatDrained);
 }
 
 int Commands::Resume(const std::string& name) {
   v1::ResumeNodeRequest request;
   request.set_name(name);
-  v1::Node node;
-  grpc::Status status = client_.Unary(
-      &v1::ClientService::StubInterface::ResumeNode, request, &node);
-  if (!status.ok()) {
-    return client_.ReportError(absl::StrCat("resume node ", name), status);
-  }
-  return Print(FormatResumed(node));
+  return Answer(absl::StrCat("resume node ", name),
+                &v1::ClientService::StubInterface::ResumeNode, request,
+                /*json=*/false, FormatResumed);
 }
 
 int Commands::Queues(bool json) {
-  v1::ListQueuesResponse response;
-  grpc::Status status =
-      client_.Unary(&v1::ClientService::StubInterface::ListQueues,
-                    v1::ListQueuesRequest(), &response);
-  if (!status.ok()) return client_.ReportError("queues", status);
-  if (json) return PrintJson(response);
-  return Print(FormatQueues(response));
+  return Answer("queues", &v1::ClientService::StubInterface::ListQueues,
+                v1::ListQueuesRequest(), json, FormatQueues);
 }
 
 int Commands::Invalidate(int64_t run_id, const std::string& reason) {
   v1::InvalidateRunRequest request;
   request.set_run_id(run_id);
   request.set_reason(reason);
-  v1::Run run;
-  grpc::Status status = client_.Unary(
-      &v1::ClientService::StubInterface::InvalidateRun, request, &run);
-  if (!status.ok()) {
-    return client_.ReportError(absl::StrCat("invalidate run ", run_id), status);
-  }
-  return Print(FormatInvalidated(run));
+  return Answer(absl::StrCat("invalidate run ", run_id),
+                &v1::ClientService::StubInterface::InvalidateRun, request,
+                /*json=*/false, FormatInvalidated);
 }
 
 int Commands::Audit(int limit, bool json) {
   v1::ListAuditRequest request;
   request.set_limit(limit);
-  v1::ListAuditResponse response;
-  grpc::Status status = client_.Unary(
-      &v1::ClientService::StubInterface::ListAudit, request, &response);
-  if (!status.ok()) return client_.ReportError("audit", status);
-  if (json) return PrintJson(response);
-  return Print(FormatAudit(response, client_.options().time_zone));
+  return Answer("audit", &v1::ClientService::StubInterface::ListAudit, request,
+                json, [&](const v1::ListAuditResponse& audit) {
+                  return FormatAudit(audit, client_.options().time_zone);
+                });
 }
 
 int Commands::Leaderboard(const v1::LeaderboardRequest& request, bool json) {

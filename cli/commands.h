@@ -14,6 +14,7 @@
 #include <ostream>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "cli/coordinator_client.h"
 #include "cli/exit_codes.h"
 #include "google/protobuf/message.h"
@@ -60,6 +61,15 @@ class Commands {
   int PromoteBaseline(int64_t run_id);
 
  private:
+  // Calls `rpc` with `request` and prints what `format` makes of the
+  // answer, or with `json` the answer as JSON (FormatJson). kExitFailed
+  // after the client reported a failed call, naming `what`, or as
+  // PrintJson.
+  template <typename Request, typename Response, typename Format>
+  int Answer(absl::string_view what,
+             grpc::Status (v1::ClientService::StubInterface::*rpc)(
+                 grpc::ClientContext*, const Request&, Response*),
+             const Request& request, bool json, Format format);
   // Prints `text` to out; returns kExitOk.
   int Print(const std::string& text);
   // Prints `message` as JSON (FormatJson); kExitFailed after printing why
