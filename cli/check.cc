@@ -7,7 +7,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/registry.h"
-#include "common/run_state.h"
 #include "common/spec.h"
 #include "common/vocabulary.h"
 #include "nlohmann/json.hpp"
