@@ -3,7 +3,7 @@
 // (common/registry.h kNoopWorkload) pinned to the node through the
 // scheduler's constraints (the implicit label node=NAME, common/spec.h
 // kNodeLabel), waits for it, and times each phase. The pieces here are pure;
-// Commands::Check (cli/commands.h) does the calls.
+// CheckCommand (cli/check_command.h) does the calls.
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_CLI_CHECK_H_

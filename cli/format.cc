@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json.h"
 
 namespace hpcai500 {
 
@@ -146,6 +147,15 @@ std::string FormatTable(const std::vector<std::string>& header,
   append(header);
   for (const auto& row : rows) append(row);
   return out;
+}
+
+absl::StatusOr<std::string> FormatJson(
+    const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = ProtoToJson(message, /*indent=*/true);
+  if (json.ok() && (json->empty() || json->back() != '\n')) {
+    json->push_back('\n');
+  }
+  return json;
 }
 
 }  // namespace hpcai500

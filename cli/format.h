@@ -1,5 +1,5 @@
 // Text formatting shared by the CLI's commands: human units, run states,
-// times and aligned tables.
+// times, aligned tables and --json.
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_CLI_FORMAT_H_
@@ -48,6 +48,11 @@ std::string FormatInventory(const v1::Inventory& inventory);
 std::string FormatTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows,
                         const std::set<size_t>& right_aligned = {});
+
+// `message` as indented JSON with proto field names (common/json.h), ending
+// in a newline; the error of ProtoToJson when it cannot be encoded.
+absl::StatusOr<std::string> FormatJson(
+    const google::protobuf::Message& message);
 
 }  // namespace hpcai500
 

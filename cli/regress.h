@@ -2,9 +2,10 @@
 // CI, one verdict per spec of a suite and metric. The baseline (the median
 // of a series of earlier runs of the same benchmark, the newest good one, a
 // promoted or named run, or fixed values from a file or --reference), the
-// tolerance band learned from the series' history (common/regress_band.h),
-// the verdict per metric, and the reports: a table, JSON, Markdown and JUnit
-// XML. Pure functions; the RPCs are in Commands::Regress.
+// tolerance band learned from the series' history (common/regress_band.h)
+// and the verdict per metric. Pure functions: the flags are read in
+// cli/regress_flags.h, the reports written in cli/regress_report.h, the RPCs
+// made in cli/regress_command.h.
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_CLI_REGRESS_H_
@@ -16,9 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "common/regress_band.h"
 #include "proto/hpcai500.pb.h"
 
@@ -60,28 +58,6 @@ struct RegressOptions {
   std::string markdown_path;           // empty: no Markdown summary
   std::string json_path;               // empty: no JSON file
 };
-
-// The baseline values a --baseline FILE holds per spec name, read from what
-// --json-file (or --json) wrote: a suite object {"specs": [report, ...]} or
-// one report, each report {"name": ..., "metrics": [{"metric": ...,
-// "value": ...}, ...]}. InvalidArgument naming the problem for anything
-// else (a null value is skipped: a target never reached).
-absl::StatusOr<std::map<std::string, std::map<RegressMetric, double>>>
-ParseRegressBaselineFile(absl::string_view json_text);
-
-// Parsers of the flag values; InvalidArgument naming the problem.
-// "--baseline": "last-good", a run id, or else a file name.
-absl::Status ParseRegressBaseline(absl::string_view text,
-                                  RegressOptions& options);
-// "--min-history": an integer >= 2.
-absl::StatusOr<int> ParseRegressMinHistory(absl::string_view text);
-// "--window": an integer >= 1.
-absl::StatusOr<int> ParseRegressWindow(absl::string_view text);
-// "--tolerance": a finite percentage >= 0.
-absl::StatusOr<double> ParseRegressTolerance(absl::string_view text);
-// "--reference METRIC=VALUE" into options.references (each metric once).
-absl::Status AddRegressReference(absl::string_view text,
-                                 RegressOptions& options);
 
 // Whether two runs belong to one series: the same RegressSeriesKey.
 bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b);
@@ -154,30 +130,18 @@ RegressReport CompareRegress(const std::vector<v1::Run>& current,
 // "ok", "REGRESSED", "improved", "no baseline".
 std::string RegressVerdictName(RegressVerdict verdict);
 
-// The table (metric, baseline, from, this run, change, band, verdict) and a
-// closing line: the regressed metrics with their reasons, or "no
-// regression", and "no baseline: run N starts the series" when there were
-// no baseline runs ("no baseline: the baseline file holds no value of
-// NAME" when a --baseline FILE has none for the spec).
-std::string FormatRegressReport(const RegressReport& report);
-// The same as one indented JSON object.
-std::string RegressReportJson(const RegressReport& report);
-// A suite's reports as one JSON object: {"suite", "regressed", "failed",
-// "specs": [report, ...]} (what --baseline FILE reads back).
-std::string RegressSuiteJson(const std::string& suite,
-                             const std::vector<RegressReport>& reports);
-// The summary a CI job posts: a heading with the suite's verdict, a table
-// (spec, metric, value, baseline, band, verdict) and the reason of each
-// regression; cell text escaped for GitHub/GitLab Markdown.
-std::string RegressMarkdown(const std::string& suite,
-                            const std::vector<RegressReport>& reports);
-// JUnit XML: <testsuites> with one <testsuite> per spec and one <testcase>
-// (classname "hpcai500.regress.SPEC", name METRIC) per metric, with a
-// <failure> naming the metric, the move, the band and the evidence for each
-// regression and <skipped> without a baseline; a spec whose runs failed is
-// one "run" testcase with an <error>.
-std::string RegressJUnitXml(const std::string& suite,
-                            const std::vector<RegressReport>& reports);
+// The wording that the verdicts' reasons and the reports
+// (cli/regress_report.h) share.
+// A metric's value in its unit: "1052.0 samples/s", "1.23 TFLOPS",
+// "0.7630", "12.5 s".
+std::string FormatRegressValue(RegressMetric metric, double value);
+// The same, or for no value "not reached" (time to target) or "-".
+std::string FormatRegressValue(RegressMetric metric,
+                               const std::optional<double>& value);
+// "run 7" or "runs 7, 6, 5".
+std::string FormatRunIds(const std::vector<int64_t>& ids);
+// The band's half width: "±8.1%".
+std::string FormatBandWidth(const ToleranceBand& band);
 
 }  // namespace hpcai500
 

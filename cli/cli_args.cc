@@ -1,0 +1,383 @@
+#include "cli/cli_args.h"
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+#include <variant>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "cli/command_table.h"
+#include "cli/history.h"
+#include "cli/regress_flags.h"
+#include "common/flags.h"
+#include "common/run_state.h"
+#include "common/spec.h"
+#include "common/status_macros.h"
+
+namespace hpcai500 {
+namespace {
+
+// The most runs the coordinator lists for one request; `list` pages.
+constexpr int kMaxListLimit = 10'000;
+
+// The command line as CLI11 binds it: the global flags and the positional
+// arguments straight into `args`, each command flag as given until
+// ParseCliArgs checks it and moves it into `args`.
+struct RawCliArgs {
+  CliArgs args;
+  std::string coordinator;
+  bool wait = false;
+  bool json = false;
+  std::string workload, config, name, state, limit, offset, user, queue, since,
+      until, reason, timeout, window, baseline, tolerance, min_history, junit,
+      markdown, json_file;
+  std::vector<std::string> references, metrics;
+};
+
+// A command flag: its name (without dashes) and its field of RawCliArgs,
+// whose type says its kind: a switch, a value, or a repeatable value.
+struct CommandFlag {
+  const char* name;
+  std::variant<bool RawCliArgs::*, std::string RawCliArgs::*,
+               std::vector<std::string> RawCliArgs::*>
+      field;
+  bool required = false;  // by every command that takes it
+};
+
+// Every command flag; the command table says which commands take which.
+const std::vector<CommandFlag>& CommandFlags() {
+  static const auto* const kFlags = new std::vector<CommandFlag>{
+      {"wait", &RawCliArgs::wait},
+      {"json", &RawCliArgs::json},
+      {"workload", &RawCliArgs::workload},
+      {"config", &RawCliArgs::config},
+      {"name", &RawCliArgs::name},
+      {"state", &RawCliArgs::state},
+      {"limit", &RawCliArgs::limit},
+      {"offset", &RawCliArgs::offset},
+      {"user", &RawCliArgs::user},
+      {"queue", &RawCliArgs::queue},
+      {"since", &RawCliArgs::since},
+      {"until", &RawCliArgs::until},
+      {"reason", &RawCliArgs::reason, /*required=*/true},
+      {"timeout", &RawCliArgs::timeout},
+      {"window", &RawCliArgs::window},
+      {"baseline", &RawCliArgs::baseline},
+      {"reference", &RawCliArgs::references},
+      {"tolerance", &RawCliArgs::tolerance},
+      {"metric", &RawCliArgs::metrics},
+      {"junit", &RawCliArgs::junit},
+      {"markdown", &RawCliArgs::markdown},
+      {"json-file", &RawCliArgs::json_file},
+      {"min-history", &RawCliArgs::min_history},
+  };
+  return *kFlags;
+}
+
+const CommandFlag* FindCommandFlag(absl::string_view name) {
+  for (const CommandFlag& flag : CommandFlags()) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+// Adds `flag` to `sub`, bound to its field of `raw`.
+void AddCommandFlag(CLI::App& sub, const CommandFlag& flag, RawCliArgs& raw) {
+  CLI::Option* option = nullptr;
+  if (auto* on = std::get_if<bool RawCliArgs::*>(&flag.field)) {
+    option = AddSwitch(sub, flag.name, &(raw.**on));
+  } else if (auto* value =
+                 std::get_if<std::string RawCliArgs::*>(&flag.field)) {
+    option = AddValueFlag(sub, flag.name, &(raw.**value));
+  } else {
+    option = AddRepeatedFlag(
+        sub, flag.name,
+        &(raw.*std::get<std::vector<std::string> RawCliArgs::*>(flag.field)));
+  }
+  if (flag.required) option->required();
+}
+
+// Adds `command` with its flags to `app`; its positional arguments go to
+// raw.args.positional, and flags it does not know fall through to `app`.
+// (Every flag the table names is a CommandFlag: command_table_test.)
+void AddCommand(CLI::App& app, const CliCommand& command, RawCliArgs& raw) {
+  CLI::App* sub = app.add_subcommand(command.name);
+  sub->set_help_flag();
+  sub->allow_extras();
+  sub->fallthrough();
+  sub->add_option("args", raw.args.positional);
+  for (const std::string& name : command.flags) {
+    if (const CommandFlag* flag = FindCommandFlag(name)) {
+      AddCommandFlag(*sub, *flag, raw);
+    }
+  }
+}
+
+// The whole command line, bound into `raw` (borrowed for the App's life).
+std::unique_ptr<CLI::App> NewCliFlagApp(RawCliArgs& raw) {
+  std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500", /*allow_extras=*/true);
+  app->require_subcommand(0, 1);
+  AddValueFlag(*app, "coordinator", &raw.coordinator);
+  AddTokenFlags(*app, &raw.args.token);
+  AddClientTlsFlags(*app, &raw.args.tls, /*with_client_certificate=*/false);
+  AddSwitch(*app, "help,h", &raw.args.help);
+  for (const CliCommand& command : CliCommands()) {
+    AddCommand(*app, command, raw);
+  }
+  return app;
+}
+
+// Why an argument CLI11 did not place is wrong, given the command (empty
+// when none came before it).
+absl::Status ExtraArgumentError(const CLI::App& app, const std::string& extra,
+                                const std::string& command) {
+  if (extra.size() < 2 || extra[0] != '-') {
+    if (command.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown command '", extra, "'"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unexpected argument '", extra, "' after '", command, "'"));
+  }
+  const std::string flag = extra.substr(0, extra.find('='));
+  std::vector<std::string> takers;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_option_no_throw(flag) != nullptr) {
+      takers.push_back(sub->get_name());
+    }
+  }
+  std::sort(takers.begin(), takers.end());  // whatever the table's order
+  if (takers.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown flag '", flag, "'"));
+  }
+  if (command.empty() ||
+      std::find(takers.begin(), takers.end(), command) != takers.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag '", flag, "' goes after its command (",
+                     absl::StrJoin(takers, ", "), ")"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", command, "' does not take '", flag, "'"));
+}
+
+// The first argument neither `app` nor its command placed, as an error.
+absl::Status CheckNoExtras(const CLI::App& app, const CLI::App* sub) {
+  const std::string command = sub == nullptr ? "" : sub->get_name();
+  std::vector<std::string> extras = app.remaining();
+  if (sub != nullptr) {
+    std::vector<std::string> more = sub->remaining();
+    extras.insert(extras.end(), more.begin(), more.end());
+  }
+  for (const std::string& extra : extras) {
+    if (extra == "--") continue;
+    return ExtraArgumentError(app, extra, command);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ParseRunId(const std::string& text) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(text, &id) || id <= 0 || text.front() == '+' ||
+      absl::ascii_isspace(text.front())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a run id (a positive integer), got '", text, "'"));
+  }
+  return id;
+}
+
+// The flags taken as given, from `raw` into `args`.
+void CopyTextFlags(const RawCliArgs& raw, CliArgs& args) {
+  args.wait = raw.wait;
+  args.json = raw.json;
+  args.check.json = raw.json;
+  args.workload = raw.workload;
+  args.config = raw.config;
+  args.name = raw.name;
+  args.user = raw.user;
+  args.queue = raw.queue;
+  args.reason = raw.reason;
+  args.regress.junit_path = raw.junit;
+  args.regress.markdown_path = raw.markdown;
+  args.regress.json_path = raw.json_file;
+}
+
+// --state and --limit into `args`.
+absl::Status ConvertListFlags(const RawCliArgs& raw, CliArgs& args) {
+  if (!raw.state.empty()) {
+    absl::StatusOr<v1::RunState> state = ParseRunStateName(raw.state);
+    if (!state.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--state: ", state.status().message()));
+    }
+    args.state = *state;
+  }
+  if (!raw.limit.empty() && (!absl::SimpleAtoi(raw.limit, &args.limit) ||
+                             args.limit < 1 || args.limit > kMaxListLimit)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--limit must be an integer between 1 and ", kMaxListLimit,
+                     ", got '", raw.limit, "'"));
+  }
+  if (!raw.offset.empty() &&
+      (!absl::SimpleAtoi(raw.offset, &args.offset) || args.offset < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--offset must be a non-negative integer, got '", raw.offset, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// history's --since and --until (relative ones counting back from now)
+// into `args`.
+absl::Status ConvertHistoryTimes(const RawCliArgs& raw, CliArgs& args) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  for (const auto& [flag, text, ms] :
+       {std::tuple<const char*, const std::string&, int64_t&>{
+            "--since", raw.since, args.since_ms},
+        {"--until", raw.until, args.until_ms}}) {
+    if (text.empty()) continue;
+    absl::StatusOr<int64_t> parsed = ParseHistoryTime(text, now_ms);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", parsed.status().message()));
+    }
+    if (*parsed <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": '", text, "' is before 1970"));
+    }
+    ms = *parsed;
+  }
+  if (args.since_ms > 0 && args.until_ms > 0 &&
+      args.until_ms <= args.since_ms) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--until '", raw.until, "' is not after --since '", raw.since, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// --metric values, each once, in the order given, into `metrics`.
+absl::Status ConvertMetrics(const std::vector<std::string>& values,
+                            std::vector<RegressMetric>& metrics) {
+  for (const std::string& value : values) {
+    absl::StatusOr<RegressMetric> metric = ParseRegressMetric(value);
+    if (!metric.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metric: ", metric.status().message()));
+    }
+    if (std::find(metrics.begin(), metrics.end(), *metric) != metrics.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--metric ", value, " given twice"));
+    }
+    metrics.push_back(*metric);
+  }
+  return absl::OkStatus();
+}
+
+// regress's --window, --baseline, --tolerance, --reference and --metric.
+absl::Status ConvertRegressFlags(const RawCliArgs& raw,
+                                 RegressOptions& options) {
+  if (!raw.window.empty()) {
+    ASSIGN_OR_RETURN(options.window, ParseRegressWindow(raw.window));
+  }
+  if (!raw.baseline.empty()) {
+    RETURN_IF_ERROR(ParseRegressBaseline(raw.baseline, options));
+  }
+  if (!raw.min_history.empty()) {
+    ASSIGN_OR_RETURN(options.band.min_history,
+                     ParseRegressMinHistory(raw.min_history));
+  }
+  for (const std::string& reference : raw.references) {
+    RETURN_IF_ERROR(AddRegressReference(reference, options));
+  }
+  if (!raw.tolerance.empty()) {
+    ASSIGN_OR_RETURN(options.tolerance_pct,
+                     ParseRegressTolerance(raw.tolerance));
+  }
+  return ConvertMetrics(raw.metrics, options.metrics);
+}
+
+// check's --timeout (seconds or a duration: 90s, 5m) into options.timeout.
+absl::Status ConvertCheckTimeout(const std::string& text,
+                                 CheckOptions& options) {
+  if (text.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(int64_t seconds, DurationSeconds(text, "--timeout"));
+  if (seconds < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout: must be at least 1 second, got '", text, "'"));
+  }
+  options.timeout = absl::Seconds(seconds);
+  return absl::OkStatus();
+}
+
+// The positional arguments `command` takes: their count, its words, and
+// RUN into args.run_id.
+absl::Status ConvertPositional(const CliCommand& command, CliArgs& args) {
+  const std::vector<std::string>& expected = command.args;
+  if (args.positional.size() < expected.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", command.name, "' needs ", absl::StrJoin(expected, " ")));
+  }
+  if (args.positional.size() > expected.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", args.positional[expected.size()],
+                     "' after '", command.name, "'"));
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const std::string& given = args.positional[i];
+    if (expected[i] == kRunArg) {
+      ASSIGN_OR_RETURN(args.run_id, ParseRunId(given));
+    } else if (absl::AsciiStrToLower(expected[i]) == expected[i] &&
+               given != expected[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", command.name, "' knows only '", expected[i],
+                       "', got '", given, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsCommandFlag(absl::string_view flag) {
+  return FindCommandFlag(flag) != nullptr;
+}
+
+absl::StatusOr<CliArgs> ParseCliArgs(
+    const std::vector<std::string>& args,
+    const std::optional<std::string>& coordinator_env) {
+  RawCliArgs raw;
+  std::unique_ptr<CLI::App> app = NewCliFlagApp(raw);
+  RETURN_IF_ERROR(ParseFlags(*app, args));
+  CliArgs& parsed = raw.args;
+  if (!raw.coordinator.empty()) {
+    parsed.coordinator = raw.coordinator;
+  } else if (coordinator_env.has_value() && !coordinator_env->empty()) {
+    parsed.coordinator = *coordinator_env;
+  } else {
+    parsed.coordinator = kDefaultCoordinator;
+  }
+  std::vector<CLI::App*> commands = app->get_subcommands();
+  const CLI::App* sub = commands.empty() ? nullptr : commands.front();
+  if (sub != nullptr) parsed.command = sub->get_name();
+  if (parsed.command == kHelpCommand) {
+    parsed.help = true;
+    parsed.command.clear();
+  }
+  if (parsed.help) return std::move(parsed);
+  RETURN_IF_ERROR(CheckNoExtras(*app, sub));
+  if (parsed.command.empty()) {
+    return absl::InvalidArgumentError("no command given");
+  }
+  CopyTextFlags(raw, parsed);
+  RETURN_IF_ERROR(ConvertListFlags(raw, parsed));
+  RETURN_IF_ERROR(ConvertHistoryTimes(raw, parsed));
+  RETURN_IF_ERROR(ConvertRegressFlags(raw, parsed.regress));
+  RETURN_IF_ERROR(ConvertCheckTimeout(raw.timeout, parsed.check));
+  RETURN_IF_ERROR(ConvertPositional(*FindCliCommand(parsed.command), parsed));
+  return std::move(parsed);
+}
+
+}  // namespace hpcai500

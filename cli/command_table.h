@@ -1,0 +1,63 @@
+// The one table of `hpcai500` commands: each command's name, the arguments
+// and flags it takes, its lines in the usage text, and the handler that
+// runs it. ParseCliArgs (cli/cli_args.h) reads the arguments and flags,
+// UsageText the usage, RunCli (cli/cli.h) the handler; a new command is one
+// row.
+//
+// Thread-safe: the table is constant.
+#ifndef HPCAI500_CLI_COMMAND_TABLE_H_
+#define HPCAI500_CLI_COMMAND_TABLE_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "cli/cli_args.h"
+#include "cli/coordinator_client.h"
+
+namespace hpcai500 {
+
+// Argument names the parser reads: RUN is a run id (CliArgs::run_id);
+// SPEC a spec file, or - for stdin, that RunCli reads before connecting. A
+// lower-case name is a word that must be given as it is (baseline promote).
+inline constexpr char kRunArg[] = "RUN";
+inline constexpr char kSpecArg[] = "SPEC";
+// The command that prints the usage (as --help does).
+inline constexpr char kHelpCommand[] = "help";
+
+// What a handler is lent while it runs.
+struct CommandCall {
+  const CliArgs& args;
+  const std::string& spec_source;  // "'FILE'" or "from stdin", for messages
+  const std::string& spec_yaml;    // the SPEC's text; empty without one
+  const CoordinatorClient& client;
+  std::ostream& out;
+  std::ostream& err;
+};
+
+struct CliCommand {
+  std::string name;
+  std::vector<std::string> args;   // its positional arguments, in order
+  std::vector<std::string> flags;  // the command flags it takes (no dashes)
+  // Its lines in UsageText: the synopsis (lines apart by "\n"), then the
+  // description, indented to one column; both empty when the row before
+  // describes it too (hold RUN, release RUN).
+  std::string synopsis;
+  std::string description;
+  // Runs it and returns the exit code (cli/exit_codes.h); null for help.
+  int (*run)(const CommandCall& call) = nullptr;
+};
+
+// Every command, in the order UsageText lists them.
+const std::vector<CliCommand>& CliCommands();
+
+// The row named `name`, or null.
+const CliCommand* FindCliCommand(absl::string_view name);
+
+// The usage text printed for --help and after a usage error.
+std::string UsageText();
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_CLI_COMMAND_TABLE_H_

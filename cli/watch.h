@@ -1,0 +1,49 @@
+// `hpcai500 submit` and `hpcai500 watch`: submits a spec or a suite and
+// prints the new run ids, and follows runs to their end, printing their
+// live log and then their result (cli/run_text.h). Exit codes in
+// cli/exit_codes.h.
+//
+// Not thread-safe: one command at a time.
+#ifndef HPCAI500_CLI_WATCH_H_
+#define HPCAI500_CLI_WATCH_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "cli/coordinator_client.h"
+#include "proto/hpcai500.pb.h"
+
+namespace hpcai500 {
+
+class RunWatcher {
+ public:
+  // `client`, `out` and `err` are borrowed for the life of the object.
+  RunWatcher(const CoordinatorClient& client, std::ostream& out,
+             std::ostream& err);
+
+  // Submits `spec_yaml` (read from `spec_source`, named in messages) and
+  // prints each new run id on its own line. With `wait`, then watches each
+  // run in turn and returns the worst of their exit codes. Returns
+  // kExitRefused and prints the server's message when the spec is refused.
+  // Each watched run's last snapshot is appended to *runs (in submission
+  // order, at least the id set) when `runs` is not null.
+  int Submit(const std::string& spec_source, const std::string& spec_yaml,
+             bool wait, std::vector<v1::Run>* runs = nullptr);
+  // Prints the run's live log lines until it ends, then its result; the
+  // exit code ExitCodeForRun gives it, or kExitFailed when the watch ends
+  // first. *last (if not null) gets the last snapshot seen, at least with
+  // the id set.
+  int Watch(int64_t run_id, v1::Run* last = nullptr);
+
+ private:
+  // Constant after construction.
+  const CoordinatorClient& client_;
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_CLI_WATCH_H_

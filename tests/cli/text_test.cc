@@ -1,0 +1,118 @@
+// The formatters of what the commands print, without a coordinator:
+// cli/run_text.h, cli/cluster_text.h and cli/leaderboard_text.h.
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "cli/cluster_text.h"
+#include "cli/leaderboard_text.h"
+#include "cli/run_text.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace hpcai500 {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::Run ScoredRun() {
+  v1::Run run;
+  run.set_id(4);
+  run.set_state(v1::RUN_STATE_SUCCEEDED);
+  v1::Score* score = run.mutable_score();
+  score->set_quality(0.9123);
+  score->set_target(0.9);
+  score->set_reached_target(true);
+  score->set_flops(2e12);
+  score->set_valid_flops(1.234e12);
+  score->set_exponent(5);
+  return run;
+}
+
+TEST(RunText, ResultIsTheStateThenTheScore) {
+  EXPECT_EQ(FormatRunResult(ScoredRun()),
+            "run 4 succeeded\n"
+            "  quality      0.9123 / 0.9000 (reached)\n"
+            "  FLOPS        2.00 TFLOPS\n"
+            "  Valid FLOPS  1.23 TFLOPS (n = 5)\n");
+  v1::Run failed;
+  failed.set_id(5);
+  failed.set_state(v1::RUN_STATE_FAILED);
+  failed.set_error("rank 1 exited 134");
+  EXPECT_EQ(FormatRunResult(failed), "run 5 failed: rank 1 exited 134\n");
+}
+
+TEST(RunText, SummaryShowsEpochsAndScoreOnlyWhenThereAreAny) {
+  v1::Run run = ScoredRun();
+  run.mutable_spec()->set_name("fmnist");
+  const std::string shown = FormatRunSummary(run, absl::UTCTimeZone());
+  EXPECT_THAT(shown, HasSubstr("run 4 (submission 0, repetition 0): "
+                               "succeeded\n  name         fmnist\n"));
+  EXPECT_THAT(shown, HasSubstr("\nscore\n  quality      0.9123"));
+  EXPECT_THAT(shown, Not(HasSubstr("samples/s")));
+  run.clear_score();
+  run.add_epochs()->set_epoch(1);
+  const std::string running = FormatRunSummary(run, absl::UTCTimeZone());
+  EXPECT_THAT(running, HasSubstr("samples/s"));
+  EXPECT_THAT(running, Not(HasSubstr("\nscore\n")));
+}
+
+TEST(RunText, ActionLinesNameTheRunAndWhatBecameOfIt) {
+  v1::Run run;
+  run.set_id(9);
+  run.set_state(v1::RUN_STATE_QUEUED);
+  run.set_held_by("alice");
+  EXPECT_EQ(FormatHeld(9, /*held=*/true, run),
+            "run 9: held by alice (queued)\n");
+  EXPECT_EQ(FormatHeld(9, /*held=*/false, run), "run 9: released (queued)\n");
+  EXPECT_EQ(FormatRunState(9, v1::RUN_STATE_CANCELLED), "run 9: cancelled\n");
+}
+
+TEST(ClusterText, ReasonColumnOnlyWhenANodeHasAReason) {
+  v1::ListNodesResponse nodes;
+  v1::Node* node = nodes.add_nodes();
+  node->set_name("cpu-1");
+  node->set_state("idle");
+  (*node->mutable_labels())["zone"] = "b";
+  (*node->mutable_labels())["arch"] = "x86";
+  std::string table = FormatNodes(nodes, absl::UTCTimeZone());
+  EXPECT_THAT(table, Not(HasSubstr("reason")));
+  EXPECT_THAT(table, HasSubstr("arch=x86,zone=b\n"));
+  node->set_state("drained");
+  node->set_state_reason("fan replaced");
+  table = FormatNodes(nodes, absl::UTCTimeZone());
+  EXPECT_THAT(table, HasSubstr("labels           reason\n"));
+  EXPECT_THAT(table, HasSubstr("arch=x86,zone=b  fan replaced\n"));
+  EXPECT_EQ(FormatDrained(*node), "node cpu-1: drained (fan replaced)\n");
+}
+
+TEST(ClusterText, QueuesMarkTheDefaultAndOneWithoutLabelsTakesEveryNode) {
+  v1::ListQueuesResponse queues;
+  v1::Queue* queue = queues.add_queues();
+  queue->set_name("batch");
+  queue->set_is_default(true);
+  queue->set_nodes(2);
+  queue->set_idle_nodes(1);
+  EXPECT_THAT(FormatQueues(queues), HasSubstr("batch*         1/2"));
+  EXPECT_THAT(FormatQueues(queues), HasSubstr("(every node)\n"));
+}
+
+TEST(LeaderboardText, SaysWhyThereAreNoRowsAndWhichRowsAPageHolds) {
+  v1::LeaderboardResponse board;
+  EXPECT_EQ(FormatLeaderboard(board, /*offset=*/0), "no results yet\n");
+  board.set_total(3);
+  EXPECT_EQ(FormatLeaderboard(board, /*offset=*/40),
+            "no rows after the first 40 (of 3)\n");
+  v1::LeaderboardRow* row = board.add_rows();
+  row->set_workload("image_classification");
+  row->set_rank(2);
+  row->set_ranked(true);
+  const std::string page = FormatLeaderboard(board, /*offset=*/1);
+  EXPECT_THAT(page, HasSubstr("\n   2  "));
+  EXPECT_THAT(page, Not(HasSubstr("image_classification\n")));
+  EXPECT_THAT(page, HasSubstr("\nrows 2-2 of 3 (--offset, --limit)\n"));
+}
+
+}  // namespace
+}  // namespace hpcai500
