@@ -14,8 +14,8 @@
 namespace hpcai500 {
 namespace {
 
-// The node states (server/coordinator.cc, as sinfo) in which a node takes
-// no new run.
+// The node states (server/coordinator/coordinator.cc, as sinfo) in which a node
+// takes no new run.
 bool TakesNoRuns(const std::string& state) {
   return state == "down" || state == "drained" || state == "draining";
 }
