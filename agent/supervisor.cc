@@ -152,7 +152,7 @@ int Supervisor::Reattach() {
           // Its launcher had not started it yet: looked for again.
           rank.running = true;
           LogInfo(absl::StrCat(Where(key, rank_id), ": following again (",
-                               LauncherName(attempt.launcher),
+                               std::string(Name(attempt.launcher)),
                                " had not started it yet)"));
         } else {
           rank.ended_ms = clock_->NowMs();
@@ -193,7 +193,7 @@ std::optional<FollowedRanks> Supervisor::ReattachLaunch(Attempt& attempt) {
   attempt.owns_launch = true;
   attempt.launch_process = *pid;
   attempt.launch_stderr_path = dir + kLauncherStderr;
-  const std::string name(LauncherName(attempt.launcher));
+  const std::string name(Name(attempt.launcher));
   absl::StatusOr<std::string> end = ReadFileToString(dir + kLauncherEndFile);
   absl::StatusOr<LauncherEnd> known =
       end.ok() ? ParseLauncherEnd(*end) : end.status();
@@ -341,7 +341,7 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
 
 std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
     const v1::Assignment& a, Launcher launcher, const AttemptPlan& plan) {
-  const std::string name(LauncherName(launcher));
+  const std::string name(Name(launcher));
   auto refuse_all = [&](absl::string_view error) {
     LogError(absl::StrCat(Where(a.key()), ": ", name, ": ", error));
     std::vector<v1::AgentMessage> replies;
@@ -533,7 +533,7 @@ void Supervisor::EndLaunch(Attempt& attempt,
       !written.ok()) {
     LogWarning(absl::StrCat(Where(attempt.key), ": ", written.message()));
   }
-  const std::string name(LauncherName(attempt.launcher));
+  const std::string name(Name(attempt.launcher));
   if (!attempt.launch_end->cancelled.empty()) {
     LogWarning(
         absl::StrCat(Where(attempt.key), ": ", attempt.launch_end->cancelled));
@@ -578,7 +578,7 @@ void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank,
       }
       LogInfo(absl::StrCat(Where(attempt.key, rank.paths.rank),
                            ": following worker pid ", pid, " started by ",
-                           LauncherName(attempt.launcher)));
+                           std::string(Name(attempt.launcher))));
       // Cancelled before it showed up: it stops too.
       if (attempt.cancelling) SignalRank(rank, SIGTERM);
       return;
@@ -586,7 +586,7 @@ void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank,
   } else if (rank.tailer->run_stop_status()) {
     // Ran and ended between two looks.
   } else if (attempt.owns_launch && !attempt.launch_running) {
-    const std::string name(LauncherName(attempt.launcher));
+    const std::string name(Name(attempt.launcher));
     std::string why = attempt.launch_end && !attempt.launch_end->error.empty()
                           ? attempt.launch_end->error
                           : absl::StrCat(name, " ended");

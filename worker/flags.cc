@@ -72,17 +72,6 @@ bool SlurmTasksOnNode(const std::string& text, int node, int* tasks) {
   return false;
 }
 
-// "a, b, c or d": every model of the zoo, for an error message.
-std::string ModelNamesInProse() {
-  const std::vector<ModelSpec>& zoo = ModelZoo();
-  std::string names;
-  for (size_t i = 0; i < zoo.size(); ++i) {
-    if (i > 0) names += i + 1 == zoo.size() ? " or " : ", ";
-    names += zoo[i].name;
-  }
-  return names;
-}
-
 // The first launcher family whose world size or rank variable is set
 // (torchrun, OpenMPI, Slurm), or null: rank 0 of 1.
 const RankEnvNames* FindRankFamily(const EnvLookup& env) {
@@ -185,7 +174,8 @@ bool ResolveConfig(const WorkerArgs& args, const Registry& registry,
     return false;
   }
   if (args.model && FindModel(*args.model) == nullptr) {
-    *error = "--model: '" + *args.model + "' is not " + ModelNamesInProse();
+    *error =
+        "--model: '" + *args.model + "' is not " + JoinInProse(ModelNames());
     return false;
   }
   o->config = *config;
