@@ -344,26 +344,30 @@ ArgvOutcome SplitFlags(const std::vector<std::string>& args,
   return ArgvOutcome::kArgs;
 }
 
-// The values --`flag` takes in Usage(): an enum kind's names joined by '|'
+// The value type of an optional field; void for the required strings.
+template <typename Field>
+struct ValueOf {
+  using type = void;
+};
+template <typename T>
+struct ValueOf<std::optional<T>> {
+  using type = T;
+};
+
+// The values --`flag` takes in Usage(): an enum field's names joined by '|'
 // (then the row's value), or the row's value.
 std::string UsageValue(const Flag& flag) {
-  std::string names;
-  switch (flag.kind) {
-    case Kind::kPrecision:
-      names = JoinNames<Precision>("|");
-      break;
-    case Kind::kDevice:
-      names = JoinNames<Device>("|");
-      break;
-    case Kind::kCompression:
-      names = JoinNames<Compression>("|");
-      break;
-    case Kind::kDistBackend:
-      names = JoinNames<DistBackend>("|");
-      break;
-    default:
-      break;
-  }
+  std::string names = std::visit(
+      [](auto member) -> std::string {
+        using Field = std::decay_t<decltype(WorkerArgs().*member)>;
+        using T = typename ValueOf<Field>::type;
+        if constexpr (std::is_enum_v<T>) {
+          return JoinNames<T>("|");
+        } else {
+          return "";
+        }
+      },
+      flag.member);
   if (!names.empty() && *flag.value != '\0') names += ' ';
   return names + flag.value;
 }
