@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "agent/attempt_layout.h"
 #include "agent/options.h"
@@ -14,6 +15,8 @@
 #include "common/status_macros.h"
 #include "common/vocabulary.h"
 #include "common/worker_args.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 
 namespace hpcai500::agent {
 namespace {
@@ -83,21 +86,52 @@ std::string NodeDataDir(const v1::RunSpec& spec, const NodeContext& node) {
   return it == node.data_dirs.end() ? "" : it->second;
 }
 
-// The worker flags that carry the (validated) spec; the caller adds the
-// node's and the rank's.
-WorkerArgs SpecWorkerArgs(const v1::RunSpec& spec) {
+// The text of `field` of `spec` as a worker flag takes it: an integer's
+// digits, a string as it is, a bool "true" or "false". Internal for a type
+// no worker flag carries.
+absl::StatusOr<std::string> FlagText(
+    const v1::RunSpec& spec, const google::protobuf::FieldDescriptor& f) {
+  const google::protobuf::Reflection& r = *spec.GetReflection();
+  using Field = google::protobuf::FieldDescriptor;
+  if (!f.is_repeated()) {
+    switch (f.cpp_type()) {
+      case Field::CPPTYPE_INT32:
+        return absl::StrCat(r.GetInt32(spec, &f));
+      case Field::CPPTYPE_INT64:
+        return absl::StrCat(r.GetInt64(spec, &f));
+      case Field::CPPTYPE_STRING:
+        return r.GetString(spec, &f);
+      case Field::CPPTYPE_BOOL:
+        return r.GetBool(spec, &f) ? "true" : "false";
+      default:
+        break;
+    }
+  }
+  return absl::InternalError(absl::StrCat("RunSpec.", f.name(),
+                                          " is named like a worker flag but "
+                                          "has a type no flag carries"));
+}
+
+// The worker flags that carry the spec: every RunSpec field named like a
+// WorkerArgs flag (batch_size: --batch-size), read by that flag's own rule
+// and range (common/worker_args.cc), so a spec field reaches the worker with
+// no line here. An empty string stays unset: a coordinator before v0.2 sent
+// no compression, which the worker takes as none. InvalidArgument
+// "assignment: spec.<field>: <the flag's refusal>". The caller adds the
+// node's and the rank's flags.
+absl::StatusOr<WorkerArgs> SpecWorkerArgs(const v1::RunSpec& spec) {
   WorkerArgs args;
-  args.workload = spec.workload();
-  args.config = spec.config();
-  args.epochs = spec.epochs();
-  args.batch_size = spec.batch_size();
-  args.precision = Parse<Precision>(spec.precision());
-  // Empty: a coordinator before v0.2, which had no compression.
-  args.compression = spec.compression().empty()
-                         ? Compression::kNone
-                         : *Parse<Compression>(spec.compression());
-  args.device = Parse<Device>(spec.device());
-  args.seed = spec.seed();
+  for (const std::string& flag : WorkerArgs::FlagNames()) {
+    const std::string name = absl::StrReplaceAll(flag, {{"-", "_"}});
+    const google::protobuf::FieldDescriptor* field =
+        spec.GetDescriptor()->FindFieldByName(name);
+    if (field == nullptr) continue;
+    ASSIGN_OR_RETURN(std::string text, FlagText(spec, *field));
+    std::string error;
+    if (!text.empty() && !args.Set(flag, text, &error)) {
+      return Invalid(absl::StrCat("spec.", name), error);
+    }
+  }
   return args;
 }
 
@@ -172,9 +206,7 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
     RETURN_IF_ERROR(
         CheckOneOf<Compression>(Field("spec.compression"), spec.compression()));
   }
-  RETURN_IF_ERROR(CheckInRange(Field("spec.epochs"), spec.epochs(), 1, 100000));
-  RETURN_IF_ERROR(
-      CheckInRange(Field("spec.batch_size"), spec.batch_size(), 1, 65536));
+  RETURN_IF_ERROR(SpecWorkerArgs(spec).status());
   RETURN_IF_ERROR(
       CheckInRange(Field("world_size"), a.world_size(), 1, kMaxWorldSize));
   RETURN_IF_ERROR(
@@ -225,7 +257,7 @@ absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
   plan.checkpoint_dir =
       AttemptLayout::CheckpointDir(node.checkpoint_root, a.key());
   const int local_world = a.ranks_size();
-  WorkerArgs args = SpecWorkerArgs(a.spec());
+  ASSIGN_OR_RETURN(WorkerArgs args, SpecWorkerArgs(a.spec()));
   args.threads = std::max(1, node.cpus / local_world);
   if (std::string data_dir = NodeDataDir(a.spec(), node); !data_dir.empty()) {
     args.data = std::move(data_dir);

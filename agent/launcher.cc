@@ -308,7 +308,7 @@ LauncherEnd ClassifyLauncherExit(Launcher launcher,
                                  const std::string& stderr_tail, bool asked) {
   LauncherEnd end;
   if (status && status->exit_code == 0 && status->signal == 0) return end;
-  const std::string name(LauncherName(launcher));
+  const std::string name(Name(launcher));
   const bool by_term_or_kill =
       !status || status->signal == SIGTERM || status->signal == SIGKILL ||
       status->exit_code == 128 + SIGTERM || status->exit_code == 128 + SIGKILL;
@@ -348,7 +348,7 @@ absl::StatusOr<LauncherEnd> ParseLauncherEnd(absl::string_view text) {
 }
 
 std::string FormatFollowedRanks(const FollowedRanks& followed) {
-  return absl::StrCat(LauncherName(followed.launcher), " ",
+  return absl::StrCat(std::string(Name(followed.launcher)), " ",
                       absl::StrJoin(followed.ranks, " "), "\n");
 }
 

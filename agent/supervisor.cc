@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "agent/attempt_checkpoints.h"
 #include "agent/attempt_layout.h"
 #include "agent/files.h"
 #include "agent/internal/where.h"
@@ -46,22 +47,10 @@ std::string DescribeExit(const ExitRecord& exit) {
   return text;
 }
 
-// Removes the checkpoints of a run whose attempt succeeded (rank 0 trained
-// it to the end): the run's folder with every attempt's, as no attempt of
-// it resumes again. `dir` is the attempt's folder inside the run's.
-void RemoveCheckpoints(const v1::AttemptKey& key,
-                       const std::string& attempt_dir) {
-  const std::string dir =
-      std::filesystem::path(attempt_dir).parent_path().string();
-  std::error_code ec;
-  const std::uintmax_t removed = std::filesystem::remove_all(dir, ec);
-  if (ec) {
-    LogWarning(absl::StrCat(Where(key), ": cannot remove checkpoints ", dir,
-                            ": ", ec.message()));
-  } else if (removed > 0) {
-    LogInfo(
-        absl::StrCat(Where(key), ": succeeded; removed its checkpoints ", dir));
-  }
+// The reason the site's scheduler gave for stopping a launch (a scancelled
+// Slurm step), or "" when it did not stop it or there is none.
+std::string SchedulerCancelled(const std::optional<LaunchProcess>& launch) {
+  return launch && launch->end() ? launch->end()->cancelled : "";
 }
 
 }  // namespace
@@ -152,7 +141,7 @@ int Supervisor::Reattach() {
           // Its launcher had not started it yet: looked for again.
           rank.running = true;
           LogInfo(absl::StrCat(Where(key, rank_id), ": following again (",
-                               LauncherName(attempt.launcher),
+                               std::string(Name(attempt.launcher)),
                                " had not started it yet)"));
         } else {
           rank.ended_ms = clock_->NowMs();
@@ -163,7 +152,7 @@ int Supervisor::Reattach() {
         ++taken;
       }
       // A launcher that outlives its ranks is still stopped on cancel.
-      if (!attempt.ranks.empty() || attempt.launch_running) {
+      if (!attempt.ranks.empty() || attempt.launch_running()) {
         attempts_.emplace(KeyOf(key), std::move(attempt));
       }
     }
@@ -188,29 +177,9 @@ std::optional<FollowedRanks> Supervisor::ReattachLaunch(Attempt& attempt) {
     return std::nullopt;
   }
   attempt.launcher = followed->launcher;
-  absl::StatusOr<PidRecord> pid = ReadPidFile(dir + kLauncherPidFile);
-  if (!pid.ok()) return *std::move(followed);  // not rank 0's node
-  attempt.owns_launch = true;
-  attempt.launch_process = *pid;
-  attempt.launch_stderr_path = dir + kLauncherStderr;
-  const std::string name(LauncherName(attempt.launcher));
-  absl::StatusOr<std::string> end = ReadFileToString(dir + kLauncherEndFile);
-  absl::StatusOr<LauncherEnd> known =
-      end.ok() ? ParseLauncherEnd(*end) : end.status();
-  if (known.ok()) {
-    attempt.launch_end = *known;
-    attempt.launch_ended_ms = clock_->NowMs();
-  } else if (IsSameProcessRunning(*pid, *processes_)) {
-    // Not this agent's child any more: seen ending by its pid, and its exit
-    // status stays unknown.
-    attempt.launch_running = true;
-    LogInfo(absl::StrCat(Where(attempt.key), ": reattached to ", name, " pid ",
-                         pid->pid));
-  } else {
-    LogWarning(absl::StrCat(Where(attempt.key), ": ", name,
-                            " ended while the agent was down"));
-    EndLaunch(attempt, std::nullopt);
-  }
+  attempt.launch.emplace(attempt.launcher, attempt.key, attempt.dir, processes_,
+                         clock_);
+  if (!attempt.launch->Reattach()) attempt.launch.reset();
   return *std::move(followed);
 }
 
@@ -341,7 +310,7 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
 
 std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
     const v1::Assignment& a, Launcher launcher, const AttemptPlan& plan) {
-  const std::string name(LauncherName(launcher));
+  const std::string name(Name(launcher));
   auto refuse_all = [&](absl::string_view error) {
     LogError(absl::StrCat(Where(a.key()), ": ", name, ": ", error));
     std::vector<v1::AgentMessage> replies;
@@ -360,37 +329,18 @@ std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
     absl::StatusOr<LauncherPlan> launch =
         PlanLauncher(launcher, a, options_.node, options_.launchers, plan.dir);
     if (!launch.ok()) return refuse_all(launch.status().message());
-    for (const auto& [path, text] :
-         {std::pair(launch->config_path, launch->config_text),
-          std::pair(launch->hostfile_path, launch->hostfile_text)}) {
-      if (path.empty()) continue;
-      if (absl::Status written = WriteFileAtomically(path, text);
-          !written.ok()) {
-        return refuse_all(written.message());
-      }
+    if (absl::Status written = LaunchProcess::WriteFiles(*launch);
+        !written.ok()) {
+      return refuse_all(written.message());
     }
     // Rank 0's worker binds the reserved port: free it just before.
     reservations_.erase(KeyOf(a.key()));
-    absl::StatusOr<pid_t> pid = processes_->Launch(launch->launch);
-    if (!pid.ok()) return refuse_all(pid.status().message());
-    attempt.owns_launch = true;
-    attempt.launch_running = true;
-    attempt.launch_is_child = true;
-    attempt.launch_process.pid = *pid;
-    attempt.launch_process.start_time = processes_->StartTime(*pid).value_or(0);
-    attempt.launch_stderr_path = launch->launch.stderr_path;
-    if (absl::Status written =
-            WritePidFile(absl::StrCat(plan.dir, "/", kLauncherPidFile),
-                         attempt.launch_process);
-        !written.ok()) {
-      LogWarning(absl::StrCat(Where(a.key()), ": ", written.message(),
-                              " (no reattach to ", name,
-                              " after an agent restart)"));
+    attempt.launch.emplace(launcher, a.key(), plan.dir, processes_, clock_);
+    if (absl::Status started = attempt.launch->Start(*launch, a.world_size(),
+                                                     a.launch_nodes_size());
+        !started.ok()) {
+      return refuse_all(started.message());
     }
-    LogInfo(absl::StrCat(Where(a.key()), ": started ", name, " pid ", *pid,
-                         " for ", a.world_size(), " ranks on ",
-                         a.launch_nodes_size(), " nodes (", launch->config_path,
-                         ")"));
   }
   // Once started: what a restarted agent follows again.
   const FollowedRanks followed{launcher, {a.ranks().begin(), a.ranks().end()}};
@@ -415,33 +365,13 @@ std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
   return {};
 }
 
-void Supervisor::LinkResumeSource(const v1::AttemptKey& key,
-                                  const AttemptPlan& plan) {
-  if (plan.resume_source.empty()) return;
-  const std::string target = absl::StrCat(
-      plan.checkpoint_dir, "/",
-      std::filesystem::path(plan.resume_source).filename().string());
-  absl::Status linked = LinkOrCopyFile(plan.resume_source, target);
-  if (linked.ok()) {
-    LogInfo(absl::StrCat(Where(key), ": resuming from ", plan.resume_source));
-  } else if (absl::IsNotFound(linked)) {
-    LogWarning(absl::StrCat(Where(key), ": no checkpoint to resume from at ",
-                            plan.resume_source, "; starting without it"));
-  } else {
-    LogWarning(absl::StrCat(Where(key), ": ", linked.message(),
-                            "; starting without it"));
-  }
-}
-
 void Supervisor::Stop(Attempt& attempt, absl::string_view reason) {
   if (attempt.cancelling) return;
   attempt.cancelling = true;
   attempt.kill_deadline_ms = clock_->NowMs() + options_.kill_grace_ms;
   LogInfo(absl::StrCat(Where(attempt.key), ": cancelling (", reason,
                        "): SIGTERM to its workers"));
-  if (attempt.launch_running) {
-    processes_->SignalGroup(attempt.launch_process.pid, SIGTERM);
-  }
+  if (attempt.launch) attempt.launch->Signal(SIGTERM);
   for (Rank& rank : attempt.ranks) {
     if (rank.running) SignalRank(rank, SIGTERM);
   }
@@ -502,50 +432,6 @@ void Supervisor::HandleAcks(const v1::Acks& acks) {
   }
 }
 
-void Supervisor::CheckLaunch(Attempt& attempt) {
-  if (!attempt.launch_running) return;
-  std::optional<ExitStatus> status;
-  if (attempt.launch_is_child) {
-    status = processes_->TryWait(attempt.launch_process.pid);
-    if (!status) return;
-  } else if (IsSameProcessRunning(attempt.launch_process, *processes_)) {
-    return;
-  }
-  EndLaunch(attempt, status);
-}
-
-void Supervisor::EndLaunch(Attempt& attempt,
-                           const std::optional<ExitStatus>& status) {
-  attempt.launch_running = false;
-  attempt.launch_ended_ms = clock_->NowMs();
-  // Whatever it left in its group goes with it. (Not after a reattach: the
-  // group of a launcher this agent did not reap may be another's by now.)
-  if (attempt.launch_is_child) {
-    processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
-  }
-  attempt.launch_end = ClassifyLauncherExit(
-      attempt.launcher, status,
-      ReadFileTail(attempt.launch_stderr_path, kStderrTailBytes),
-      attempt.cancelling);
-  if (absl::Status written =
-          WriteFileAtomically(absl::StrCat(attempt.dir, "/", kLauncherEndFile),
-                              FormatLauncherEnd(*attempt.launch_end));
-      !written.ok()) {
-    LogWarning(absl::StrCat(Where(attempt.key), ": ", written.message()));
-  }
-  const std::string name(LauncherName(attempt.launcher));
-  if (!attempt.launch_end->cancelled.empty()) {
-    LogWarning(
-        absl::StrCat(Where(attempt.key), ": ", attempt.launch_end->cancelled));
-  } else if (!attempt.launch_end->error.empty()) {
-    LogWarning(absl::StrCat(Where(attempt.key), ": ", attempt.launch_end->error,
-                            " (see ", attempt.launch_stderr_path, ")"));
-  } else {
-    LogInfo(absl::StrCat(Where(attempt.key), ": ", name, " pid ",
-                         attempt.launch_process.pid, " ended"));
-  }
-}
-
 std::map<std::string, pid_t> Supervisor::FindUnfoundRanks() {
   std::set<std::string> wanted;
   for (const auto& [key, attempt] : attempts_) {
@@ -578,19 +464,20 @@ void Supervisor::CheckFollowed(Attempt& attempt, Rank& rank,
       }
       LogInfo(absl::StrCat(Where(attempt.key, rank.paths.rank),
                            ": following worker pid ", pid, " started by ",
-                           LauncherName(attempt.launcher)));
+                           std::string(Name(attempt.launcher))));
       // Cancelled before it showed up: it stops too.
       if (attempt.cancelling) SignalRank(rank, SIGTERM);
       return;
     }
   } else if (rank.tailer->run_stop_status()) {
     // Ran and ended between two looks.
-  } else if (attempt.owns_launch && !attempt.launch_running) {
-    const std::string name(LauncherName(attempt.launcher));
-    std::string why = attempt.launch_end && !attempt.launch_end->error.empty()
-                          ? attempt.launch_end->error
-                          : absl::StrCat(name, " ended");
-    std::string tail = ReadFileTail(attempt.launch_stderr_path, 600);
+  } else if (attempt.launch && !attempt.launch->running()) {
+    const std::optional<LauncherEnd>& end = attempt.launch->end();
+    std::string why =
+        end && !end->error.empty()
+            ? end->error
+            : absl::StrCat(std::string(Name(attempt.launcher)), " ended");
+    std::string tail = ReadFileTail(attempt.launch->stderr_path(), 600);
     absl::StrAppend(&why, " before rank ", rank.paths.rank, " started");
     if (!tail.empty()) absl::StrAppend(&why, ": ", tail);
     rank.exit = ExitRecord{{-1, 0}, why};
@@ -610,9 +497,9 @@ bool Supervisor::ReadyToReport(const Attempt& attempt, const Rank& rank) const {
   }
   // Ended without a final state: the launch's outcome may say why.
   const int64_t now = clock_->NowMs();
-  if (attempt.owns_launch) {
-    return !attempt.launch_running &&
-           now >= attempt.launch_ended_ms + kLauncherSettleMs;
+  if (attempt.launch) {
+    return !attempt.launch->running() &&
+           now >= attempt.launch->ended_ms() + kLauncherSettleMs;
   }
   return now >= rank.ended_ms + kFollowerSettleMs;
 }
@@ -638,13 +525,12 @@ void Supervisor::CheckExit(Attempt& attempt, Rank& rank,
 }
 
 v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
+  const std::string cancelled = SchedulerCancelled(attempt.launch);
   if (!rank.exit) {
     // Not our child: the outcome comes from its events.
     const std::optional<std::string>& stop = rank.tailer->run_stop_status();
-    const bool scheduler_cancelled =
-        attempt.launch_end && !attempt.launch_end->cancelled.empty();
-    if (!stop && scheduler_cancelled) {
-      rank.exit = ExitRecord{{-1, 0}, attempt.launch_end->cancelled};
+    if (!stop && !cancelled.empty()) {
+      rank.exit = ExitRecord{{-1, 0}, cancelled};
     } else if (!stop && attempt.cancelling) {
       rank.exit = ExitRecord{
           {-1, 0}, "stopped by the agent; exit status unknown (not its child)"};
@@ -661,15 +547,15 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
   report.set_exit_code(rank.exit->status.exit_code);
   report.set_signal(rank.exit->status.signal);
   report.set_error(rank.exit->error);
-  if (attempt.launch_end && !attempt.launch_end->cancelled.empty() &&
-      rank.exit->error == attempt.launch_end->cancelled) {
+  if (!cancelled.empty() && rank.exit->error == cancelled) {
     report.set_cancelled(rank.exit->error);
   }
   // A launcher collects its ranks' output: its stderr on rank 0's node.
-  report.set_stderr_tail(ReadFileTail(rank.followed
-                                          ? attempt.launch_stderr_path
-                                          : rank.paths.launch.stderr_path,
-                                      kStderrTailBytes));
+  const std::string stderr_path = !rank.followed ? rank.paths.launch.stderr_path
+                                  : attempt.launch
+                                      ? attempt.launch->stderr_path()
+                                      : "";
+  report.set_stderr_tail(ReadFileTail(stderr_path, kStderrTailBytes));
   return report;
 }
 
@@ -680,12 +566,13 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
   const std::map<std::string, pid_t> found = FindUnfoundRanks();
   for (auto it = attempts_.begin(); it != attempts_.end();) {
     Attempt& attempt = it->second;
-    CheckLaunch(attempt);
-    if (attempt.cancelling && attempt.launch_running &&
-        now >= attempt.kill_deadline_ms) {
-      processes_->SignalGroup(attempt.launch_process.pid, SIGKILL);
+    if (attempt.launch) {
+      attempt.launch->Check(/*asked=*/attempt.cancelling);
+      if (attempt.cancelling && now >= attempt.kill_deadline_ms) {
+        attempt.launch->Signal(SIGKILL);
+      }
     }
-    bool all_done = !attempt.launch_running;
+    bool all_done = !attempt.launch_running();
     for (Rank& rank : attempt.ranks) {
       CheckExit(attempt, rank, found);
       if (attempt.cancelling && rank.running && !rank.killed &&
@@ -735,7 +622,7 @@ void Supervisor::MarkDoneWhenDelivered(Attempt& attempt, Rank& rank) {
   // Before the done file: an agent that dies in between removes them again
   // after the exit is reported and acknowledged once more.
   if (rank.paths.rank == 0 && Succeeded(*rank.exit)) {
-    RemoveCheckpoints(attempt.key, attempt.checkpoint_dir);
+    RemoveRunCheckpoints(attempt.key, attempt.checkpoint_dir);
   }
   rank.done = true;
   if (absl::Status written = WriteFileAtomically(rank.paths.done_path, "");

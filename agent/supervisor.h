@@ -27,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "agent/assignment.h"
 #include "agent/event_tailer.h"
+#include "agent/launch_process.h"
 #include "agent/launcher.h"
 #include "agent/pid_file.h"
 #include "agent/port_reservation.h"
@@ -39,9 +40,6 @@ namespace hpcai500::agent {
 // Limits of one Events message.
 inline constexpr size_t kMaxBatchEvents = 256;
 inline constexpr size_t kMaxBatchBytes = 1 << 20;
-
-// The last bytes of a worker's stderr sent with WorkerExited.
-inline constexpr size_t kStderrTailBytes = 4096;
 
 // A rank of a launcher run that ended without a final state (no run_stop
 // event) is reported only once its launch's outcome can be known: on rank
@@ -149,18 +147,11 @@ class Supervisor {
     std::vector<Rank> ranks;
     bool cancelling = false;
     int64_t kill_deadline_ms = 0;
-    // A launcher run: the launcher, and on rank 0's node (owns_launch) its
-    // process and how it ended.
+    // A launcher run: the launcher, and on rank 0's node its process.
     Launcher launcher = Launcher::kAgent;
-    bool owns_launch = false;
-    bool launch_running = false;
-    // Started by this agent (waitpid); else reattached to after a restart
-    // (seen ending by its pid, its exit status unknown).
-    bool launch_is_child = false;
-    PidRecord launch_process;
-    std::string launch_stderr_path;
-    int64_t launch_ended_ms = 0;
-    std::optional<LauncherEnd> launch_end;
+    std::optional<LaunchProcess> launch;
+
+    bool launch_running() const { return launch && launch->running(); }
   };
 
   static Key KeyOf(const v1::AttemptKey& key) {
@@ -172,17 +163,10 @@ class Supervisor {
   std::vector<v1::AgentMessage> StartLauncherRun(const v1::Assignment& a,
                                                  Launcher launcher,
                                                  const AttemptPlan& plan);
-  // Reaps the launcher this agent started (or notes that the one it
-  // reattached to ended).
-  void CheckLaunch(Attempt& attempt);
-  // The launcher ended with `status` (nullopt: unknown): classifies and
-  // records how (kLauncherEndFile); kills what a launcher it started left in
-  // its group.
-  void EndLaunch(Attempt& attempt, const std::optional<ExitStatus>& status);
   // Reattach of a launcher run's attempt folder: its launcher and the ranks
   // this node follows (kFollowedRanksFile), and on rank 0's node the
-  // launcher (kLauncherPidFile) and how it ended, if it did
-  // (kLauncherEndFile). nullopt for an attempt the agent started itself.
+  // launcher (LaunchProcess::Reattach). nullopt for an attempt the agent
+  // started itself.
   std::optional<FollowedRanks> ReattachLaunch(Attempt& attempt);
   // The processes of the followed ranks not found yet, by events path: one
   // look at every process per Poll for all of them (none when no rank is
@@ -196,9 +180,6 @@ class Supervisor {
   bool ReadyToReport(const Attempt& attempt, const Rank& rank) const;
   // Signals a running rank: its group, and a followed rank itself too.
   void SignalRank(const Rank& rank, int sig);
-  // Links plan's resume_source into its checkpoint folder; a missing or
-  // unlinkable source is logged and the workers start without it.
-  void LinkResumeSource(const v1::AttemptKey& key, const AttemptPlan& plan);
   // SIGTERM to the attempt's running workers; SIGKILL follows in Poll.
   void Stop(Attempt& attempt, absl::string_view reason);
   // The kept rank `rank` of attempt `key`, or null.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -14,22 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/limits.h"
 #include "common/status_macros.h"
 #include "common/yaml_text.h"
 
 namespace hpcai500 {
 namespace {
-
-constexpr int kMaxNodes = 4096;
-constexpr int kMaxRanksPerNode = 64;
-constexpr int kMaxBatch = 65536;
-constexpr int kMaxRepetitions = 100;
-constexpr int kMaxRetries = 10;
-constexpr int64_t kMaxTimeLimitSeconds = 30 * 24 * 3600;  // 30 days
-constexpr int64_t kMaxSeed = (int64_t{1} << 31) - 1;
-constexpr size_t kMaxSpecBytes = 64 * 1024;
-constexpr int32_t kMaxPriority = 1'000'000;
-constexpr int kMaxConstraints = 16;
 
 // How this file's errors name a field: "field '<name>'".
 std::string Field(absl::string_view name) {
@@ -310,7 +301,7 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
                                1, kMaxRanksPerNode));
   RETURN_IF_ERROR(CheckOneOf<Device>(Field("device"), spec.device()));
   RETURN_IF_ERROR(
-      CheckInRange(Field("batch_size"), spec.batch_size(), 1, kMaxBatch));
+      CheckInRange(Field("batch_size"), spec.batch_size(), 1, kMaxBatchSize));
   RETURN_IF_ERROR(CheckOneOf<Precision>(Field("precision"), spec.precision()));
   if (spec.precision() == Name(Precision::kFp16) &&
       spec.device() != Name(Device::kCuda)) {
@@ -324,7 +315,7 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
                       "bf16 needs device cuda (NCCL); Gloo carries bf16 only "
                       "from LibTorch 2.2");
   }
-  RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSeed));
+  RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSpecSeed));
   RETURN_IF_ERROR(ParseLauncher(Field("launcher"), spec.launcher()).status());
   RETURN_IF_ERROR(CheckPlacementFields(spec));
   return CheckName("system", spec.system(), 128, /*allow_spaces=*/true);
@@ -351,7 +342,7 @@ absl::Status CheckBudget(const v1::RunSpec& spec, const ConfigInfo& config) {
 // reference's two precision variants (ReferenceBatchSize) may differ.
 absl::Status CheckHardwareLevel(const v1::RunSpec& spec,
                                 const ConfigInfo& config) {
-  if (spec.level() != "hardware") return absl::OkStatus();
+  if (spec.level() != Name(Level::kHardware)) return absl::OkStatus();
   if (spec.compression() != Name(Compression::kNone)) {
     return FieldError("compression",
                       "level hardware keeps the reference software stack; "
@@ -394,34 +385,22 @@ absl::Status NotOneOfError(absl::string_view what, absl::string_view value,
       what, ": must be one of ", names, "; got '", value.substr(0, 80), "'"));
 }
 
-absl::string_view LauncherName(Launcher launcher) {
-  switch (launcher) {
-    case Launcher::kMpirun:
-      return "mpirun";
-    case Launcher::kSrun:
-      return "srun";
-    case Launcher::kAgent:
-      break;
-  }
-  return "agent";
-}
-
 absl::StatusOr<Launcher> ParseLauncher(absl::string_view what,
                                        absl::string_view name) {
-  for (Launcher l : {Launcher::kAgent, Launcher::kMpirun, Launcher::kSrun}) {
-    if (name == LauncherName(l)) return l;
-  }
   if (name.empty()) return Launcher::kAgent;
-  return NotOneOfError(what, name, "agent, mpirun, srun");
+  std::optional<Launcher> launcher =
+      Parse<Launcher>(std::string_view(name.data(), name.size()));
+  if (!launcher) return NotOneOfError(what, name, JoinNames<Launcher>(", "));
+  return *launcher;
 }
 
 absl::Status ValidateRunSpec(const v1::RunSpec& spec,
                              const Registry& registry) {
   RETURN_IF_ERROR(CheckName("name", spec.name(), 64, /*allow_spaces=*/false));
   ASSIGN_OR_RETURN(const ConfigInfo* config, FindSpecConfig(spec, registry));
-  RETURN_IF_ERROR(CheckOneOf(Field("level"), spec.level(), kLevels));
+  RETURN_IF_ERROR(CheckOneOf<Level>(Field("level"), spec.level()));
   // LARS changes the optimizer the reference recipe fixes: free level only.
-  if (config->optimizer == "lars" && spec.level() != "free") {
+  if (config->optimizer == "lars" && spec.level() != Name(Level::kFree)) {
     return FieldError("config",
                       absl::StrCat("config '", spec.config(),
                                    "' uses LARS, which only level free allows "
@@ -453,7 +432,7 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
   spec.set_repetitions(1);
   spec.set_max_retries(1);
   spec.set_compression(std::string(Name(Compression::kNone)));
-  spec.set_launcher(std::string(LauncherName(Launcher::kAgent)));
+  spec.set_launcher(std::string(Name(Launcher::kAgent)));
   ASSIGN_OR_RETURN(std::set<std::string> seen, ReadSpecFields(root, &spec));
   // Defaults that depend on the registry; validate the workload and config
   // first so that the lookup below is safe.
@@ -493,8 +472,7 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
   }
   // Only another than the default: the text of a spec without the field
   // stays what it was.
-  if (!spec.launcher().empty() &&
-      spec.launcher() != LauncherName(Launcher::kAgent)) {
+  if (!spec.launcher().empty() && spec.launcher() != Name(Launcher::kAgent)) {
     out << YAML::Key << "launcher" << YAML::Value << spec.launcher();
   }
   if (spec.has_priority()) {

@@ -5,6 +5,8 @@
 #ifndef HPCAI500_COMMON_SPEC_H_
 #define HPCAI500_COMMON_SPEC_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -52,9 +54,21 @@ absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
 absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
                         absl::Span<const absl::string_view> allowed);
 
-// The levels of the methodology (ARCHITECTURE.md, "Levels"), the one list a
-// spec's level and the leaderboard's level filter are checked against.
-inline constexpr absl::string_view kLevels[] = {"hardware", "system", "free"};
+// AllNames<Enum>() as absl::string_view, for abseil's string functions
+// (absl::StrJoin), which take no std::string_view in every build.
+template <typename Enum>
+constexpr auto AbslNames() {
+  constexpr const auto& names = AllNames<Enum>();
+  std::array<absl::string_view, names.size()> out{};
+  for (size_t i = 0; i < names.size(); ++i) {
+    out[i] = absl::string_view(names[i].data(), names[i].size());
+  }
+  return out;
+}
+
+// The names of Level (common/vocabulary.h), under the name the
+// leaderboard's level filter reads them by.
+inline constexpr std::array<absl::string_view, 3> kLevels = AbslNames<Level>();
 
 // The InvalidArgument of CheckOneOf: "<what>: must be one of <names>; got
 // '<value>'" (value cut at 80 characters).
@@ -72,17 +86,9 @@ absl::Status CheckOneOf(absl::string_view what, absl::string_view value) {
   return NotOneOfError(what, value, JoinNames<Enum>(", "));
 }
 
-// Who starts a run's ranks (RunSpec.launcher). kAgent: each agent forks its
-// own; kMpirun: rank 0's agent starts one OpenMPI mpirun; kSrun: one Slurm
-// job step. docs/design.md "Launchers".
-enum class Launcher { kAgent, kMpirun, kSrun };
-
-// "agent", "mpirun", "srun": the spec's spelling.
-absl::string_view LauncherName(Launcher launcher);
-
-// The launcher a spec names; empty (a spec stored before the field) is
-// kAgent. InvalidArgument "<what>: must be one of agent, mpirun, srun; got
-// '...'" otherwise.
+// The launcher (common/vocabulary.h) a spec names; empty (a spec stored
+// before the field) is kAgent. InvalidArgument "<what>: must be one of agent,
+// mpirun, srun; got '...'" otherwise.
 absl::StatusOr<Launcher> ParseLauncher(absl::string_view what,
                                        absl::string_view name);
 

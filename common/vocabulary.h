@@ -1,6 +1,7 @@
 // The names every process agrees on for a run's device, precision, gradient
-// compression and collective backend: one enum each, its spellings on the wire
-// (specs, assignments, worker flags) and the full list for error messages. Also
+// compression, collective backend, launcher and level: one enum each, its
+// spellings on the wire (specs, assignments, worker flags) and the full list
+// for error messages, joined by the one list joiner (JoinInProse). Also
 // the reference recipe's batch rule, which both the coordinator (level
 // hardware) and the worker (its default batch) apply. Standard library only:
 // the worker links it without abseil or protobuf.
@@ -11,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +27,14 @@ enum class Compression { kNone, kFp16, kBf16, kPowerSgd };
 // The c10d backend of the ranks' collectives (torchrun's --dist-backend):
 // Gloo carries CPU and CUDA tensors, NCCL CUDA tensors only.
 enum class DistBackend { kGloo, kNccl };
+// Who starts a run's ranks (RunSpec.launcher). kAgent: each agent forks its
+// own; kMpirun: rank 0's agent starts one OpenMPI mpirun; kSrun: one Slurm
+// job step. docs/design.md "Launchers".
+enum class Launcher { kAgent, kMpirun, kSrun };
+// The levels of the methodology (ARCHITECTURE.md, "Levels"): what a run may
+// change of the reference recipe. A spec's level and the leaderboard's level
+// filter are checked against these names.
+enum class Level { kHardware, kSystem, kFree };
 
 // kNames[i] spells the enum value i. Specialised for each enum above only.
 template <typename Enum>
@@ -47,6 +57,16 @@ struct Vocabulary<Compression> {
 template <>
 struct Vocabulary<DistBackend> {
   static constexpr std::array<std::string_view, 2> kNames = {"gloo", "nccl"};
+};
+template <>
+struct Vocabulary<Launcher> {
+  static constexpr std::array<std::string_view, 3> kNames = {"agent", "mpirun",
+                                                             "srun"};
+};
+template <>
+struct Vocabulary<Level> {
+  static constexpr std::array<std::string_view, 3> kNames = {"hardware",
+                                                             "system", "free"};
 };
 
 // Every spelling of Enum, in declaration order ("fp32", "bf16", "fp16").
@@ -83,16 +103,26 @@ std::string JoinNames(std::string_view separator) {
   return text;
 }
 
+// `names` (any range of strings or string_views) joined for a message:
+// "a, b or c"; "a" alone; "" for none. The one list joiner: enum names
+// (NamesInProse) and the worker's model names both use it.
+template <typename Names>
+std::string JoinInProse(const Names& names) {
+  const size_t count = std::size(names);
+  std::string text;
+  size_t i = 0;
+  for (const auto& name : names) {
+    if (i > 0) text += i + 1 == count ? " or " : ", ";
+    text += name;
+    ++i;
+  }
+  return text;
+}
+
 // The spellings joined for a message: "fp32, bf16 or fp16".
 template <typename Enum>
 std::string NamesInProse() {
-  const auto& names = Vocabulary<Enum>::kNames;
-  std::string text;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
-    text += names[i];
-  }
-  return text;
+  return JoinInProse(Vocabulary<Enum>::kNames);
 }
 
 // True for bf16 and fp16: the precisions the reference recipe calls mixed.

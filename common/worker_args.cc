@@ -1,5 +1,6 @@
 #include "common/worker_args.h"
 
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -7,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "common/limits.h"
 #include "common/numbers.h"
 
 namespace hpcai500 {
@@ -40,42 +42,64 @@ struct Flag {
   const char* name;  // without "--"
   Member member;
   Kind kind;
-  int64_t low = 0;  // kInt, kNumber
-  int64_t high = 0;
+  int64_t low;  // kInt, kNumber
+  int64_t high;
+  // The text FillDefaults() sets when the flag is absent; nullptr: none.
+  const char* fallback;
+  // Usage(): the value after the flag (an enum kind's names come first) and
+  // a note for the parentheses.
+  const char* value;
+  const char* note;
 };
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kWeekSeconds = 7 * 86400;
 
-// Every worker flag. ToArgv writes them in this order.
+// Every worker flag. ToArgv and Usage write them in this order.
 const Flag kFlags[] = {
-    {"workload", &WorkerArgs::workload, Kind::kRequired},
-    {"config", &WorkerArgs::config, Kind::kRequired},
-    {"epochs", &WorkerArgs::epochs, Kind::kInt, 1, 100000},
-    {"batch-size", &WorkerArgs::batch_size, Kind::kInt, 1, 1 << 20},
-    {"precision", &WorkerArgs::precision, Kind::kPrecision},
-    {"compression", &WorkerArgs::compression, Kind::kCompression},
-    {"device", &WorkerArgs::device, Kind::kDevice},
-    {"dist-backend", &WorkerArgs::dist_backend, Kind::kDistBackend},
-    {"seed", &WorkerArgs::seed, Kind::kInt, 0, kInt64Max},
-    {"events-file", &WorkerArgs::events_file, Kind::kPath},
-    {"threads", &WorkerArgs::threads, Kind::kInt, 1, 4096},
-    {"data", &WorkerArgs::data, Kind::kPath},
-    {"steps-per-epoch", &WorkerArgs::steps_per_epoch, Kind::kInt, 1, kIntMax},
-    {"powersgd-rank", &WorkerArgs::powersgd_rank, Kind::kInt, 1, 1024},
+    {"workload", &WorkerArgs::workload, Kind::kRequired, 0, 0, nullptr, "W",
+     ""},
+    {"config", &WorkerArgs::config, Kind::kRequired, 0, 0, nullptr, "C", ""},
+    {"epochs", &WorkerArgs::epochs, Kind::kInt, 1, kMaxEpochs, nullptr, "N",
+     ""},
+    {"batch-size", &WorkerArgs::batch_size, Kind::kInt, 1, kMaxBatchSize,
+     nullptr, "N", "per rank"},
+    {"precision", &WorkerArgs::precision, Kind::kPrecision, 0, 0, "fp32", "",
+     ""},
+    {"compression", &WorkerArgs::compression, Kind::kCompression, 0, 0, "none",
+     "", ""},
+    {"device", &WorkerArgs::device, Kind::kDevice, 0, 0, "cpu", "", ""},
+    {"dist-backend", &WorkerArgs::dist_backend, Kind::kDistBackend, 0, 0,
+     nullptr, "", "default: nccl on cuda, gloo on cpu"},
+    {"seed", &WorkerArgs::seed, Kind::kInt, 0, kMaxWorkerSeed, "42", "N", ""},
+    {"events-file", &WorkerArgs::events_file, Kind::kPath, 0, 0, nullptr,
+     "PATH", "default: stdout only"},
+    {"threads", &WorkerArgs::threads, Kind::kInt, 1, kMaxThreads, nullptr, "N",
+     "default: the node's threads over its local ranks"},
+    {"data", &WorkerArgs::data, Kind::kPath, 0, 0, nullptr, "DIR|synthetic",
+     ""},
+    {"steps-per-epoch", &WorkerArgs::steps_per_epoch, Kind::kInt, 1, kIntMax,
+     nullptr, "N", "default: the whole shard"},
+    {"powersgd-rank", &WorkerArgs::powersgd_rank, Kind::kInt, 1, 1024, "1", "N",
+     ""},
     {"powersgd-warmup-steps", &WorkerArgs::powersgd_warmup_steps, Kind::kInt, 0,
-     1000000},
-    {"bucket-mb", &WorkerArgs::bucket_mb, Kind::kNumber, 0, 65536},
-    {"deterministic", &WorkerArgs::deterministic, Kind::kBool},
-    {"checkpoint-dir", &WorkerArgs::checkpoint_dir, Kind::kPath},
-    {"resume", &WorkerArgs::resume, Kind::kBool},
+     1000000, "100", "N", "uncompressed first"},
+    {"bucket-mb", &WorkerArgs::bucket_mb, Kind::kNumber, 0, 65536, "25", "MB",
+     ""},
+    {"deterministic", &WorkerArgs::deterministic, Kind::kBool, 0, 0, "false",
+     "", ""},
+    {"checkpoint-dir", &WorkerArgs::checkpoint_dir, Kind::kPath, 0, 0, nullptr,
+     "DIR", ""},
+    {"resume", &WorkerArgs::resume, Kind::kBool, 0, 0, "false", "",
+     "needs --checkpoint-dir"},
     {"watchdog-seconds", &WorkerArgs::watchdog_seconds, Kind::kInt, 0,
-     kWeekSeconds},
+     kWeekSeconds, "300", "N", "0: off"},
     {"collective-timeout-seconds", &WorkerArgs::collective_timeout_seconds,
-     Kind::kInt, 1, kWeekSeconds},
-    {"model", &WorkerArgs::model, Kind::kText},
-    {"mllog-submission", &WorkerArgs::mllog_submission, Kind::kSubmission},
+     Kind::kInt, 1, kWeekSeconds, "180", "N", ""},
+    {"model", &WorkerArgs::model, Kind::kText, 0, 0, nullptr, "NAME",
+     "default: the config's"},
+    {"mllog-submission", &WorkerArgs::mllog_submission, Kind::kSubmission, 0, 0,
+     nullptr, "org=ORG,platform=PLATFORM[,status=S]", ""},
 };
 
 const Flag* FindFlag(const std::string& name) {
@@ -320,6 +344,49 @@ ArgvOutcome SplitFlags(const std::vector<std::string>& args,
   return ArgvOutcome::kArgs;
 }
 
+// The value type of an optional field; void for the required strings.
+template <typename Field>
+struct ValueOf {
+  using type = void;
+};
+template <typename T>
+struct ValueOf<std::optional<T>> {
+  using type = T;
+};
+
+// The values --`flag` takes in Usage(): an enum field's names joined by '|'
+// (then the row's value), or the row's value.
+std::string UsageValue(const Flag& flag) {
+  std::string names = std::visit(
+      [](auto member) -> std::string {
+        using Field = std::decay_t<decltype(WorkerArgs().*member)>;
+        using T = typename ValueOf<Field>::type;
+        if constexpr (std::is_enum_v<T>) {
+          return JoinNames<T>("|");
+        } else {
+          return "";
+        }
+      },
+      flag.member);
+  if (!names.empty() && *flag.value != '\0') names += ' ';
+  return names + flag.value;
+}
+
+// "--flag VALUE (note, default D)", in brackets unless required.
+std::string UsageItem(const Flag& flag) {
+  std::string item = std::string("--") + flag.name;
+  if (std::string value = UsageValue(flag); !value.empty()) {
+    item += " " + value;
+  }
+  std::string notes = flag.note;
+  if (flag.fallback != nullptr && flag.kind != Kind::kBool) {
+    if (!notes.empty()) notes += ", ";
+    notes += std::string("default ") + flag.fallback;
+  }
+  if (!notes.empty()) item += " (" + notes + ")";
+  return flag.kind == Kind::kRequired ? item : "[" + item + "]";
+}
+
 }  // namespace
 
 bool MllogSubmission::operator==(const MllogSubmission& other) const {
@@ -370,6 +437,56 @@ ArgvOutcome WorkerArgs::FromArgv(const std::vector<std::string>& args,
   }
   *out = std::move(parsed);
   return ArgvOutcome::kArgs;
+}
+
+std::vector<std::string> WorkerArgs::FlagNames() {
+  std::vector<std::string> names;
+  for (const Flag& flag : kFlags) names.push_back(flag.name);
+  return names;
+}
+
+bool WorkerArgs::Set(const std::string& flag, const std::string& text,
+                     std::string* error) {
+  const Flag* found = FindFlag(flag);
+  if (found == nullptr) {
+    *error = "unknown flag --" + flag;
+    return false;
+  }
+  return SetField(*found, text, this, error);
+}
+
+void WorkerArgs::FillDefaults() {
+  for (const Flag& flag : kFlags) {
+    if (flag.fallback == nullptr || FieldText(flag, *this)) continue;
+    std::string error;
+    const bool set = SetField(flag, flag.fallback, this, &error);
+    assert(set && "a default breaks its own flag's rule");
+    (void)set;
+  }
+}
+
+WorkerArgs WorkerArgs::Defaults() {
+  WorkerArgs args;
+  args.FillDefaults();
+  return args;
+}
+
+std::string WorkerArgs::Usage(const std::string& program) {
+  constexpr size_t kWidth = 80;
+  const std::string indent(9, ' ');
+  std::string text = "usage: " + program;
+  size_t line_start = 0;
+  for (const Flag& flag : kFlags) {
+    const std::string item = UsageItem(flag);
+    if (text.size() - line_start + 1 + item.size() > kWidth) {
+      text += "\n";
+      line_start = text.size();
+      text += indent + item;
+    } else {
+      text += " " + item;
+    }
+  }
+  return text + "\n";
 }
 
 bool WorkerArgs::operator==(const WorkerArgs& other) const {

@@ -1,8 +1,9 @@
 // WorkerArgs: the worker's command line as one value. The agent builds the
-// worker's argv with ToArgv() and the worker reads it back with FromArgv();
-// both are driven by one table of (flag, field, kind, range), so a new flag
-// is one field and one table row. Each field is unset unless its flag is
-// given; the worker applies its defaults (worker/flags.h) to unset fields.
+// worker's argv with ToArgv() and the worker reads it back with FromArgv(),
+// fills what was not given with FillDefaults() and prints Usage(); all are
+// driven by one table of (flag, field, kind, range, default, usage), so a new
+// flag is one field and one table row. Ranges shared with run specs come
+// from common/limits.h. Each field is unset unless its flag is given.
 // Standard library only: the worker links it without abseil or protobuf.
 //
 // Thread-safe: a plain value; the functions touch nothing shared.
@@ -35,27 +36,28 @@ struct WorkerArgs {
   std::string workload;  // --workload
   std::string config;    // --config
 
-  // Ranges are those FromArgv accepts; unset means the flag is absent.
-  std::optional<int64_t> epochs;            // --epochs [1, 100000]
-  std::optional<int64_t> batch_size;        // --batch-size [1, 2^20], per rank
-  std::optional<Precision> precision;       // --precision
-  std::optional<Compression> compression;   // --compression
-  std::optional<Device> device;             // --device
-  std::optional<DistBackend> dist_backend;  // --dist-backend
-  std::optional<int64_t> seed;              // --seed [0, 2^63 - 1]
-  std::optional<std::string> events_file;   // --events-file, non-empty
-  std::optional<int64_t> threads;           // --threads [1, 4096]
-  std::optional<std::string> data;  // --data, non-empty: DIR or "synthetic"
-  std::optional<int64_t> steps_per_epoch;  // --steps-per-epoch [1, 2^31-1]
-  std::optional<int64_t> powersgd_rank;    // --powersgd-rank [1, 1024]
-  std::optional<int64_t> powersgd_warmup_steps;  // [0, 1000000]
-  std::optional<double> bucket_mb;               // --bucket-mb (0, 65536]
-  std::optional<bool> deterministic;             // --deterministic
-  std::optional<std::string> checkpoint_dir;     // non-empty
-  std::optional<bool> resume;  // --resume; true needs checkpoint_dir
-  std::optional<int64_t> watchdog_seconds;            // [0, 7 days]
-  std::optional<int64_t> collective_timeout_seconds;  // [1, 7 days]
-  std::optional<std::string> model;  // --model; the worker checks the name
+  // Ranges are those FromArgv accepts (the table in worker_args.cc); unset
+  // means the flag is absent. "= D": FillDefaults() sets D when unset.
+  std::optional<int64_t> epochs;            // [1, kMaxEpochs]
+  std::optional<int64_t> batch_size;        // [1, kMaxBatchSize], per rank
+  std::optional<Precision> precision;       // = fp32
+  std::optional<Compression> compression;   // = none
+  std::optional<Device> device;             // = cpu
+  std::optional<DistBackend> dist_backend;  // = gloo
+  std::optional<int64_t> seed;              // [0, kMaxWorkerSeed] = 42
+  std::optional<std::string> events_file;   // non-empty; unset: stdout only
+  std::optional<int64_t> threads;           // [1, kMaxThreads] = 1
+  std::optional<std::string> data;          // non-empty: DIR or "synthetic"
+  std::optional<int64_t> steps_per_epoch;   // [1, 2^31-1]; unset: all
+  std::optional<int64_t> powersgd_rank;     // [1, 1024] = 1
+  std::optional<int64_t> powersgd_warmup_steps;  // [0, 1000000] = 100
+  std::optional<double> bucket_mb;               // (0, 65536] = 25
+  std::optional<bool> deterministic;             // = false
+  std::optional<std::string> checkpoint_dir;     // non-empty; unset: none
+  std::optional<bool> resume;  // = false; true needs checkpoint_dir
+  std::optional<int64_t> watchdog_seconds;            // [0, 7 days] = 300
+  std::optional<int64_t> collective_timeout_seconds;  // [1, 7 days] = 180
+  std::optional<std::string> model;  // the worker checks the name
   std::optional<MllogSubmission> mllog_submission;
 
   // The flags of every set field, in the table's order ("--workload", W,
@@ -72,6 +74,27 @@ struct WorkerArgs {
   // --checkpoint-dir), else kArgs with *out filled.
   static ArgvOutcome FromArgv(const std::vector<std::string>& args,
                               WorkerArgs* out, std::string* error);
+
+  // The table's flag names without "--" ("batch-size"), in its order.
+  static std::vector<std::string> FlagNames();
+
+  // Sets the field of --`flag` from `text` by the rule FromArgv applies.
+  // False with *error naming the flag when `flag` is not in the table or
+  // `text` breaks its rule ("--epochs: '0' is not an integer in [1, ...]").
+  bool Set(const std::string& flag, const std::string& text,
+           std::string* error);
+
+  // Sets every unset field that has a default in the table to it; the
+  // others (workload, config, epochs, paths, ...) stay as they are.
+  void FillDefaults();
+
+  // WorkerArgs with only the table's defaults set.
+  static WorkerArgs Defaults();
+
+  // "usage: <program> --workload W --config C [--epochs N] ...": every flag
+  // with its values (an enum's names joined by '|') and its note, wrapped
+  // at 80 columns, ending in a newline.
+  static std::string Usage(const std::string& program);
 
   // Field by field, over the same table.
   bool operator==(const WorkerArgs& other) const;

@@ -72,17 +72,6 @@ bool SlurmTasksOnNode(const std::string& text, int node, int* tasks) {
   return false;
 }
 
-// "a, b, c or d": every model of the zoo, for an error message.
-std::string ModelNamesInProse() {
-  const std::vector<ModelSpec>& zoo = ModelZoo();
-  std::string names;
-  for (size_t i = 0; i < zoo.size(); ++i) {
-    if (i > 0) names += i + 1 == zoo.size() ? " or " : ", ";
-    names += zoo[i].name;
-  }
-  return names;
-}
-
 // The first launcher family whose world size or rank variable is set
 // (torchrun, OpenMPI, Slurm), or null: rank 0 of 1.
 const RankEnvNames* FindRankFamily(const EnvLookup& env) {
@@ -166,9 +155,9 @@ bool ReadRankLayout(const EnvLookup& env, WorkerOptions* o,
 }
 
 // The registry config args name, with the flags that override it applied
-// (epochs, model, data, batch size). Needs o->precision set.
+// (epochs, model, data, batch size). Needs args.precision set.
 bool ResolveConfig(const WorkerArgs& args, const Registry& registry,
-                   WorkerOptions* o, std::string* error) {
+                   ConfigInfo* out, std::string* error) {
   if (registry.FindWorkload(args.workload) == nullptr) {
     *error = "unknown workload '" + args.workload + "'";
     return false;
@@ -185,55 +174,21 @@ bool ResolveConfig(const WorkerArgs& args, const Registry& registry,
     return false;
   }
   if (args.model && FindModel(*args.model) == nullptr) {
-    *error = "--model: '" + *args.model + "' is not " + ModelNamesInProse();
+    *error =
+        "--model: '" + *args.model + "' is not " + JoinInProse(ModelNames());
     return false;
   }
-  o->config = *config;
-  if (args.epochs) o->config.epochs = static_cast<int>(*args.epochs);
-  if (args.model) o->config.model = *args.model;
+  *out = *config;
+  if (args.epochs) out->epochs = static_cast<int>(*args.epochs);
+  if (args.model) out->model = *args.model;
   if (args.data) {
-    o->config.data_dir = *args.data;
-    if (*args.data == "synthetic") o->config.real_data = false;
+    out->data_dir = *args.data;
+    if (*args.data == "synthetic") out->real_data = false;
   }
-  o->config.batch_size = args.batch_size
-                             ? static_cast<int>(*args.batch_size)
-                             : DefaultBatchSize(*config, o->precision);
+  out->batch_size = args.batch_size
+                        ? static_cast<int>(*args.batch_size)
+                        : DefaultBatchSize(*config, *args.precision);
   return true;
-}
-
-// Copies the flags that do not touch the config into *o; unset ones keep
-// WorkerOptions' defaults.
-void ApplyRunArgs(const WorkerArgs& args, WorkerOptions* o) {
-  if (args.precision) o->precision = *args.precision;
-  if (args.device) o->device = *args.device;
-  o->dist_backend = args.dist_backend.value_or(
-      o->device == Device::kCuda ? DistBackend::kNccl : DistBackend::kGloo);
-  if (args.compression) o->compression = *args.compression;
-  if (args.seed) o->seed = static_cast<uint64_t>(*args.seed);
-  if (args.events_file) o->events_file = *args.events_file;
-  if (args.steps_per_epoch) o->steps_per_epoch = *args.steps_per_epoch;
-  if (args.powersgd_rank)
-    o->powersgd_rank = static_cast<int>(*args.powersgd_rank);
-  if (args.powersgd_warmup_steps) {
-    o->powersgd_warmup_steps = static_cast<int>(*args.powersgd_warmup_steps);
-  }
-  if (args.bucket_mb) o->bucket_mb = *args.bucket_mb;
-  if (args.deterministic) o->deterministic = *args.deterministic;
-  if (args.checkpoint_dir) o->checkpoint_dir = *args.checkpoint_dir;
-  if (args.resume) o->resume = *args.resume;
-  if (args.watchdog_seconds) {
-    o->watchdog_seconds = static_cast<int>(*args.watchdog_seconds);
-  }
-  if (args.collective_timeout_seconds) {
-    o->collective_timeout_seconds =
-        static_cast<int>(*args.collective_timeout_seconds);
-  }
-  if (args.mllog_submission) {
-    o->mllog_submission = true;
-    o->mllog_org = args.mllog_submission->org;
-    o->mllog_platform = args.mllog_submission->platform;
-    o->mllog_status = args.mllog_submission->status;
-  }
 }
 
 }  // namespace
@@ -246,39 +201,37 @@ EnvLookup ProcessEnv() {
   };
 }
 
+void FillWorkerDefaults(unsigned hardware_threads, int local_ranks,
+                        WorkerArgs* args) {
+  args->FillDefaults();
+  if (!args->dist_backend) {
+    args->dist_backend = *args->device == Device::kCuda ? DistBackend::kNccl
+                                                        : DistBackend::kGloo;
+  }
+  if (!args->threads) {
+    args->threads = std::max(
+        1, static_cast<int>(hardware_threads) / std::max(1, local_ranks));
+  }
+}
+
+WorkerArgs DefaultWorkerArgs() {
+  WorkerArgs args;
+  FillWorkerDefaults(/*hardware_threads=*/1, /*local_ranks=*/1, &args);
+  return args;
+}
+
 std::string WorkerUsage() {
-  return "usage: hpcai500-worker --workload W --config C [--epochs N]\n"
-         "         [--batch-size N] [--precision " +
-         JoinNames<Precision>("|") +
-         "]\n"
-         "         [--device " +
-         JoinNames<Device>("|") +
-         "] [--seed N] [--threads N] [--data DIR]\n"
-         "         [--dist-backend " +
-         JoinNames<DistBackend>("|") +
-         " (default: nccl on cuda, gloo on cpu)]\n"
-         "         [--events-file PATH] [--steps-per-epoch N]\n"
-         "         [--compression " +
-         JoinNames<Compression>("|") +
-         "] [--powersgd-rank N]\n"
-         "         [--powersgd-warmup-steps N (uncompressed first, default "
-         "100)]\n"
-         "         [--bucket-mb MB] [--deterministic] [--checkpoint-dir DIR]\n"
-         "         [--resume] [--watchdog-seconds N (0: off, default 300)]\n"
-         "         [--collective-timeout-seconds N (default 180)]\n"
-         "         [--model resnet_small|resnet18|resnet34|resnet50|resnet101\n"
-         "                  (extreme_weather: "
-         "faster_rcnn_resnet18|34|50|101)]\n"
-         "         [--data DIR|synthetic]\n"
-         "         [--mllog-submission org=ORG,platform=PLATFORM[,status=S]]\n"
+  return WorkerArgs::Usage("hpcai500-worker") +
          "Trains one rank of a registry config and prints its event lines.\n"
+         "Models (--model): " +
+         JoinInProse(ModelNames()) +
+         ".\n"
          "Rank layout from torchrun's RANK, WORLD_SIZE, LOCAL_RANK,\n"
          "LOCAL_WORLD_SIZE; or OpenMPI's "
          "OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,\n"
          "LOCAL_SIZE}; or Slurm's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,\n"
          "SLURM_NTASKS_PER_NODE | SLURM_TASKS_PER_NODE (none set: rank 0 of\n"
          "1). More than one rank also needs MASTER_ADDR and MASTER_PORT.\n"
-         "Threads default to the node's cores divided among its local ranks.\n"
          "Exit: 0 success, 1 aborted run, 2 bad command line.\n";
 }
 
@@ -286,8 +239,8 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& argv,
                               const Registry& registry, const EnvLookup& env,
                               unsigned hardware_threads, WorkerOptions* out,
                               std::string* error) {
-  WorkerArgs args;
-  switch (WorkerArgs::FromArgv(argv, &args, error)) {
+  WorkerOptions o;
+  switch (WorkerArgs::FromArgv(argv, &o.args, error)) {
     case ArgvOutcome::kHelp:
       return ParseOutcome::kHelp;
     case ArgvOutcome::kError:
@@ -295,15 +248,11 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& argv,
     case ArgvOutcome::kArgs:
       break;
   }
-  WorkerOptions o;
-  ApplyRunArgs(args, &o);
-  if (!ResolveConfig(args, registry, &o, error) ||
-      !ReadRankLayout(env, &o, error)) {
+  if (!ReadRankLayout(env, &o, error)) return ParseOutcome::kError;
+  FillWorkerDefaults(hardware_threads, o.local_world_size, &o.args);
+  if (!ResolveConfig(o.args, registry, &o.config, error)) {
     return ParseOutcome::kError;
   }
-  o.threads = args.threads ? static_cast<int>(*args.threads)
-                           : std::max(1, static_cast<int>(hardware_threads) /
-                                             std::max(1, o.local_world_size));
   *out = std::move(o);
   return ParseOutcome::kRun;
 }

@@ -14,46 +14,31 @@
 
 #include "common/registry.h"
 #include "common/vocabulary.h"
+#include "common/worker_args.h"
 
 namespace hpcai500::worker {
 
-// Everything a run needs: the registry config with the flags applied, and the
-// rank layout from the environment (torchrun style).
+// Fills the flags `args` leaves unset with their defaults: the table's
+// (WorkerArgs::FillDefaults), then the two that follow the run: the
+// collective backend (NCCL for --device cuda, Gloo for cpu) and the threads
+// (the node's `hardware_threads` shared among its `local_ranks`, at least 1).
+void FillWorkerDefaults(unsigned hardware_threads, int local_ranks,
+                        WorkerArgs* args);
+
+// The args of a worker given no flag on a node of one thread: what
+// WorkerOptions starts from (and tests that build options by hand).
+WorkerArgs DefaultWorkerArgs();
+
+// Everything a run needs: the command line with its defaults applied, the
+// registry config with the flags applied, and the rank layout from the
+// environment (torchrun style).
 struct WorkerOptions {
-  ConfigInfo config;  // epochs, batch_size, data_dir already overridden
-  Precision precision = Precision::kFp32;
-  Device device = Device::kCpu;
-  uint64_t seed = 42;
-  int threads = 1;
-  std::string events_file;      // empty: stdout only
-  int64_t steps_per_epoch = 0;  // 0: the whole shard
-
-  // How ranks exchange gradients, and what keeps a run alive and resumable.
-  Compression compression = Compression::kNone;
-  // --dist-backend: the c10d backend of a world of more than one rank;
-  // without the flag NCCL for --device cuda, Gloo for cpu. Gloo with
-  // --device cuda all-reduces CUDA tensors (ranks may share one GPU).
-  DistBackend dist_backend = DistBackend::kGloo;
-  int powersgd_rank = 1;  // --powersgd-rank, >= 1
-  // --powersgd-warmup-steps: steps all-reduced uncompressed before PowerSGD
-  // starts (PyTorch's start_powerSGD_iter), counted from each (re)start.
-  int powersgd_warmup_steps = 100;
-  double bucket_mb = 25;                 // --bucket-mb, gradient bucket size
-  bool deterministic = false;            // --deterministic
-  std::string checkpoint_dir;            // --checkpoint-dir; empty: none
-  bool resume = false;                   // --resume (needs --checkpoint-dir)
-  int watchdog_seconds = 300;            // --watchdog-seconds; 0 disables
-  int collective_timeout_seconds = 180;  // --collective-timeout-seconds
-
-  // Model, data and MLPerf submission: --model overrides config.model;
-  // --data synthetic sets config.real_data = false (random tensors shaped
-  // like config.dataset's samples: the run is unranked).
-  // --mllog-submission org=ORG,platform=PLATFORM[,status=S] adds MLPerf's
-  // submission keys so the log passes MLCommons' compliance checker.
-  bool mllog_submission = false;
-  std::string mllog_org;
-  std::string mllog_platform;
-  std::string mllog_status = "onprem";  // onprem | cloud | preview | research
+  // Every flag that has a default is set (FillWorkerDefaults), so the worker
+  // reads those with `*args.seed`; events_file, steps_per_epoch,
+  // checkpoint_dir and mllog_submission are set only when given. epochs,
+  // batch_size, model and data are applied to `config`: read them there.
+  WorkerArgs args = DefaultWorkerArgs();
+  ConfigInfo config;  // epochs, batch_size, model, data_dir already overridden
 
   int rank = 0;
   int world_size = 1;

@@ -42,8 +42,8 @@ int WorkerMain(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<EventLog> log =
-      EventLog::Open(options.events_file, options.rank, stdout,
-                     EventLog::SystemClockMs, &error);
+      EventLog::Open(options.args.events_file.value_or(""), options.rank,
+                     stdout, EventLog::SystemClockMs, &error);
   if (!log) {
     std::fprintf(stderr, "hpcai500-worker: %s\n", error.c_str());
     return 2;

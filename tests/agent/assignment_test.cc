@@ -261,6 +261,30 @@ TEST(PlanAttempt, RefusalsUseTheSpecsChecksUnderTheAssignmentsFieldNames) {
   }
 }
 
+// Every RunSpec field named like a worker flag reaches the worker through
+// that flag's own rule and range (common/worker_args.cc).
+TEST(PlanAttempt, SpecFieldsReachTheWorkerByTheFlagOfTheirName) {
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const WorkerArgs read = WorkerReads(plan->ranks[0].launch.argv);
+  EXPECT_EQ(read.batch_size, 64);
+  EXPECT_EQ(read.seed, 42);
+  EXPECT_EQ(read.compression, Compression::kPowerSgd);
+
+  v1::Assignment seed = GoodStart();
+  seed.mutable_spec()->set_seed(-1);
+  EXPECT_EQ(PlanAttempt(seed, Node()).status().message(),
+            "assignment: spec.seed: --seed: '-1' is not an integer in [0, "
+            "9223372036854775807]");
+
+  // A coordinator before v0.2 sends no compression: the worker's default.
+  v1::Assignment old = GoodStart();
+  old.mutable_spec()->clear_compression();
+  plan = PlanAttempt(old, Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(WorkerReads(plan->ranks[0].launch.argv).compression);
+}
+
 struct BadCase {
   std::string name;
   void (*mutate)(v1::Assignment&);

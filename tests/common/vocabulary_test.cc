@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "common/event_keys.h"
 
 namespace hpcai500 {
@@ -21,6 +25,8 @@ TEST(Vocabulary, EveryNameParsesBackToItself) {
   ExpectEveryNameRoundTrips<Precision>();
   ExpectEveryNameRoundTrips<Compression>();
   ExpectEveryNameRoundTrips<DistBackend>();
+  ExpectEveryNameRoundTrips<Launcher>();
+  ExpectEveryNameRoundTrips<Level>();
 }
 
 TEST(Vocabulary, ListsTheWireSpellings) {
@@ -30,6 +36,21 @@ TEST(Vocabulary, ListsTheWireSpellings) {
   EXPECT_EQ(Name(Compression::kPowerSgd), "powersgd");
   EXPECT_EQ(Parse<Precision>("bf16"), Precision::kBf16);
   EXPECT_EQ(NamesInProse<DistBackend>(), "gloo or nccl");
+}
+
+TEST(Vocabulary, NamesLaunchersAndLevelsAsSpecsSpellThem) {
+  EXPECT_EQ(JoinNames<Launcher>(", "), "agent, mpirun, srun");
+  EXPECT_EQ(Name(Launcher::kSrun), "srun");
+  EXPECT_EQ(JoinNames<Level>(", "), "hardware, system, free");
+  EXPECT_EQ(Parse<Level>("free"), Level::kFree);
+  EXPECT_FALSE(Parse<Launcher>("torchrun"));
+}
+
+TEST(Vocabulary, JoinsAnyListInProse) {
+  EXPECT_EQ(JoinInProse(std::vector<std::string>{}), "");
+  EXPECT_EQ(JoinInProse(std::vector<std::string>{"a"}), "a");
+  EXPECT_EQ(JoinInProse(std::vector<std::string_view>{"a", "b"}), "a or b");
+  EXPECT_EQ(JoinInProse(std::vector<std::string>{"a", "b", "c"}), "a, b or c");
 }
 
 TEST(Vocabulary, RefusesOtherSpellings) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <utility>
 
 namespace hpcai500 {
@@ -135,6 +136,46 @@ TEST(WorkerArgs, HelpWinsWhereverItStands) {
   std::string error;
   EXPECT_EQ(WorkerArgs::FromArgv({"--epochs", "3", "-h"}, &a, &error),
             ArgvOutcome::kHelp);
+}
+
+TEST(WorkerArgs, FillDefaultsSetsOnlyWhatIsUnsetAndHasADefault) {
+  WorkerArgs a = Required("image_classification", "fashion_mnist_smoke");
+  a.seed = 7;
+  a.FillDefaults();
+  EXPECT_EQ(a.seed, 7);  // given: kept
+  EXPECT_EQ(a.precision, Precision::kFp32);
+  EXPECT_EQ(a.compression, Compression::kNone);
+  EXPECT_EQ(a.device, Device::kCpu);
+  EXPECT_EQ(a.powersgd_warmup_steps, 100);
+  EXPECT_EQ(a.bucket_mb, 25);
+  EXPECT_EQ(a.resume, false);
+  EXPECT_EQ(a.watchdog_seconds, 300);
+  // No default: the worker decides (dist_backend, threads) or none is meant.
+  EXPECT_FALSE(a.dist_backend);
+  EXPECT_FALSE(a.threads);
+  EXPECT_FALSE(a.events_file);
+  EXPECT_FALSE(a.checkpoint_dir);
+  EXPECT_FALSE(a.steps_per_epoch);
+  EXPECT_EQ(WorkerArgs::Defaults().seed, 42);
+}
+
+TEST(WorkerArgs, UsageNamesEveryFlagWithinEightyColumns) {
+  const std::string usage = WorkerArgs::Usage("hpcai500-worker");
+  EXPECT_EQ(usage.rfind("usage: hpcai500-worker --workload W --config C", 0),
+            0u);
+  for (const std::string& arg : EveryFieldSet().ToArgv()) {
+    if (arg.rfind("--", 0) == 0) {
+      EXPECT_NE(usage.find(arg.substr(0, arg.find('='))), std::string::npos)
+          << arg;
+    }
+  }
+  EXPECT_NE(usage.find("[--precision fp32|bf16|fp16 (default fp32)]"),
+            std::string::npos);
+  size_t start = 0;
+  for (size_t end = usage.find('\n'); end != std::string::npos;
+       start = end + 1, end = usage.find('\n', start)) {
+    EXPECT_LE(end - start, 80u) << usage.substr(start, end - start);
+  }
 }
 
 // The worker writes and the agent links checkpoints under this one name.

@@ -46,11 +46,11 @@ TEST(WorkerFlags, FlagsOverrideTheRegistryConfig) {
   EXPECT_EQ(o.config.epochs, 3);
   EXPECT_EQ(o.config.batch_size, 32);
   EXPECT_EQ(o.config.data_dir, "/d");
-  EXPECT_EQ(o.seed, 7u);
-  EXPECT_EQ(o.steps_per_epoch, 5);
+  EXPECT_EQ(*o.args.seed, 7);
+  EXPECT_EQ(*o.args.steps_per_epoch, 5);
   EXPECT_EQ(o.rank, 0);
   EXPECT_EQ(o.world_size, 1);
-  EXPECT_EQ(o.threads, 8);
+  EXPECT_EQ(*o.args.threads, 8);
 }
 
 TEST(WorkerFlags, ReadsTheRankLayoutAndSplitsThreads) {
@@ -70,22 +70,22 @@ TEST(WorkerFlags, ReadsTheRankLayoutAndSplitsThreads) {
   EXPECT_EQ(o.local_rank, 1);
   EXPECT_EQ(o.master_addr, "10.0.0.1");
   EXPECT_EQ(o.master_port, 29500);
-  EXPECT_EQ(o.threads, 4);
+  EXPECT_EQ(*o.args.threads, 4);
 }
 
 TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
   WorkerOptions o;
   std::string error;
   ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
-  EXPECT_EQ(o.compression, Compression::kNone);
-  EXPECT_EQ(o.powersgd_rank, 1);
-  EXPECT_EQ(o.powersgd_warmup_steps, 100);
-  EXPECT_DOUBLE_EQ(o.bucket_mb, 25);
-  EXPECT_FALSE(o.deterministic);
-  EXPECT_FALSE(o.resume);
-  EXPECT_EQ(o.checkpoint_dir, "");
-  EXPECT_EQ(o.watchdog_seconds, 300);
-  EXPECT_EQ(o.collective_timeout_seconds, 180);
+  EXPECT_EQ(*o.args.compression, Compression::kNone);
+  EXPECT_EQ(*o.args.powersgd_rank, 1);
+  EXPECT_EQ(*o.args.powersgd_warmup_steps, 100);
+  EXPECT_DOUBLE_EQ(*o.args.bucket_mb, 25);
+  EXPECT_FALSE(*o.args.deterministic);
+  EXPECT_FALSE(*o.args.resume);
+  EXPECT_EQ(o.args.checkpoint_dir, std::nullopt);
+  EXPECT_EQ(*o.args.watchdog_seconds, 300);
+  EXPECT_EQ(*o.args.collective_timeout_seconds, 180);
   EXPECT_EQ(o.rank_source, "none");
 
   ASSERT_EQ(Parse(Smoke({"--compression", "powersgd", "--powersgd-rank=4",
@@ -96,22 +96,22 @@ TEST(WorkerFlags, EngineFlagsHaveDefaultsAndParse) {
                   &o, &error),
             ParseOutcome::kRun)
       << error;
-  EXPECT_EQ(o.compression, Compression::kPowerSgd);
-  EXPECT_EQ(o.powersgd_rank, 4);
-  EXPECT_EQ(o.powersgd_warmup_steps, 7);
-  EXPECT_DOUBLE_EQ(o.bucket_mb, 0.5);
-  EXPECT_TRUE(o.deterministic);
-  EXPECT_TRUE(o.resume);
-  EXPECT_EQ(o.checkpoint_dir, "/ck");
-  EXPECT_EQ(o.watchdog_seconds, 0);
-  EXPECT_EQ(o.collective_timeout_seconds, 30);
+  EXPECT_EQ(*o.args.compression, Compression::kPowerSgd);
+  EXPECT_EQ(*o.args.powersgd_rank, 4);
+  EXPECT_EQ(*o.args.powersgd_warmup_steps, 7);
+  EXPECT_DOUBLE_EQ(*o.args.bucket_mb, 0.5);
+  EXPECT_TRUE(*o.args.deterministic);
+  EXPECT_TRUE(*o.args.resume);
+  EXPECT_EQ(o.args.checkpoint_dir, "/ck");
+  EXPECT_EQ(*o.args.watchdog_seconds, 0);
+  EXPECT_EQ(*o.args.collective_timeout_seconds, 30);
 
   ASSERT_EQ(
       Parse(Smoke({"--deterministic=false", "--compression=fp16"}), &o, &error),
       ParseOutcome::kRun)
       << error;
-  EXPECT_FALSE(o.deterministic);
-  EXPECT_EQ(o.compression, Compression::kFp16);
+  EXPECT_FALSE(*o.args.deterministic);
+  EXPECT_EQ(*o.args.compression, Compression::kFp16);
 }
 
 TEST(WorkerFlags, ReadsTheRankLayoutFromOpenMpi) {
@@ -132,7 +132,7 @@ TEST(WorkerFlags, ReadsTheRankLayoutFromOpenMpi) {
   EXPECT_EQ(o.local_rank, 1);
   EXPECT_EQ(o.local_world_size, 4);
   EXPECT_EQ(o.master_addr, "node0");
-  EXPECT_EQ(o.threads, 2);  // 8 cores / 4 local ranks
+  EXPECT_EQ(*o.args.threads, 2);  // 8 cores / 4 local ranks
 }
 
 TEST(WorkerFlags, ReadsTheRankLayoutFromSlurmNtasksPerNode) {
@@ -152,7 +152,7 @@ TEST(WorkerFlags, ReadsTheRankLayoutFromSlurmNtasksPerNode) {
   EXPECT_EQ(o.world_size, 4);
   EXPECT_EQ(o.local_rank, 1);
   EXPECT_EQ(o.local_world_size, 2);
-  EXPECT_EQ(o.threads, 4);
+  EXPECT_EQ(*o.args.threads, 4);
 }
 
 TEST(WorkerFlags, ReadsSlurmTasksPerNodeForThisNode) {
@@ -170,7 +170,7 @@ TEST(WorkerFlags, ReadsSlurmTasksPerNodeForThisNode) {
             ParseOutcome::kRun)
       << error;
   EXPECT_EQ(o.local_world_size, 1);
-  EXPECT_EQ(o.threads, 8);
+  EXPECT_EQ(*o.args.threads, 8);
 }
 
 TEST(WorkerFlags, TorchrunVariablesWinOverSlurmOnes) {
@@ -197,22 +197,22 @@ TEST(WorkerFlags, DistBackendFollowsTheDeviceUnlessGiven) {
   WorkerOptions o;
   std::string error;
   ASSERT_EQ(Parse(kSmoke, &o, &error), ParseOutcome::kRun) << error;
-  EXPECT_EQ(o.dist_backend, DistBackend::kGloo);
+  EXPECT_EQ(*o.args.dist_backend, DistBackend::kGloo);
   ASSERT_EQ(Parse(Smoke({"--device", "cuda"}), &o, &error), ParseOutcome::kRun)
       << error;
-  EXPECT_EQ(o.dist_backend, DistBackend::kNccl);
+  EXPECT_EQ(*o.args.dist_backend, DistBackend::kNccl);
   // Two ranks on one GPU: Gloo carries the CUDA tensors.
   ASSERT_EQ(
       Parse(Smoke({"--device", "cuda", "--dist-backend", "gloo"}), &o, &error),
       ParseOutcome::kRun)
       << error;
-  EXPECT_EQ(o.device, Device::kCuda);
-  EXPECT_EQ(o.dist_backend, DistBackend::kGloo);
+  EXPECT_EQ(*o.args.device, Device::kCuda);
+  EXPECT_EQ(*o.args.dist_backend, DistBackend::kGloo);
   // Parsed as given: CheckCommunication refuses NCCL on the CPU.
   ASSERT_EQ(Parse(Smoke({"--dist-backend=nccl"}), &o, &error),
             ParseOutcome::kRun)
       << error;
-  EXPECT_EQ(o.dist_backend, DistBackend::kNccl);
+  EXPECT_EQ(*o.args.dist_backend, DistBackend::kNccl);
   EXPECT_NE(WorkerUsage().find("--dist-backend gloo|nccl"), std::string::npos);
 }
 
@@ -309,10 +309,10 @@ TEST(WorkerFlags, ModelDataAndSubmissionFlagsOverrideTheConfig) {
   EXPECT_EQ(o.config.model, "resnet34");
   EXPECT_EQ(o.config.dataset, "cifar10");  // synthetic samples shaped like it
   EXPECT_FALSE(o.config.real_data);
-  EXPECT_TRUE(o.mllog_submission);
-  EXPECT_EQ(o.mllog_org, "Acme");
-  EXPECT_EQ(o.mllog_platform, "box-8");
-  EXPECT_EQ(o.mllog_status, "onprem");
+  ASSERT_TRUE(o.args.mllog_submission);
+  EXPECT_EQ(o.args.mllog_submission->org, "Acme");
+  EXPECT_EQ(o.args.mllog_submission->platform, "box-8");
+  EXPECT_EQ(o.args.mllog_submission->status, "onprem");
 
   WorkerOptions plain;
   ASSERT_EQ(Parse({"--workload", "image_classification", "--config", "cifar10"},
@@ -320,7 +320,7 @@ TEST(WorkerFlags, ModelDataAndSubmissionFlagsOverrideTheConfig) {
             ParseOutcome::kRun);
   EXPECT_EQ(plain.config.model, "resnet18");
   EXPECT_TRUE(plain.config.real_data);
-  EXPECT_FALSE(plain.mllog_submission);
+  EXPECT_FALSE(plain.args.mllog_submission);
 }
 
 TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {

@@ -50,7 +50,7 @@ class FashionMnistData final : public Dataset {
   std::array<int64_t, 3> sample_shape() const override { return {1, 28, 28}; }
   int64_t num_classes() const override { return 10; }
   void StartEpoch(int epoch, int64_t max_batches) override {
-    shard_ = ShardIndices(data_.train.size(), o_.seed, epoch, o_.rank,
+    shard_ = ShardIndices(data_.train.size(), *o_.args.seed, epoch, o_.rank,
                           o_.world_size);
     next_ = 0;
     batches_left_ = max_batches;
@@ -132,8 +132,8 @@ class LoadedImageData final : public Dataset {
   LoaderOptions Options(bool shuffle, int64_t max_batches) const {
     LoaderOptions l;
     l.batch_size = o_.config.batch_size;
-    l.threads = o_.threads;
-    l.seed = o_.seed;
+    l.threads = static_cast<int>(*o_.args.threads);
+    l.seed = *o_.args.seed;
     l.rank = o_.rank;
     l.world_size = o_.world_size;
     l.max_batches = max_batches;
@@ -157,7 +157,7 @@ class SyntheticData final : public Dataset {
       : o_(o),
         shape_(SampleShapeOf(o.config.dataset)),
         batch_(o.config.batch_size, shape_.first, shape_.second,
-               o.seed + static_cast<uint64_t>(o.rank), device) {}
+               *o.args.seed + static_cast<uint64_t>(o.rank), device) {}
   int64_t train_size() const override {
     return o_.config.train_samples > 0
                ? o_.config.train_samples
@@ -253,9 +253,10 @@ class EwaData final : public Dataset {
   }
   int64_t num_classes() const override { return kEwaNumClasses; }
   void StartEpoch(int epoch, int64_t max_batches) override {
-    Start(*train_,
-          ShardIndices(train_size_, o_.seed, epoch, o_.rank, o_.world_size),
-          o_.config.batch_size, max_batches);
+    Start(
+        *train_,
+        ShardIndices(train_size_, *o_.args.seed, epoch, o_.rank, o_.world_size),
+        o_.config.batch_size, max_batches);
   }
   std::optional<Batch> NextTrain() override { return Next(); }
   void StartEval() override {

@@ -71,8 +71,8 @@ void Orthogonalize(torch::Tensor& p) {
 }  // namespace
 
 std::string CheckCommunication(const WorkerOptions& options) {
-  const bool nccl = options.dist_backend == DistBackend::kNccl;
-  if (nccl && options.device != Device::kCuda) {
+  const bool nccl = *options.args.dist_backend == DistBackend::kNccl;
+  if (nccl && *options.args.device != Device::kCuda) {
     return "--dist-backend nccl needs --device cuda (NCCL carries CUDA "
            "tensors only); use --dist-backend gloo on the CPU";
   }
@@ -81,7 +81,8 @@ std::string CheckCommunication(const WorkerOptions& options) {
            " ranks needs a LibTorch built with NCCL; this one (" +
            TORCH_VERSION + ") has only Gloo: use --dist-backend gloo";
   }
-  if (options.compression == Compression::kBf16 && !nccl && !kGlooHasBFloat16) {
+  if (*options.args.compression == Compression::kBf16 && !nccl &&
+      !kGlooHasBFloat16) {
     return kBf16Refusal;
   }
   return "";
@@ -92,8 +93,8 @@ std::string CheckCommunication(const WorkerOptions& options) {
 Collectives::Collectives(const WorkerOptions& o, const torch::Device& device)
     : rank_(o.rank),
       world_size_(o.world_size),
-      timeout_(std::chrono::seconds(o.collective_timeout_seconds)),
-      backend_(o.dist_backend),
+      timeout_(std::chrono::seconds(*o.args.collective_timeout_seconds)),
+      backend_(*o.args.dist_backend),
       device_(device) {
   if (world_size_ == 1) return;
   c10d::TCPStoreOptions store_options;

@@ -34,7 +34,7 @@ namespace hpcai500::worker {
 // LibTorch >= 2.2. Returns "" when fine, else the problem.
 std::string CheckCommunication(const WorkerOptions& options);
 
-// The data-parallel group of a run over options.dist_backend: Gloo (CPU or
+// The data-parallel group of a run over options.args.dist_backend: Gloo (CPU or
 // CUDA tensors; ranks may share one GPU) or NCCL (CUDA tensors, one GPU per
 // rank). A world of one has no process group and every collective is the
 // identity. Every collective gives up after the timeout, so a rank whose
@@ -45,7 +45,7 @@ std::string CheckCommunication(const WorkerOptions& options);
 class Collectives {
  public:
   // Rendezvous over a TCPStore hosted by rank 0 at MASTER_ADDR:MASTER_PORT,
-  // with options.collective_timeout_seconds; `device` is the rank's device
+  // with options.args.collective_timeout_seconds; `device` is the rank's device
   // (NCCL moves CPU tensors through it). Throws on failure, and
   // std::invalid_argument for NCCL without it in this LibTorch.
   Collectives(const WorkerOptions& options, const torch::Device& device);

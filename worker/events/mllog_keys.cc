@@ -12,11 +12,13 @@ void Point(EventLog& log, std::string_view key, std::string_view value,
 }  // namespace
 
 void EmitMlperfSubmission(EventLog& log, const WorkerOptions& options) {
-  if (!options.mllog_submission) return;
-  Point(log, "submission_org", JsonString(options.mllog_org));
-  Point(log, "submission_platform", JsonString(options.mllog_platform));
+  const std::optional<MllogSubmission>& submission =
+      options.args.mllog_submission;
+  if (!submission) return;
+  Point(log, "submission_org", JsonString(submission->org));
+  Point(log, "submission_platform", JsonString(submission->platform));
   Point(log, "submission_division", JsonString("open"));
-  Point(log, "submission_status", JsonString(options.mllog_status));
+  Point(log, "submission_status", JsonString(submission->status));
   Point(log, "cache_clear", "true");
 }
 

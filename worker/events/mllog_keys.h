@@ -25,7 +25,7 @@ struct MlperfRunFacts {
 };
 
 // submission_org, _platform, _division, _status and cache_clear; written
-// only when options.mllog_submission is set.
+// only when options.args.mllog_submission is set.
 void EmitMlperfSubmission(EventLog& log, const WorkerOptions& options);
 
 // The recipe (optimizer, learning rate and its schedule, momentum, weight

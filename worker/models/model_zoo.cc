@@ -3,25 +3,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/vocabulary.h"
+
 namespace hpcai500::worker {
-
-namespace {
-
-// "a, b, c or d": the names of `family`'s models, for error messages.
-std::string NamesOf(ModelFamily family) {
-  std::vector<std::string_view> names;
-  for (const ModelSpec& spec : ModelZoo()) {
-    if (spec.family == family) names.push_back(spec.name);
-  }
-  std::string joined;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) joined += i + 1 == names.size() ? " or " : ", ";
-    joined += names[i];
-  }
-  return joined;
-}
-
-}  // namespace
 
 const std::vector<ModelSpec>& ModelZoo() {
   static const std::vector<ModelSpec> kZoo = {
@@ -38,6 +22,14 @@ const std::vector<ModelSpec>& ModelZoo() {
   return kZoo;
 }
 
+std::vector<std::string_view> ModelNames(std::optional<ModelFamily> family) {
+  std::vector<std::string_view> names;
+  for (const ModelSpec& spec : ModelZoo()) {
+    if (!family || spec.family == *family) names.push_back(spec.name);
+  }
+  return names;
+}
+
 const ModelSpec* FindModel(std::string_view name) {
   for (const ModelSpec& spec : ModelZoo()) {
     if (spec.name == name) return &spec;
@@ -48,11 +40,12 @@ const ModelSpec* FindModel(std::string_view name) {
 int DepthOfModel(std::string_view name, ModelFamily family) {
   const ModelSpec* spec = FindModel(name);
   if (spec == nullptr || spec->family != family) {
-    throw std::invalid_argument(
-        std::string(family == ModelFamily::kFasterRCNN ? "unknown detector "
-                                                         "model '"
-                                                       : "unknown model '") +
-        std::string(name) + "' (expected " + NamesOf(family) + ")");
+    throw std::invalid_argument(std::string(family == ModelFamily::kFasterRCNN
+                                                ? "unknown detector "
+                                                  "model '"
+                                                : "unknown model '") +
+                                std::string(name) + "' (expected " +
+                                JoinInProse(ModelNames(family)) + ")");
   }
   return spec->depth;
 }

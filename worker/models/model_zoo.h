@@ -9,6 +9,7 @@
 #ifndef HPCAI500_WORKER_MODELS_MODEL_ZOO_H_
 #define HPCAI500_WORKER_MODELS_MODEL_ZOO_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,11 @@ struct ModelSpec {
 
 // Every model the worker builds.
 const std::vector<ModelSpec>& ModelZoo();
+
+// The names of the zoo's models, in its order: all of them, or those of
+// `family`.
+std::vector<std::string_view> ModelNames(
+    std::optional<ModelFamily> family = std::nullopt);
 
 // The model named `name`, or nullptr when this worker does not build it.
 const ModelSpec* FindModel(std::string_view name);

@@ -16,7 +16,7 @@ ClassificationTask::ClassificationTask(const WorkerOptions& options,
       num_classes_(num_classes),
       model_(BuildClassifier(options.config.model, shape, num_classes)) {
   model_.ptr()->to(device_);
-  channels_last_ = WantsChannelsLast(o_.precision, /*asked=*/false);
+  channels_last_ = WantsChannelsLast(*o_.args.precision, /*asked=*/false);
   if (channels_last_) ToChannelsLast(*model_.ptr());
 }
 
@@ -42,7 +42,7 @@ void ClassificationTask::EvaluateBatch(const Batch& batch) {
   torch::Tensor y = batch.labels.to(device_);
   torch::Tensor logits;
   {
-    AutocastScope autocast(o_.precision, device_);
+    AutocastScope autocast(*o_.args.precision, device_);
     logits = model_.forward(x);
   }
   torch::Tensor top = std::get<1>(logits.topk(k, /*dim=*/1));

@@ -16,7 +16,8 @@ DetectionTask::DetectionTask(const WorkerOptions& options,
       num_classes_(num_classes),
       detector_(BuildDetector(options.config.model, shape, num_classes,
                               options.config.rois_per_image,
-                              options.config.box_head_width, options.seed)) {
+                              options.config.box_head_width,
+                              *options.args.seed)) {
   detector_->to(device_);
 }
 
@@ -36,7 +37,7 @@ void DetectionTask::StartEvaluation() {
 void DetectionTask::EvaluateBatch(const Batch& batch) {
   std::vector<Detections> found;
   {
-    AutocastScope autocast(o_.precision, device_);
+    AutocastScope autocast(*o_.args.precision, device_);
     found = detector_->Detect(
         ImagesOn(batch.images, device_, /*channels_last=*/false));
   }

@@ -24,7 +24,7 @@ class DetectionTask final : public Task {
  public:
   // Builds `options.config.model` (faster_rcnn_resnetN) for samples of
   // `shape` ({C, H, W}) and `num_classes` classes on `device`, its samplers
-  // seeded by options.seed. Borrows `options` for the task's lifetime.
+  // seeded by options.args.seed. Borrows `options` for the task's lifetime.
   DetectionTask(const WorkerOptions& options,
                 const std::array<int64_t, 3>& shape, int64_t num_classes,
                 const torch::Device& device);

@@ -43,7 +43,7 @@ void RunNoop(const WorkerOptions& options, EventLog* log) {
                  JsonString("noop: trains nothing (dispatch and health "
                             "checks)"));
   reporter.Point(event_keys::kSeed,
-                 JsonInt(static_cast<int64_t>(options.seed)));
+                 JsonInt(static_cast<int64_t>(*options.args.seed)));
   reporter.Point(event_keys::kInitStop, kJsonNull, EventType::kIntervalEnd);
 
   // The epoch is the rendezvous and one all-reduce, so that its seconds

@@ -66,7 +66,7 @@ std::string CheckModelAndData(const ConfigInfo& c) {
 
 // The device and precision of `options` exist here; "" when they do.
 std::string CheckDevice(const WorkerOptions& options) {
-  if (options.device == Device::kCuda) {
+  if (*options.args.device == Device::kCuda) {
     if (!torch::cuda::is_available()) {
       return "--device cuda: no CUDA device is available to this LibTorch";
     }
@@ -77,8 +77,8 @@ std::string CheckDevice(const WorkerOptions& options) {
              " visible)";
     }
   }
-  if (options.precision == Precision::kFp16 &&
-      options.device != Device::kCuda) {
+  if (*options.args.precision == Precision::kFp16 &&
+      *options.args.device != Device::kCuda) {
     return "--precision fp16 runs only on --device cuda";
   }
   return "";
@@ -105,7 +105,7 @@ std::string CheckRunnable(const WorkerOptions& options) {
 int RunWorker(const WorkerOptions& options, EventLog* log) {
   std::string reason;
   try {
-    torch::set_num_threads(options.threads);
+    torch::set_num_threads(static_cast<int>(*options.args.threads));
     if (!KeepFreedMemoryForReuse()) {
       std::fprintf(stderr,
                    "hpcai500-worker rank %d: malloc kept its own thresholds\n",

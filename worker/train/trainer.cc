@@ -36,7 +36,7 @@ int CudaDeviceIndex(int local_rank) {
 }  // namespace
 
 torch::Device DeviceOf(const WorkerOptions& options) {
-  return options.device == Device::kCuda
+  return *options.args.device == Device::kCuda
              ? torch::Device(torch::kCUDA, CudaDeviceIndex(options.local_rank))
              : torch::Device(torch::kCPU);
 }
@@ -72,7 +72,7 @@ void Trainer::ReportRunSetup(int64_t global_batch) {
   const ConfigInfo& c = o_.config;
   EmitMlperfSubmission(*log_, o_);
   const ModelSpec* model = FindModel(c.model);
-  const bool mlperf = o_.mllog_submission && model != nullptr &&
+  const bool mlperf = o_.args.mllog_submission && model != nullptr &&
                       !model->mlperf_benchmark.empty();
   reporter_.Point(event_keys::kSubmissionBenchmark,
                   JsonString(mlperf ? model->mlperf_benchmark
@@ -86,22 +86,25 @@ void Trainer::ReportRunSetup(int64_t global_batch) {
     reporter_.Point(event_keys::kUnranked,
                     JsonString("synthetic data: for throughput only"));
   }
-  reporter_.Point(event_keys::kSeed, JsonInt(static_cast<int64_t>(o_.seed)));
+  reporter_.Point(event_keys::kSeed,
+                  JsonInt(static_cast<int64_t>(*o_.args.seed)));
   reporter_.Point(event_keys::kGlobalBatchSize, JsonInt(global_batch));
 }
 
 void Trainer::BuildTraining(int64_t global_batch) {
   const ConfigInfo& c = o_.config;
   data_ = OpenDataset(o_, device_);
-  steps_per_epoch_ = StepsPerEpoch(data_->train_size(), o_.world_size,
-                                   c.batch_size, o_.steps_per_epoch);
+  steps_per_epoch_ =
+      StepsPerEpoch(data_->train_size(), o_.world_size, c.batch_size,
+                    o_.args.steps_per_epoch.value_or(0));
   reporter_.Point(event_keys::kTrainSamples,
                   JsonInt(SamplesPerEpoch(data_->train_size(), o_.world_size,
                                           c.batch_size, steps_per_epoch_)));
   reporter_.Point(event_keys::kEvalSamples, JsonInt(data_->eval_size()));
 
-  if (o_.deterministic) EnableDeterminism(o_.threads);
-  torch::manual_seed(o_.seed);
+  if (*o_.args.deterministic)
+    EnableDeterminism(static_cast<int>(*o_.args.threads));
+  torch::manual_seed(*o_.args.seed);
   task_ = MakeTask(o_, *data_, device_);
   collectives_ = std::make_unique<Collectives>(o_, device_);
   BroadcastModuleState(*collectives_, task_->module());
@@ -114,9 +117,10 @@ void Trainer::BuildTraining(int64_t global_batch) {
       MlperfRunFacts{global_batch, schedule_->base_lr(), steps_per_epoch_});
   reducer_ = std::make_unique<GradientReducer>(
       collectives_.get(), task_->module().parameters(),
-      ReducerOptions{o_.compression, o_.powersgd_rank, o_.bucket_mb,
-                     o_.powersgd_warmup_steps});
-  scaler_ = LossScaler::ForPrecision(o_.precision);
+      ReducerOptions{*o_.args.compression,
+                     static_cast<int>(*o_.args.powersgd_rank),
+                     *o_.args.bucket_mb, *o_.args.powersgd_warmup_steps});
+  scaler_ = LossScaler::ForPrecision(*o_.args.precision);
 }
 
 void Trainer::StartRunClocks() {
@@ -131,7 +135,7 @@ void Trainer::StartRunClocks() {
   // A rank that stops making progress (a peer stopped or gone mid
   // collective) ends with run_stop "aborted" and exit 1 instead of hanging.
   watchdog_ = std::make_unique<StallWatchdog>(
-      std::chrono::seconds(o_.watchdog_seconds),
+      std::chrono::seconds(*o_.args.watchdog_seconds),
       [log = log_, rank = o_.rank](const std::string& reason) {
         ReportAbort(log, rank, reason);
         std::fflush(nullptr);
@@ -198,7 +202,7 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
     torch::Tensor loss;
     FlopCount forward;
     {
-      AutocastScope autocast(o_.precision, device_);
+      AutocastScope autocast(*o_.args.precision, device_);
       // Tests only (worker/train/test_warnings.h); a bad value ends the run.
       static const bool warn = TestTorchWarningsRequested(ProcessEnv());
       if (warn && step < kTestWarningSteps) {
@@ -267,8 +271,8 @@ std::string Trainer::Fingerprint() const {
          " world_size=" + std::to_string(o_.world_size) +
          " batch_size=" + std::to_string(c.batch_size) +
          " steps_per_epoch=" + std::to_string(steps_per_epoch_) +
-         " seed=" + std::to_string(o_.seed) +
-         " precision=" + std::string(Name(o_.precision));
+         " seed=" + std::to_string(*o_.args.seed) +
+         " precision=" + std::string(Name(*o_.args.precision));
 }
 
 // --resume: every rank loads the checkpoint of the epoch rank 0 finds
@@ -276,8 +280,9 @@ std::string Trainer::Fingerprint() const {
 // none: a fresh start). Returns the epoch it completed, 0 when fresh. The
 // lr schedule needs no state: it is a function of epoch and step.
 int Trainer::Resume() {
-  if (!o_.resume) return 0;
-  const std::optional<std::string> newest = NewestCheckpoint(o_.checkpoint_dir);
+  if (!*o_.args.resume) return 0;
+  const std::string dir = o_.args.checkpoint_dir.value_or("");
+  const std::optional<std::string> newest = NewestCheckpoint(dir);
   TrainingState state{&task_->module(), optimizer_.get(), &scaler_, 0,
                       Fingerprint()};
   if (o_.rank == 0 && newest) LoadCheckpoint(*newest, &state);
@@ -286,12 +291,12 @@ int Trainer::Resume() {
   collectives_->BroadcastFromRank0(epoch);
   const int resumed = static_cast<int>(epoch.item<double>());
   if (resumed == 0) {
-    reporter_.Point(event_keys::kResume, kJsonNull, EventType::kPointInTime,
-                    {{event_keys::kMetaReason,
-                      JsonString("no checkpoint in " + o_.checkpoint_dir)}});
+    reporter_.Point(
+        event_keys::kResume, kJsonNull, EventType::kPointInTime,
+        {{event_keys::kMetaReason, JsonString("no checkpoint in " + dir)}});
     return 0;
   }
-  const std::string path = CheckpointPath(o_.checkpoint_dir, resumed);
+  const std::string path = CheckpointPath(dir, resumed);
   if (o_.rank != 0) LoadCheckpoint(path, &state);
   reporter_.Point(event_keys::kResume, JsonInt(resumed),
                   EventType::kPointInTime, {{"checkpoint", JsonString(path)}});
@@ -301,11 +306,11 @@ int Trainer::Resume() {
 // Rank 0 checkpoints the state at the end of `epoch` (after evaluation
 // averaged the buffers) when --checkpoint-dir is set.
 void Trainer::SaveCheckpointAfter(int epoch) {
-  if (o_.checkpoint_dir.empty() || o_.rank != 0) return;
+  if (!o_.args.checkpoint_dir || o_.rank != 0) return;
   watchdog_->SetPhase("checkpoint");
   const std::string path = SaveCheckpoint(
-      o_.checkpoint_dir, TrainingState{&task_->module(), optimizer_.get(),
-                                       &scaler_, epoch, Fingerprint()});
+      *o_.args.checkpoint_dir, TrainingState{&task_->module(), optimizer_.get(),
+                                             &scaler_, epoch, Fingerprint()});
   reporter_.Checkpoint(path, epoch);
 }
 

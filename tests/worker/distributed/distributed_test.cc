@@ -400,12 +400,12 @@ bool GlooCarriesBFloat16() {
 TEST(Communication, NcclNeedsCudaAndGlooCarriesEitherDevice) {
   WorkerOptions o;  // cpu, gloo, one rank
   EXPECT_EQ(CheckCommunication(o), "");
-  o.dist_backend = DistBackend::kNccl;
+  o.args.dist_backend = DistBackend::kNccl;
   EXPECT_NE(CheckCommunication(o).find("--dist-backend nccl needs --device "
                                        "cuda (NCCL carries CUDA tensors only)"),
             std::string::npos);
   o.world_size = 2;
-  o.device = Device::kCuda;
+  o.args.device = Device::kCuda;
 #ifdef USE_C10D_NCCL
   EXPECT_EQ(CheckCommunication(o), "");
 #else
@@ -413,16 +413,16 @@ TEST(Communication, NcclNeedsCudaAndGlooCarriesEitherDevice) {
             std::string::npos);
 #endif
   // Two ranks on one GPU: Gloo all-reduces the CUDA tensors.
-  o.dist_backend = DistBackend::kGloo;
+  o.args.dist_backend = DistBackend::kGloo;
   EXPECT_EQ(CheckCommunication(o), "");
-  o.compression = Compression::kPowerSgd;
+  o.args.compression = Compression::kPowerSgd;
   EXPECT_EQ(CheckCommunication(o), "");
 }
 
 TEST(Communication, RefusesBf16CompressionOnlyWhereGlooLacksIt) {
   WorkerOptions o;
   o.world_size = 2;
-  o.compression = Compression::kBf16;
+  o.args.compression = Compression::kBf16;
   if (GlooCarriesBFloat16()) {
     EXPECT_EQ(CheckCommunication(o), "");
   } else {
@@ -435,7 +435,7 @@ TEST(Communication, RefusesBf16CompressionOnlyWhereGlooLacksIt) {
                    std::invalid_argument);
     });
   }
-  o.compression = Compression::kFp16;
+  o.args.compression = Compression::kFp16;
   EXPECT_EQ(CheckCommunication(o), "");
 }
 
