@@ -3,13 +3,9 @@
 // side's) calls and answer; the logic lives in server/coordinator/.
 //
 // ClientService uses gRPC's synchronous API: a watch stream holds a server
-// thread, which is fine for a few watchers. AgentService uses the callback
-// API, so an agent's stream holds no thread: at 1,000 nodes a thread (or
-// two) per stream cost most of a core in wake-ups alone. An agent's
-// messages are handed to the coordinator one at a time, in order, on gRPC's
-// callback threads; the coordinator's messages for the node are queued and
-// written one at a time as each write completes. No lock is held across a
-// gRPC call that could call back.
+// thread, which is fine for a few watchers. AgentService
+// (server/agent_service.h) uses the callback API; what every call shares
+// is in server/grpc_calls.h.
 //
 // Thread-safe.
 #ifndef HPCAI500_SERVER_GRPC_SERVICES_H_
@@ -25,16 +21,12 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/hpcai500.grpc.pb.h"
+#include "server/agent_service.h"
 #include "server/auth/access_control.h"
 #include "server/coordinator/coordinator.h"
+#include "server/grpc_calls.h"
 
 namespace hpcai500 {
-
-// The largest message a client or an agent may send (a batch of events).
-inline constexpr int kMaxReceiveMessageBytes = 8 * 1024 * 1024;
-
-// The one mapping from absl::Status to grpc::Status (same code, same text).
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // Every handler acts for the principal AuthInterceptor vouched for, and
 // only as far as its role allows (server/auth/auth.h); mutating calls and
@@ -100,75 +92,6 @@ class ClientServiceImpl final : public v1::ClientService::Service {
  private:
   Coordinator* const coordinator_;
   CoordinatorView* const reads_;
-  AccessControl* const access_;
-};
-
-// The agent streams alive: their owner waits for the last one's end before
-// what they borrow goes away (gRPC may run a stream's OnDone after
-// Server::Shutdown returned).
-//
-// Thread-safe.
-class LiveStreams {
- public:
-  void Add();     // a stream began (its constructor)
-  void Remove();  // a stream ended (the last thing its OnDone does)
-  // Blocks until every stream that began has ended.
-  void WaitForNone();
-
- private:
-  absl::Mutex mu_;
-  int count_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
-// An agent stream is authenticated once, when it opens (the interceptor
-// leaves it alone), checked as the other calls are, and counted against
-// AccessLimits::max_agent_streams.
-class AgentServiceImpl final : public v1::AgentService::CallbackService {
- public:
-  // `coordinator` and `access` are borrowed and must outlive the service.
-  // With `check_agent_certificates` (hpcai500d --tls-client-ca), Connect
-  // refuses an agent whose client certificate does not name the node it
-  // registers as (CheckAgentCertificate in server/auth/tls.h).
-  AgentServiceImpl(Coordinator* coordinator, AccessControl* access,
-                   bool check_agent_certificates = false)
-      : coordinator_(coordinator),
-        access_(access),
-        check_agent_certificates_(check_agent_certificates) {}
-
-  // Waits for every stream to end (WaitForStreams).
-  ~AgentServiceImpl() override;
-
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::CoordinatorMessage>* Connect(
-      grpc::CallbackServerContext* context) override;
-
-  // Blocks until every agent stream has ended: call after the server's
-  // Shutdown() and before destroying the coordinator or the access control
-  // the streams borrow.
-  void WaitForStreams();
-
- private:
-  Coordinator* const coordinator_;
-  AccessControl* const access_;
-  const bool check_agent_certificates_;
-  LiveStreams live_;
-};
-
-// The authentication hook of the interceptor chain: it finds the caller from
-// the metadata `authorization: Bearer <token>` (AccessControl::Authenticate)
-// and hands it to the handler; a call without a valid token while auth is on
-// is audited and cancelled UNAUTHENTICATED before its handler does any work.
-// It creates no interceptor for AgentService.Connect, whose long-lived
-// stream authenticates itself once instead of passing every read and write
-// through the chain.
-class AuthInterceptorFactory final
-    : public grpc::experimental::ServerInterceptorFactoryInterface {
- public:
-  // `access` is borrowed and must outlive the server.
-  explicit AuthInterceptorFactory(AccessControl* access) : access_(access) {}
-  grpc::experimental::Interceptor* CreateServerInterceptor(
-      grpc::experimental::ServerRpcInfo* info) override;
-
- private:
   AccessControl* const access_;
 };
 

@@ -1,0 +1,45 @@
+// The Store's two write helpers, shared by the files that define its
+// methods (store.cc, store_runs.cc, store_records.cc): one statement with
+// its arguments bound, and a body in one write transaction. Internal to
+// server/store/.
+#ifndef HPCAI500_SERVER_STORE_INTERNAL_STORE_WRITES_H_
+#define HPCAI500_SERVER_STORE_INTERNAL_STORE_WRITES_H_
+
+#include <sqlite3.h>
+
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "common/status_macros.h"
+#include "server/store/internal/sqlite_statement.h"
+#include "server/store/store.h"
+
+namespace hpcai500 {
+
+template <typename... Args>
+absl::Status Store::Write(const char* sql, const std::string& what,
+                          const Args&... args) {
+  server_internal::SqliteStatement write(db_, sql);
+  if (!write.prepared() || write.BindAll(args...).Step() != SQLITE_DONE) {
+    return Error(what);
+  }
+  return absl::OkStatus();
+}
+
+template <typename Body>
+auto Store::InTransaction(const Body& body) -> decltype(body()) {
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto result = body();
+  if (result.ok()) {
+    absl::Status committed = Exec("COMMIT");
+    if (committed.ok()) return result;
+    result = std::move(committed);
+  }
+  Exec("ROLLBACK").IgnoreError();
+  return result;
+}
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_SERVER_STORE_INTERNAL_STORE_WRITES_H_
