@@ -102,14 +102,15 @@ const std::vector<CliCommand>& CliCommands() {
        }},
       {"list",
        {},
-       {"name", "workload", "config", "state", "limit"},
-       "list [--name N] [--workload W] [--config C] [--state S] [--limit K]",
+       {"name", "workload", "config", "state", "limit", "json"},
+       "list [--name N] [--workload W] [--config C] [--state S]\n"
+       "     [--limit K] [--json]",
        "the newest K (default 100) runs matching\n"
        "every filter given; S: queued, starting,\n"
        "running, succeeded, failed, cancelled",
        [](const CommandCall& call) {
          return Commands(call.client, call.out, call.err)
-             .List(RunsFilter(call.args));
+             .List(RunsFilter(call.args), call.args.json);
        }},
       {"show",
        {kRunArg},

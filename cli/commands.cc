@@ -57,7 +57,7 @@ int Commands::PrintJson(const google::protobuf::Message& message) {
   return Print(*json);
 }
 
-int Commands::List(const v1::ListRunsRequest& filter) {
+int Commands::List(const v1::ListRunsRequest& filter, bool json) {
   std::vector<v1::Run> runs;
   grpc::Status status =
       client_.ListRunsPaged(Bounded(filter), [&](v1::Run run) {
@@ -65,6 +65,11 @@ int Commands::List(const v1::ListRunsRequest& filter) {
         return true;
       });
   if (!status.ok()) return client_.ReportError("list", status);
+  if (json) {
+    v1::ListRunsResponse listed;
+    for (v1::Run& run : runs) *listed.add_runs() = std::move(run);
+    return PrintJson(listed);
+  }
   return Print(FormatRunList(runs, client_.options().time_zone));
 }
 

@@ -29,8 +29,9 @@ class Commands {
            std::ostream& err);
 
   // The runs `filter` matches (name, workload, config, state), newest
-  // first, filter.limit() of them (0: 100), as a table.
-  int List(const v1::ListRunsRequest& filter);
+  // first, filter.limit() of them (0: 100), as a table, or the
+  // ListRunsResponse as JSON with `json`.
+  int List(const v1::ListRunsRequest& filter, bool json);
   // A human summary (with each attempt's nodes' inventory), or the Run as
   // JSON with `json`.
   int Show(int64_t run_id, bool json);

@@ -1,10 +1,12 @@
 // hpcai500: the command-line client of the coordinator (see cli/cli.h).
 #include <cstdlib>
 #include <iostream>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "cli/cli.h"
+#include "cli/printable_stream.h"
 #include "common/token.h"
 #include "grpc/support/log.h"
 #include "grpcpp/create_channel.h"
@@ -23,14 +25,23 @@ int main(int argc, char** argv) {
   if (const char* token = std::getenv(hpcai500::kTokenEnvVar)) {
     env.token_env = token;
   }
+  // Control characters from elsewhere are escaped on the way out.
+  hpcai500::PrintableStreambuf out_buffer(std::cout.rdbuf());
+  hpcai500::PrintableStreambuf err_buffer(std::cerr.rdbuf());
+  std::ostream out(&out_buffer);
+  std::ostream err(&err_buffer);
   env.in = &std::cin;
-  env.out = &std::cout;
-  env.err = &std::cerr;
+  env.out = &out;
+  env.err = &err;
   env.connect = [](const std::string& address,
                    const std::shared_ptr<grpc::ChannelCredentials>& credentials)
       -> std::unique_ptr<hpcai500::v1::ClientService::StubInterface> {
     return hpcai500::v1::ClientService::NewStub(
         grpc::CreateChannel(address, credentials));
   };
-  return hpcai500::RunCli(std::vector<std::string>(argv + 1, argv + argc), env);
+  const int code =
+      hpcai500::RunCli(std::vector<std::string>(argv + 1, argv + argc), env);
+  out.flush();
+  err.flush();
+  return code;
 }

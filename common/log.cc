@@ -1,11 +1,13 @@
 #include "common/log.h"
 
 #include <cstdio>
+#include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/printable.h"
 
 namespace hpcai500 {
 namespace {
@@ -67,7 +69,13 @@ std::string FormatLogLine(LogLevel level, absl::Time time,
       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone()), " ",
       program, " ");
   if (!context.empty()) absl::StrAppend(&line, context, " ");
-  absl::StrAppend(&line, message, "\n");
+  // One record, one line: a newline or an ESC from elsewhere (an agent's
+  // text, a worker's error) cannot forge a line or reach the terminal.
+  absl::StrAppend(&line,
+                  EscapeControlCharacters(
+                      std::string_view(message.data(), message.size()),
+                      /*keep_line_breaks=*/false),
+                  "\n");
   return line;
 }
 

@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -118,7 +119,12 @@ absl::Status Run(const std::vector<std::string>& args, Clock& clock,
 
 int RunTokenCommand(const std::vector<std::string>& args, Clock& clock,
                     std::ostream& out, std::ostream& err) {
-  if (args.empty() || args.front() == "--help" || args.front() == "-h") {
+  // --help anywhere (`token create --help`) prints the usage, as at the
+  // front.
+  const bool help = std::any_of(args.begin(), args.end(), [](const auto& a) {
+    return a == "--help" || a == "-h";
+  });
+  if (args.empty() || help) {
     (args.empty() ? err : out) << kTokenUsage;
     return args.empty() ? 2 : 0;
   }

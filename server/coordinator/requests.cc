@@ -9,14 +9,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "common/inventory.h"
+#include "common/limits.h"
+#include "common/printable.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 
 namespace hpcai500 {
 namespace {
 
-constexpr size_t kMaxSpecBytes = 1 << 20;
-constexpr int kMaxRepetitions = 100;
 constexpr int kMaxSlots = 4096;
 constexpr int kMaxLabels = 64;
 constexpr size_t kMaxLabelBytes = 128;
@@ -147,10 +147,29 @@ absl::Status ValidateRegister(const v1::Register& request) {
   for (const auto& [key, value] : request.labels()) {
     if (key.empty() || key.size() > kMaxLabelBytes ||
         value.size() > kMaxLabelBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "register: label keys must be 1 to ", kMaxLabelBytes,
-          " bytes and values at most as long, got '", key.substr(0, 40), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("register: label keys must be 1 to ", kMaxLabelBytes,
+                       " bytes and values at most as long, got '",
+                       EscapeControlCharacters(key.substr(0, 40), false), "'"));
     }
+  }
+  // Printed by `hpcai500 nodes`, the pages and the log: printable only.
+  auto printable = [](absl::string_view field,
+                      const std::string& value) -> absl::Status {
+    if (!HasControlCharacter(value)) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("register: ", field, " '",
+                     EscapeControlCharacters(value.substr(0, 64), false),
+                     "' holds a control character"));
+  };
+  RETURN_IF_ERROR(printable("address", request.address()));
+  RETURN_IF_ERROR(printable("hostname", request.hostname()));
+  RETURN_IF_ERROR(printable("workdir", request.workdir()));
+  RETURN_IF_ERROR(printable("checkpoint_root", request.checkpoint_root()));
+  RETURN_IF_ERROR(printable("iface", request.iface()));
+  for (const auto& [key, value] : request.labels()) {
+    RETURN_IF_ERROR(printable("label key", key));
+    RETURN_IF_ERROR(printable(absl::StrCat("label ", key), value));
   }
   if (absl::Status inventory = CheckInventory(request.inventory());
       !inventory.ok()) {

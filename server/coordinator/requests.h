@@ -46,7 +46,9 @@ absl::StatusOr<v1::ListRunsRequest> ListRunsFilter(
 // kMaxNameBytes of letters, digits, '.', '-', '_'), slots outside
 // 1..4096, an address, hostname, cpu or gpu count out of range, a workdir
 // or checkpoint_root over kMaxAgentPathBytes, an iface over
-// kMaxAddressBytes, or an inventory beyond its bounds ("register:
+// kMaxAddressBytes, a control character in the address, hostname,
+// workdir, checkpoint_root, iface or a label (they are printed), or an
+// inventory beyond its bounds ("register:
 // inventory: ...", see common/inventory.h: devices, versions, text sizes).
 absl::Status ValidateRegister(const v1::Register& request);
 

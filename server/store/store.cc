@@ -82,6 +82,44 @@ absl::StatusOr<int> LockDatabase(const std::string& db_path) {
   return fd;
 }
 
+// The byte of the database file whose lock marks its owner: far past the
+// bytes SQLite locks (from 1 GiB to 1 GiB + 512), so the two never meet.
+constexpr off_t kOwnerLockByte = off_t{1} << 62;
+
+// Makes this process the one owner of the database file itself, whatever
+// path names it (a symlink, a hard link): an open-file-description lock on
+// kOwnerLockByte of `db_path`, made when missing. Returns the descriptor
+// (the lock lasts until it is closed: only after SQLite closed the file,
+// since closing a descriptor of a file drops the process's POSIX locks on
+// it, SQLite's among them), or FailedPrecondition when another process
+// owns the file.
+absl::StatusOr<int> LockDatabaseFile(const std::string& db_path) {
+  const int fd = ::open(db_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "database ", db_path, ": cannot open: ", std::strerror(errno)));
+  }
+  struct flock owner = {};
+  owner.l_type = F_WRLCK;
+  owner.l_whence = SEEK_SET;
+  owner.l_start = kOwnerLockByte;
+  owner.l_len = 1;
+  if (::fcntl(fd, F_OFD_SETLK, &owner) != 0) {
+    const int error = errno;
+    ::close(fd);
+    if (error != EAGAIN && error != EACCES) {
+      return absl::UnavailableError(absl::StrCat(
+          "database ", db_path, ": cannot lock: ", std::strerror(error)));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database ", db_path,
+        " is in use by another hpcai500d, which opened the same file under "
+        "another path (a symlink or a hard link to it); one coordinator per "
+        "database"));
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::string TokenKeyPath(const std::string& db_path) {
@@ -96,8 +134,17 @@ int Store::SchemaVersion() {
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
                                                    Access access) {
   int lock_fd = -1;
+  int file_lock_fd = -1;
   if (access == Access::kOwner) {
+    // The lock file first: a second hpcai500d on the same path is told
+    // the first one's pid.
     ASSIGN_OR_RETURN(lock_fd, LockDatabase(path));
+    absl::StatusOr<int> file_lock = LockDatabaseFile(path);
+    if (!file_lock.ok()) {
+      ::close(lock_fd);
+      return file_lock.status();
+    }
+    file_lock_fd = *file_lock;
   }
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(
@@ -108,11 +155,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
     std::string message =
         db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
+    if (file_lock_fd >= 0) ::close(file_lock_fd);
     if (lock_fd >= 0) ::close(lock_fd);
     return absl::UnavailableError(
         absl::StrCat("database ", path, ": cannot open: ", message));
   }
-  std::unique_ptr<Store> store(new Store(path, db, lock_fd));
+  std::unique_ptr<Store> store(new Store(path, db, lock_fd, file_lock_fd));
   absl::MutexLock lock(&store->mu_);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
@@ -136,8 +184,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   return store;
 }
 
-Store::Store(std::string path, sqlite3* db, int lock_fd)
-    : path_(std::move(path)), lock_fd_(lock_fd), db_(db) {}
+Store::Store(std::string path, sqlite3* db, int lock_fd, int file_lock_fd)
+    : path_(std::move(path)),
+      lock_fd_(lock_fd),
+      file_lock_fd_(file_lock_fd),
+      db_(db) {}
 
 Store::~Store() {
   readers_.reset();  // first, so the writer's close checkpoints the WAL
@@ -145,6 +196,8 @@ Store::~Store() {
     absl::MutexLock lock(&mu_);
     sqlite3_close(db_);
   }
+  // Only now: closing a descriptor of the file would drop SQLite's locks.
+  if (file_lock_fd_ >= 0) ::close(file_lock_fd_);
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases it to the next owner
 }
 

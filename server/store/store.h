@@ -252,7 +252,7 @@ class Store {
   absl::Status DeleteNode(const std::string& name);
 
  private:
-  Store(std::string path, sqlite3* db, int lock_fd);
+  Store(std::string path, sqlite3* db, int lock_fd, int file_lock_fd);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One submission of CreateSubmissions, inside its transaction.
@@ -305,6 +305,9 @@ class Store {
   // Constant after construction.
   const std::string path_;
   const int lock_fd_;  // flock'ed "<path>.lock"; closing it unlocks
+  // The database file itself, locked whatever path names it (a symlink, a
+  // hard link); closed after SQLite closed the file.
+  const int file_lock_fd_;
   // Set by Open once the file is migrated; constant after.
   std::unique_ptr<server_internal::SqliteReadPool> readers_;
 

@@ -755,6 +755,21 @@ TEST_F(CliTest, ListAndNodesPrintTables) {
                                     "rack=r1"));
 }
 
+TEST_F(CliTest, ListPrintsJsonWithTheFlag) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.runs_[4] = FinishedRun(4, v1::RUN_STATE_FAILED, 0, false);
+    service_.runs_[5] = FinishedRun(5, v1::RUN_STATE_SUCCEEDED, 0, false);
+  }
+  EXPECT_EQ(Run({"list", "--json"}), kExitOk);
+  const nlohmann::json listed = nlohmann::json::parse(out_.str());
+  ASSERT_EQ(listed["runs"].size(), 2u) << out_.str();
+  std::map<std::string, std::string> states;  // id (int64 as text) -> state
+  for (const auto& run : listed["runs"]) states[run["id"]] = run["state"];
+  EXPECT_EQ(states["4"], "RUN_STATE_FAILED");
+  EXPECT_EQ(states["5"], "RUN_STATE_SUCCEEDED");
+}
+
 TEST_F(CliTest, NodesShowStateReasonDevicesAndDriverOrJson) {
   {
     absl::MutexLock lock(&service_.mu_);
@@ -1032,6 +1047,9 @@ TEST_F(CliTest, UsageErrorNamesTheProblem) {
   EXPECT_THAT(err_.str(), HasSubstr("'list' does not take '--wait'"));
   Run({"frobnicate"});
   EXPECT_THAT(err_.str(), HasSubstr("unknown command 'frobnicate'"));
+  // With an argument too (`hpcai500 sweep x.yaml`): a usage error, never 0.
+  EXPECT_EQ(Run({"sweep", "x.yaml"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("unknown command 'sweep'"));
   Run({"show", "abc"});
   EXPECT_THAT(err_.str(), HasSubstr("expected a run id"));
 }

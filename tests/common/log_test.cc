@@ -32,6 +32,15 @@ TEST(Log, FormatsLevelUtcTimeProgramContextAndMessage) {
   EXPECT_EQ(FormatLogLine(LogLevel::kError, SomeTime(), "p", "", "x")[0], 'E');
 }
 
+TEST(Log, OneRecordIsOneLineWhateverTheMessageHolds) {
+  // An agent's address with a newline cannot forge a second record, nor an
+  // ESC repaint the operator's terminal.
+  EXPECT_EQ(FormatLogLine(LogLevel::kInfo, SomeTime(), "hpcai500d", "",
+                          "node a: address 1\nI 2026 hpcai500d forged\x1b[2J"),
+            "I 2026-01-02T03:04:05.678Z hpcai500d node a: address "
+            "1\\nI 2026 hpcai500d forged\\x1b[2J\n");
+}
+
 TEST(Log, LinesFromManyThreadsNeverInterleave) {
   SetLogIdentity("log_test", "node=t");
   constexpr int kThreads = 4;

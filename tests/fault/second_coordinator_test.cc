@@ -1,7 +1,10 @@
 // One coordinator per database and per port: a second hpcai500d exits with
-// a message naming what the first holds, and the first keeps serving.
+// a message naming what the first holds, and the first keeps serving; also
+// when the second is given another path to the same file (a symlink, a hard
+// link), which names another lock file.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/fault/fault_cluster.h"
@@ -70,6 +73,36 @@ TEST_F(SecondCoordinator, OnTheSameDatabaseExitsNamingTheLockFile) {
             std::string::npos)
       << second.err;
   ExpectFirstStillServesARun("second hpcai500d on the same database", second);
+}
+
+TEST_F(SecondCoordinator, OnASymlinkToTheDatabaseExits) {
+  ASSERT_TRUE(cluster_.StartCoordinator());
+  const std::string link = cluster_.dir() + "/symlinked.db";
+  std::filesystem::create_symlink(cluster_.db_path(), link);
+  CommandResult second = RunSecond(FreePort(), link);
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("is in use by another hpcai500d, which opened the "
+                            "same file under another path"),
+            std::string::npos)
+      << second.err;
+  ExpectFirstStillServesARun("second hpcai500d on a symlink to the database",
+                             second);
+}
+
+TEST_F(SecondCoordinator, OnAHardLinkToTheDatabaseExits) {
+  ASSERT_TRUE(cluster_.StartCoordinator());
+  const std::filesystem::path other = cluster_.dir() + "/elsewhere";
+  std::filesystem::create_directories(other);
+  const std::string link = (other / "hardlinked.db").string();
+  std::filesystem::create_hard_link(cluster_.db_path(), link);
+  CommandResult second = RunSecond(FreePort(), link);
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.err.find("is in use by another hpcai500d, which opened the "
+                            "same file under another path"),
+            std::string::npos)
+      << second.err;
+  ExpectFirstStillServesARun("second hpcai500d on a hard link to the database",
+                             second);
 }
 
 TEST_F(SecondCoordinator, OnTheSamePortExits) {

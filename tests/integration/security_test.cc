@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -132,6 +133,38 @@ TEST_F(Security, HttpNeedsAViewerTokenUnlessPublic) {
   const std::string page = cluster_.HttpGet("/", &status);
   EXPECT_EQ(status, 401);
   EXPECT_NE(page.find("viewer token"), std::string::npos);
+}
+
+// An agent whose --address carries a newline and an ESC sequence (a real
+// agent: it checks no address form of its own) is refused at registration,
+// and nothing it sent forges a coordinator log line or reaches a terminal
+// raw.
+TEST(ControlCharacters, AnAgentSendingThemIsRefusedAndForgesNoLogLine) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator());
+  ASSERT_TRUE(cluster.StartAgent("node-ok", 1));
+  const std::string forged = "I 2026-12-04T00:00:00.000Z hpcai500d forged";
+  cluster.LaunchAgent("node-evil", 1,
+                      {"--address", "10.0.0.9\n" + forged + "\x1b[2J"});
+  const std::string log_path = cluster.dir() + "/hpcai500d.log";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(log_path).find("holds a control character") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << ReadFile(log_path);
+  const std::string log = ReadFile(log_path);
+  EXPECT_EQ(log.find("\n" + forged), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+  CommandResult nodes = cluster.Cli({"nodes"});
+  EXPECT_EQ(nodes.exit_code, 0) << nodes.err;
+  EXPECT_NE(nodes.out.find("node-ok"), std::string::npos) << nodes.out;
+  EXPECT_EQ(nodes.out.find("node-evil"), std::string::npos) << nodes.out;
+  EXPECT_EQ(nodes.out.find('\x1b'), std::string::npos) << nodes.out;
+  std::printf(
+      "FAULT agent address with a newline and ESC: registration "
+      "refused, no forged log line, nodes lists only node-ok\n");
 }
 
 TEST(SecurityDefaults, WithoutTokensHpcai500dStaysOnLoopbackUnlessInsecure) {

@@ -123,6 +123,17 @@ TEST_F(AuthTest, AuthTurnsOnWithTheFirstTokenAndRateLimitsEachUser) {
   EXPECT_TRUE(access.Authenticate(made.text).ok());
 }
 
+TEST_F(AuthTest, TokenCommandHelpAfterTheVerbPrintsTheUsage) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"create", "--help"},
+        std::vector<std::string>{"revoke", "-h"}}) {
+    std::ostringstream out, err;
+    EXPECT_EQ(RunTokenCommand(args, clock_, out, err), 0) << err.str();
+    EXPECT_THAT(out.str(), HasSubstr("usage: hpcai500d token create"));
+    EXPECT_EQ(err.str(), "");
+  }
+}
+
 TEST_F(AuthTest, TokenCommandWorksBesideARunningCoordinator) {
   // store_ holds the database as a running hpcai500d would.
   std::ostringstream out, err;

@@ -80,6 +80,40 @@ TEST(Requests, RegisterRefusesLaunchPathsAndIfaceBeyondTheirBounds) {
   EXPECT_EQ(iface.message(), "register: iface is 257 bytes; at most 256");
 }
 
+TEST(Requests, RegisterRefusesControlCharactersInWhatIsPrinted) {
+  v1::Register request;
+  request.set_name("a");
+  request.set_slots(1);
+  request.set_address("10.0.0.1");
+  (*request.mutable_labels())["rack"] = "r1";
+  ASSERT_TRUE(ValidateRegister(request).ok());
+  // A newline would forge a log line; ESC repaints a terminal.
+  request.set_address("10.0.0.1\nI 2026-12-04T00:00:00Z hpcai500d forged");
+  EXPECT_EQ(ValidateRegister(request).message(),
+            "register: address '10.0.0.1\\nI 2026-12-04T00:00:00Z hpcai500d "
+            "forged' holds a control character");
+  request.set_address("10.0.0.1");
+  (*request.mutable_labels())["rack"] = "\x1b[2Jr1";
+  EXPECT_EQ(ValidateRegister(request).message(),
+            "register: label rack '\\x1b[2Jr1' holds a control character");
+  (*request.mutable_labels())["rack"] =
+      "r\xc2\x9b"
+      "1";  // C1 CSI, UTF-8
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+  (*request.mutable_labels())["rack"] = "r\xc3\xa9";  // é: printable
+  EXPECT_TRUE(ValidateRegister(request).ok());
+  const std::vector<std::function<void(v1::Register&)>> sets = {
+      [](v1::Register& r) { r.set_hostname("x\ty"); },
+      [](v1::Register& r) { r.set_workdir("/x\ry"); },
+      [](v1::Register& r) { r.set_checkpoint_root("/x\x7fy"); },
+      [](v1::Register& r) { r.set_iface("ib\x01"); }};
+  for (const auto& set : sets) {
+    v1::Register bad = request;
+    set(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(bad)));
+  }
+}
+
 TEST(Requests, RegisterRefusesAnInventoryBeyondItsBoundsNamingTheField) {
   v1::Register request;
   request.set_name("gpu-1");
