@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <utility>
@@ -13,6 +14,23 @@
 
 namespace hpcai500 {
 namespace {
+
+// Sums and differences of worker clock readings: a worker's time_ms is any
+// int64 (a wild clock, a hostile line), so they saturate instead of
+// overflowing.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return a > 0 ? std::numeric_limits<int64_t>::max()
+               : std::numeric_limits<int64_t>::min();
+}
+
+int64_t SaturatingSub(int64_t a, int64_t b) {
+  int64_t difference = 0;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b < 0 ? std::numeric_limits<int64_t>::max()
+               : std::numeric_limits<int64_t>::min();
+}
 
 double NumberOr(const nlohmann::json& object, const char* key,
                 double fallback) {
@@ -88,7 +106,8 @@ absl::StatusOr<SliceTotals> TotalSlice(const Slice& slice, size_t index) {
     } else if (e.key == event_keys::kEvalStop && kept) {
       auto it = eval_started.find(e.epoch());
       if (it != eval_started.end()) {
-        totals.eval_ms += e.time_ms - it->second;
+        totals.eval_ms =
+            SaturatingAdd(totals.eval_ms, SaturatingSub(e.time_ms, it->second));
         eval_started.erase(it);
       }
     }
@@ -105,8 +124,11 @@ absl::StatusOr<SliceTotals> TotalSlice(const Slice& slice, size_t index) {
         "cannot score: ", which, " has no run_start or no checkpoint of epoch ",
         slice.through_epoch));
   }
-  totals.train_ms = end_ms - run_start->time_ms - totals.eval_ms;
-  if (!slice.final()) totals.lost_ms = std::max<int64_t>(0, last_ms - end_ms);
+  totals.train_ms =
+      SaturatingSub(SaturatingSub(end_ms, run_start->time_ms), totals.eval_ms);
+  if (!slice.final()) {
+    totals.lost_ms = std::max<int64_t>(0, SaturatingSub(last_ms, end_ms));
+  }
   return totals;
 }
 
@@ -118,9 +140,9 @@ absl::StatusOr<v1::Score> ScoreSlices(const std::vector<Slice>& slices,
     ASSIGN_OR_RETURN(SliceTotals part, TotalSlice(slices[i], i));
     sum.samples += part.samples;
     sum.energy_joules += part.energy_joules;
-    sum.train_ms += part.train_ms;
-    sum.eval_ms += part.eval_ms;
-    sum.lost_ms += part.lost_ms;
+    sum.train_ms = SaturatingAdd(sum.train_ms, part.train_ms);
+    sum.eval_ms = SaturatingAdd(sum.eval_ms, part.eval_ms);
+    sum.lost_ms = SaturatingAdd(sum.lost_ms, part.lost_ms);
     if (part.forward_flops > 0) sum.forward_flops = part.forward_flops;
     if (part.accuracy != nullptr) sum.accuracy = part.accuracy;
   }

@@ -91,6 +91,7 @@ absl::Status RunServer(const ServerOptions& flags) {
                        store.get(), TokenAuthenticator::KeyPathFor(flags.db)));
   AccessLimits limits;
   limits.max_queued_runs_per_user = flags.max_queued_per_user;
+  limits.max_agent_streams = flags.max_agent_streams;
   AccessControl access(store.get(), &clock, std::move(tokens), token, limits);
   const bool auth = access.enabled();
   RETURN_IF_ERROR(CheckExposure(flags, auth, !tls.cert_pem.empty()));

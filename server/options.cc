@@ -23,6 +23,7 @@ const char kServerUsage[] =
     "                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]]\n"
     "                 [--queues FILE] [--heartbeat-interval-s N]\n"
     "                 [--max-queued-per-user N] [--node-retention-hours N]\n"
+    "                 [--max-agent-streams N]\n"
     "                 [--ignore-sigterm]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
@@ -43,6 +44,8 @@ const char kServerUsage[] =
     "third of the timeout when that is shorter\n"
     "--max-queued-per-user: queued runs one user may have, 0 for no cap\n"
     "(default 1000)\n"
+    "--max-agent-streams: agents connected at once, one per node (default\n"
+    "10000); one more is refused until another leaves\n"
     "--node-retention-hours: a node down (disconnected, or its agent left)\n"
     "and running nothing is forgotten after this long without word from its\n"
     "agent, unless drained; 0 keeps nodes for ever (default 24)\n"
@@ -73,7 +76,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
     const std::vector<std::string>& args) {
   ServerOptions flags;
   std::string node_timeout, max_connections, heartbeat_interval, max_queued,
-      node_retention;
+      node_retention, max_agent_streams;
   std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
   AddValueFlag(*app, "grpc", &flags.grpc);
   AddValueFlag(*app, "http", &flags.http);
@@ -86,6 +89,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   AddValueFlag(*app, "heartbeat-interval-s", &heartbeat_interval);
   AddValueFlag(*app, "max-queued-per-user", &max_queued);
   AddValueFlag(*app, "node-retention-hours", &node_retention);
+  AddValueFlag(*app, "max-agent-streams", &max_agent_streams);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
   AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
@@ -103,6 +107,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   RETURN_IF_ERROR(ParseBoundedInt("--max-queued-per-user", max_queued, 0,
                                   10'000'000, "0 (no cap)..10000000",
                                   &flags.max_queued_per_user));
+  RETURN_IF_ERROR(ParseBoundedInt("--max-agent-streams", max_agent_streams, 1,
+                                  1'000'000, "1..1000000",
+                                  &flags.max_agent_streams));
   RETURN_IF_ERROR(ParseBoundedInt("--node-retention-hours", node_retention, 0,
                                   87'600, "0 (keep for ever)..87600 hours",
                                   &flags.node_retention_hours));

@@ -32,6 +32,7 @@ struct ServerOptions {
   int node_timeout_s = 60;
   int heartbeat_interval_s = 0;  // 0: HeartbeatIntervalMs's default
   int max_queued_per_user = AccessLimits{}.max_queued_runs_per_user;
+  int max_agent_streams = AccessLimits{}.max_agent_streams;
   int node_retention_hours = 24;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   bool http_public = false;

@@ -36,7 +36,9 @@ namespace hpcai500 {
 struct AccessLimits {
   double requests_per_second = 50;  // per user
   double burst = 200;
-  int max_agent_streams = 4096;  // about one per node
+  // About one per node; hpcai500d --max-agent-streams. Sized for the
+  // largest machines (Frontier has 9,408 nodes).
+  int max_agent_streams = 10'000;
   int max_watch_streams = 512;
   int max_queued_runs_per_user = 1000;
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "tests/common/test_files.h"
 
@@ -97,11 +98,10 @@ const WorkloadInfo& Noop() {
 
 // Every number of a score is finite: no NaN or infinity anywhere.
 void ExpectAllFinite(const v1::Score& s) {
-  for (double v : {s.quality(), s.target(), s.exponent(),
-                   s.forward_flops_per_sample(), s.train_seconds(),
-                   s.eval_seconds(), s.flops(), s.valid_flops(),
-                   s.energy_joules(), s.valid_flops_per_watt(),
-                   s.lost_seconds()}) {
+  for (double v :
+       {s.quality(), s.target(), s.exponent(), s.forward_flops_per_sample(),
+        s.train_seconds(), s.eval_seconds(), s.flops(), s.valid_flops(),
+        s.energy_joules(), s.valid_flops_per_watt(), s.lost_seconds()}) {
     EXPECT_TRUE(std::isfinite(v)) << s.DebugString();
   }
 }
@@ -261,6 +261,38 @@ TEST(ScoreAttempts, CountsEachKeptEpochOnceAndKeepsLostTimeOut) {
   ASSERT_EQ(epochs.size(), 2u);
   EXPECT_EQ(epochs[1].samples(), 3000);  // not the lost 999
   EXPECT_DOUBLE_EQ(epochs[1].accuracy(), 0.77);
+}
+
+TEST(ScoreAttempts, AWildWorkerClockSaturatesInsteadOfOverflowing) {
+  // time_ms is whatever a worker wrote: from near the lowest int64 to near
+  // the highest, a difference that does not fit in one (UBSan's builds
+  // run this test).
+  AttemptEvents only;
+  only.events.push_back(
+      Event(0, "hpcai500_forward_flops_per_sample", "12000000.0", -1));
+  only.events.push_back(
+      Event(-9'000'000'000'000'000'000, "run_start", "null", -1));
+  AddEpoch(only.events, 100, 1, 0.77);
+  only.events.push_back(
+      Event(-9'000'000'000'000'000'000, "eval_start", "null", 1));
+  only.events.push_back(
+      Event(9'000'000'000'000'000'000, "eval_stop", "null", 1));
+  only.events.push_back(
+      Event(9'000'000'000'000'000'000, "run_stop", "null", -1));
+  // The evaluation saturates at the longest time there is, leaving no
+  // training time: refused, saying so, rather than a wrapped-around number.
+  absl::StatusOr<v1::Score> score = ScoreAttempts({only}, SmokeConfig(), Ic());
+  EXPECT_TRUE(absl::IsFailedPrecondition(score.status())) << score.status();
+  EXPECT_NE(std::string(score.status().message()).find("training time is 0"),
+            std::string::npos)
+      << score.status();
+  // Without the wild evaluation, the run's span saturates and it scores.
+  only.events.erase(only.events.end() - 3, only.events.end() - 1);
+  score = ScoreAttempts({only}, SmokeConfig(), Ic());
+  ASSERT_TRUE(score.ok()) << score.status();
+  EXPECT_TRUE(std::isfinite(score->train_seconds()));
+  EXPECT_GT(score->train_seconds(), 9e15);
+  EXPECT_DOUBLE_EQ(score->eval_seconds(), 2.0);
 }
 
 TEST(ScoreAttempts, RefusesAnEarlierAttemptWithoutItsCheckpoint) {

@@ -21,6 +21,7 @@ TEST(ParseServerOptions, FillsDefaults) {
   EXPECT_EQ(options->node_timeout_s, 60);
   EXPECT_EQ(options->heartbeat_interval_s, 0);
   EXPECT_EQ(options->node_retention_hours, 24);
+  EXPECT_EQ(options->max_agent_streams, 10'000);  // more than Frontier's nodes
   EXPECT_EQ(options->http_max_connections, HttpServer::kDefaultMaxConnections);
   EXPECT_FALSE(options->http_public || options->insecure ||
                options->ignore_sigterm || options->help);
@@ -35,6 +36,8 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
                           "/d/x.db",
                           "--web-dir",
                           "/w",
+                          "--max-agent-streams",
+                          "20000",
                           "--token-file",
                           "/t",
                           "--queues",
@@ -64,6 +67,7 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
   EXPECT_EQ(options->max_queued_per_user, 0);
   EXPECT_EQ(options->node_retention_hours, 0);
   EXPECT_EQ(options->http_max_connections, 9);
+  EXPECT_EQ(options->max_agent_streams, 20'000);
   EXPECT_TRUE(options->http_public && options->insecure &&
               options->ignore_sigterm);
 }
@@ -79,6 +83,7 @@ TEST(ParseServerOptions, RefusesNamingTheFlag) {
            {{"--heartbeat-interval-s", "3601"}, "--heartbeat-interval-s"},
            {{"--max-queued-per-user", "-1"}, "--max-queued-per-user"},
            {{"--node-retention-hours", "87601"}, "--node-retention-hours"},
+           {{"--max-agent-streams", "0"}, "--max-agent-streams: must be 1"},
            {{"--no-such-flag"}, "no-such-flag"},
            // A heartbeat must fit three times into the node timeout.
            {{"--node-timeout-s", "10", "--heartbeat-interval-s", "5"},
