@@ -122,7 +122,8 @@ absl::Status RunServer(const ServerOptions& flags) {
   LogInfo(DescribeServerTls(tls));
 
   HttpServer http(&reads, flags.web_dir, /*threads=*/2,
-                  flags.http_max_connections);
+                  flags.http_max_connections,
+                  flags.http_max_connections_per_client);
   absl::Status started = tls.cert_pem.empty()
                              ? absl::OkStatus()
                              : http.UseTls(tls.cert_pem, tls.key_pem);

@@ -33,7 +33,9 @@ const char kServerUsage[] =
     "serves the read-only pages and API without a token.\n"
     "defaults: --grpc 127.0.0.1:7500 --http 127.0.0.1:7580 "
     "--db ./hpcai500.db --node-timeout-s 60\n"
-    "          --http-max-connections 256 (more are answered 503)\n"
+    "          --http-max-connections 256 (more are answered 503),\n"
+    "          --http-max-connections-per-client 32 (of those, from one\n"
+    "          address; a request must arrive within 10 s)\n"
     "--tls-cert/--tls-key (PEM): gRPC and HTTP over TLS only; with\n"
     "--tls-client-ca, agents must present a certificate it signed that names\n"
     "their --name (the CLI needs none)\n"
@@ -76,7 +78,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
     const std::vector<std::string>& args) {
   ServerOptions flags;
   std::string node_timeout, max_connections, heartbeat_interval, max_queued,
-      node_retention, max_agent_streams;
+      node_retention, max_agent_streams, max_per_client;
   std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
   AddValueFlag(*app, "grpc", &flags.grpc);
   AddValueFlag(*app, "http", &flags.http);
@@ -90,6 +92,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   AddValueFlag(*app, "max-queued-per-user", &max_queued);
   AddValueFlag(*app, "node-retention-hours", &node_retention);
   AddValueFlag(*app, "max-agent-streams", &max_agent_streams);
+  AddValueFlag(*app, "http-max-connections-per-client", &max_per_client);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
   AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
@@ -107,6 +110,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   RETURN_IF_ERROR(ParseBoundedInt("--max-queued-per-user", max_queued, 0,
                                   10'000'000, "0 (no cap)..10000000",
                                   &flags.max_queued_per_user));
+  RETURN_IF_ERROR(ParseBoundedInt("--http-max-connections-per-client",
+                                  max_per_client, 1, 65536, "1..65536",
+                                  &flags.http_max_connections_per_client));
   RETURN_IF_ERROR(ParseBoundedInt("--max-agent-streams", max_agent_streams, 1,
                                   1'000'000, "1..1000000",
                                   &flags.max_agent_streams));

@@ -35,6 +35,8 @@ struct ServerOptions {
   int max_agent_streams = AccessLimits{}.max_agent_streams;
   int node_retention_hours = 24;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
+  int http_max_connections_per_client =
+      HttpServer::kDefaultMaxConnectionsPerClient;
   bool http_public = false;
   bool insecure = false;
   bool ignore_sigterm = false;

@@ -22,8 +22,11 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 
-// A client that sends nothing for this long is dropped.
+// A client that takes this long to read an answer is dropped.
 constexpr std::chrono::seconds kIdleTimeout(30);
+// A request (its headers and body), and a TLS handshake, must arrive within
+// this: a connection that trickles or says nothing frees its slot soon.
+constexpr std::chrono::seconds kRequestTimeout(10);
 // After an accept error (e.g. out of descriptors), wait before retrying.
 constexpr std::chrono::milliseconds kAcceptRetryDelay(100);
 // How long a refused connection is drained after its 503, so that the
@@ -83,6 +86,31 @@ class CountedSlot {
   const std::shared_ptr<std::atomic<int>> count_;
 };
 
+// Holds one connection of a client address in a ClientCounts while it
+// lives.
+template <class Counts>
+class ClientSlot {
+ public:
+  ClientSlot(std::shared_ptr<Counts> counts, std::string client)
+      : counts_(std::move(counts)), client_(std::move(client)) {
+    absl::MutexLock lock(&counts_->mu);
+    ++counts_->open[client_];
+  }
+  ~ClientSlot() {
+    absl::MutexLock lock(&counts_->mu);
+    auto it = counts_->open.find(client_);
+    if (it != counts_->open.end() && --it->second <= 0) {
+      counts_->open.erase(it);
+    }
+  }
+  ClientSlot(const ClientSlot&) = delete;
+  ClientSlot& operator=(const ClientSlot&) = delete;
+
+ private:
+  const std::shared_ptr<Counts> counts_;
+  const std::string client_;
+};
+
 // The two kinds of connection: plain TCP, and TLS over TCP.
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
@@ -107,10 +135,12 @@ template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
   Session(tcp::socket socket, asio::ssl::context* tls, const HttpRouter* router,
-          std::shared_ptr<std::atomic<int>> open)
+          std::shared_ptr<std::atomic<int>> open,
+          std::shared_ptr<void> client_slot)
       : stream_(MakeStream<Stream>(std::move(socket), tls)),
         router_(router),
-        open_(std::move(open)) {}
+        open_(std::move(open)),
+        client_slot_(std::move(client_slot)) {}
 
   void Run() {
     asio::dispatch(stream_.get_executor(),
@@ -120,7 +150,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
  private:
   void Start() {
     if constexpr (kIsTls<Stream>) {
-      beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
+      beast::get_lowest_layer(stream_).expires_after(kRequestTimeout);
       stream_.async_handshake(
           asio::ssl::stream_base::server,
           [self = this->shared_from_this()](beast::error_code error) {
@@ -137,7 +167,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_.emplace();
     parser_->header_limit(HttpServer::kMaxHeaderBytes);
     parser_->body_limit(HttpServer::kMaxBodyBytes);
-    beast::get_lowest_layer(stream_).expires_after(kIdleTimeout);
+    beast::get_lowest_layer(stream_).expires_after(kRequestTimeout);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code error, size_t) {
@@ -207,6 +237,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Stream stream_;
   const HttpRouter* const router_;  // Borrowed from the server.
   const CountedSlot open_;
+  const std::shared_ptr<void> client_slot_;  // its client's count
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpResponse response_;  // Kept alive while it is written.
@@ -288,14 +319,15 @@ class RefusedConnection
 template <class Stream>
 void Serve(tcp::socket socket, asio::ssl::context* tls, bool refuse,
            const HttpRouter* router, std::shared_ptr<std::atomic<int>> open,
-           std::shared_ptr<std::atomic<int>> refusing) {
+           std::shared_ptr<std::atomic<int>> refusing,
+           std::shared_ptr<void> client_slot) {
   if (refuse) {
     std::make_shared<RefusedConnection<Stream>>(std::move(socket), tls,
                                                 std::move(refusing))
         ->Run();
   } else {
     std::make_shared<Session<Stream>>(std::move(socket), tls, router,
-                                      std::move(open))
+                                      std::move(open), std::move(client_slot))
         ->Run();
   }
 }
@@ -303,10 +335,11 @@ void Serve(tcp::socket socket, asio::ssl::context* tls, bool refuse,
 }  // namespace
 
 HttpServer::HttpServer(CoordinatorView* view, std::string web_dir, int threads,
-                       int max_connections)
+                       int max_connections, int max_per_client)
     : router_(view, std::move(web_dir)),
       thread_count_(threads < 1 ? 1 : threads),
       max_connections_(max_connections < 1 ? 1 : max_connections),
+      max_per_client_(max_per_client < 1 ? 1 : max_per_client),
       acceptor_(io_) {}
 
 HttpServer::~HttpServer() { Stop(); }
@@ -383,15 +416,32 @@ void HttpServer::Accept() {
     // count cannot grow past the limit between this check and the Session.
     // Refusals are bounded too: past as many again, a connection is closed
     // without an answer.
-    const bool refuse = open_connections_->load() >= max_connections_;
+    // Per client address likewise: one client's idle connections cannot
+    // hold every slot.
+    beast::error_code no_peer;
+    const std::string client =
+        socket.remote_endpoint(no_peer).address().to_string();
+    bool client_full = false;
+    {
+      absl::MutexLock lock(&clients_->mu);
+      auto it = clients_->open.find(client);
+      client_full = it != clients_->open.end() && it->second >= max_per_client_;
+    }
+    const bool refuse =
+        open_connections_->load() >= max_connections_ || client_full;
+    std::shared_ptr<void> client_slot;
+    if (!refuse) {
+      client_slot =
+          std::make_shared<ClientSlot<ClientCounts>>(clients_, client);
+    }
     if (refuse && refusing_->load() >= max_connections_) {
       // The socket closes as it goes out of scope.
     } else if (tls_ != nullptr) {
       Serve<TlsStream>(std::move(socket), tls_.get(), refuse, &router_,
-                       open_connections_, refusing_);
+                       open_connections_, refusing_, std::move(client_slot));
     } else {
       Serve<PlainStream>(std::move(socket), nullptr, refuse, &router_,
-                         open_connections_, refusing_);
+                         open_connections_, refusing_, std::move(client_slot));
     }
     Accept();
   });

@@ -10,6 +10,7 @@
 #define HPCAI500_SERVER_HTTP_HTTP_SERVER_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,12 +33,18 @@ class HttpServer {
   static constexpr size_t kMaxBodyBytes = 64 * 1024;
   // Open connections served at once, unless the constructor says otherwise.
   static constexpr int kDefaultMaxConnections = 256;
+  // Of those, from one client address (a browser opens about 6): one
+  // client's idle connections cannot lock the others out.
+  static constexpr int kDefaultMaxConnectionsPerClient = 32;
 
   // `view` is borrowed and must outlive the server. Files of the page are
   // served from `web_dir`. `threads` (>= 1) handle requests; at most
-  // `max_connections` (>= 1) connections are served at once.
+  // `max_connections` (>= 1) connections are served at once, at most
+  // `max_per_client` (>= 1) of them from one client address; a connection
+  // over either is answered 503.
   HttpServer(CoordinatorView* view, std::string web_dir, int threads = 2,
-             int max_connections = kDefaultMaxConnections);
+             int max_connections = kDefaultMaxConnections,
+             int max_per_client = kDefaultMaxConnectionsPerClient);
   ~HttpServer();  // Stops.
 
   HttpServer(const HttpServer&) = delete;
@@ -72,12 +79,20 @@ class HttpServer {
   const HttpRouter router_;
   const int thread_count_;
   const int max_connections_;
+  const int max_per_client_;
   // Connections served and connections being refused; shared with them, as
   // they may outlive a Stop().
   const std::shared_ptr<std::atomic<int>> open_connections_ =
       std::make_shared<std::atomic<int>>(0);
   const std::shared_ptr<std::atomic<int>> refusing_ =
       std::make_shared<std::atomic<int>>(0);
+  // Connections served per client address; shared with them likewise.
+  struct ClientCounts {
+    absl::Mutex mu;
+    std::map<std::string, int> open ABSL_GUARDED_BY(mu);
+  };
+  const std::shared_ptr<ClientCounts> clients_ =
+      std::make_shared<ClientCounts>();
 
   // Outlives every socket; io_context is itself thread-safe.
   boost::asio::io_context io_;

@@ -1,12 +1,19 @@
 // Who may do what, with real processes: hpcai500d with API tokens made by
 // `hpcai500d token create` beside it, agents with agent tokens, the CLI with
-// each role, and the HTTP side without and with a viewer token.
+// each role, and the HTTP side without and with a viewer token; and what a
+// hostile client or agent tries: control characters, a connection flood.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tests/integration/harness.h"
 
@@ -165,6 +172,45 @@ TEST(ControlCharacters, AnAgentSendingThemIsRefusedAndForgesNoLogLine) {
   std::printf(
       "FAULT agent address with a newline and ESC: registration "
       "refused, no forged log line, nodes lists only node-ok\n");
+}
+
+// 300 half-open connections from one address (127.0.0.2) to a real
+// hpcai500d's HTTP port, sending nothing: the pages still answer another
+// client (127.0.0.1) at once.
+TEST(ConnectionFlood, IdleConnectionsOfOneClientLeaveThePagesUp) {
+  TestCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator());
+  sockaddr_in server = {};
+  server.sin_family = AF_INET;
+  server.sin_port = htons(static_cast<uint16_t>(cluster.http_port()));
+  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in flooder = {};
+  flooder.sin_family = AF_INET;
+  flooder.sin_addr.s_addr = htonl(0x7f000002);  // 127.0.0.2
+  std::vector<int> held;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(
+        ::bind(fd, reinterpret_cast<sockaddr*>(&flooder), sizeof(flooder)), 0);
+    ASSERT_EQ(
+        ::connect(fd, reinterpret_cast<sockaddr*>(&server), sizeof(server)), 0);
+    held.push_back(fd);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  const std::string body = cluster.HttpGet("/metrics", &status);
+  const double seconds_taken =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  for (int fd : held) ::close(fd);
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_NE(body.find("hpcai500_nodes_known"), std::string::npos);
+  EXPECT_LT(seconds_taken, 5.0);
+  std::printf(
+      "FAULT 300 idle HTTP connections from 127.0.0.2: /metrics from "
+      "127.0.0.1 answered %d in %.2f s\n",
+      status, seconds_taken);
 }
 
 TEST(SecurityDefaults, WithoutTokensHpcai500dStaysOnLoopbackUnlessInsecure) {

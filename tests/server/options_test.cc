@@ -22,6 +22,7 @@ TEST(ParseServerOptions, FillsDefaults) {
   EXPECT_EQ(options->heartbeat_interval_s, 0);
   EXPECT_EQ(options->node_retention_hours, 24);
   EXPECT_EQ(options->max_agent_streams, 10'000);  // more than Frontier's nodes
+  EXPECT_EQ(options->http_max_connections_per_client, 32);
   EXPECT_EQ(options->http_max_connections, HttpServer::kDefaultMaxConnections);
   EXPECT_FALSE(options->http_public || options->insecure ||
                options->ignore_sigterm || options->help);
@@ -38,6 +39,8 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
                           "/w",
                           "--max-agent-streams",
                           "20000",
+                          "--http-max-connections-per-client",
+                          "4",
                           "--token-file",
                           "/t",
                           "--queues",
@@ -68,6 +71,7 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
   EXPECT_EQ(options->node_retention_hours, 0);
   EXPECT_EQ(options->http_max_connections, 9);
   EXPECT_EQ(options->max_agent_streams, 20'000);
+  EXPECT_EQ(options->http_max_connections_per_client, 4);
   EXPECT_TRUE(options->http_public && options->insecure &&
               options->ignore_sigterm);
 }

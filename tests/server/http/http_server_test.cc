@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "boost/asio/connect.hpp"
 #include "boost/asio/io_context.hpp"
@@ -191,6 +192,45 @@ TEST(HttpServer, ConnectionOverTheLimitIsAnswered503AndClosed) {
   second.close();
   ASSERT_TRUE(Eventually([&] { return server.open_connections() == 1; }))
       << server.open_connections();
+  EXPECT_EQ(Fetch(server.port(), HttpRequest(http::verb::get, "/metrics", 11))
+                .result(),
+            http::status::ok);
+}
+
+TEST(HttpServer, OneClientsIdleConnectionsDoNotLockOthersOut) {
+  FakeCoordinatorView view;
+  HttpServer server(&view, "/nonexistent", /*threads=*/2,
+                    /*max_connections=*/16, /*max_per_client=*/3);
+  ASSERT_TRUE(server.Start("127.0.0.1:0").ok());
+  const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"),
+                               static_cast<unsigned short>(server.port()));
+  asio::io_context io;
+  // A flood of idle connections from 127.0.0.1: three are held, the rest
+  // are answered 503 at once.
+  std::vector<tcp::socket> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.emplace_back(io).connect(endpoint);
+  }
+  ASSERT_TRUE(Eventually([&] { return server.open_connections() == 3; }))
+      << server.open_connections();
+  EXPECT_EQ(Fetch(server.port(), HttpRequest(http::verb::get, "/metrics", 11))
+                .result(),
+            http::status::service_unavailable);
+  // Another client address (127.0.0.2, loopback too) is served.
+  tcp::socket other(io);
+  other.open(tcp::v4());
+  other.bind(tcp::endpoint(asio::ip::make_address("127.0.0.2"), 0));
+  other.connect(endpoint);
+  HttpRequest request(http::verb::get, "/metrics", 11);
+  request.set(http::field::host, "127.0.0.1");
+  http::write(other, request);
+  beast::flat_buffer buffer;
+  HttpResponse served;
+  http::read(other, buffer, served);
+  EXPECT_EQ(served.result(), http::status::ok);
+  // When the flooding client lets go, it is served again.
+  idle.pop_back();
+  ASSERT_TRUE(Eventually([&] { return server.open_connections() <= 3; }));
   EXPECT_EQ(Fetch(server.port(), HttpRequest(http::verb::get, "/metrics", 11))
                 .result(),
             http::status::ok);
