@@ -38,14 +38,30 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
                                              AgentChannel* channel) {
   RETURN_IF_ERROR(ValidateRegister(request));
   absl::MutexLock lock(&mu_);
+  // A node whose stream is alive and beating keeps it: a second agent under
+  // its name (a copy of its token) is refused, not let in to replace it.
+  // A stream gone quiet for two heartbeats, or gone, is replaced.
+  const int64_t now = clock_->NowMs();
+  if (auto it = nodes_.nodes().find(request.name());
+      it != nodes_.nodes().end() && it->second.session != 0 &&
+      !it->second.leaving) {
+    const int64_t silent_ms = now - it->second.info.last_seen_ms();
+    if (silent_ms < 2 * options_.heartbeat_interval_ms) {
+      return absl::AlreadyExistsError(absl::StrFormat(
+          "node %s is connected and was heard %.1f s ago; a second agent "
+          "cannot take its name while it lives (stop that one, or wait %d s "
+          "after it goes silent)",
+          request.name(), silent_ms / 1000.0,
+          2 * options_.heartbeat_interval_ms / 1000));
+    }
+  }
   bool replaced = false;
-  NodeState& node =
-      nodes_.Connect(request, channel, clock_->NowMs(), &replaced);
+  NodeState& node = nodes_.Connect(request, channel, now, &replaced);
   const v1::Node& info = node.info;
   if (replaced) {
-    LogInfo(
-        absl::StrCat("node ", request.name(),
-                     ": registered again; the previous stream is replaced"));
+    LogInfo(absl::StrCat("node ", request.name(),
+                         ": registered again; the previous stream, silent, is "
+                         "replaced"));
   }
   OfferNodeLocked(info);
   scheduler_.SetSchedulable(info.name(), true);

@@ -133,6 +133,44 @@ TEST_F(Security,
       << audit.out;
 }
 
+// A copy of node-a's agent token used elsewhere while node-a's agent is
+// alive and beating: the second agent is refused (and audited) every time
+// it tries, the live session stays, and node-a's run ends as it would have.
+TEST_F(Security, ACopiedTokenCannotTakeOverALiveNode) {
+  ASSERT_TRUE(
+      cluster_.StartAgent("node-a", 1, {"--token", tokens_["agent-a"]}));
+  CommandResult submitted = As("alice", {"submit", Spec()});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const std::string run = submitted.out.substr(0, submitted.out.find('\n'));
+  // The impostor: another agent process, same name and token, for 6 s (it
+  // retries, backing off, the whole time).
+  CommandResult impostor = RunCommand(
+      {BinaryPath("hpcai500-agent"), "--coordinator", cluster_.grpc_address(),
+       "--name", "node-a", "--slots", "1", "--token", tokens_["agent-a"],
+       "--workdir", cluster_.dir() + "/impostor"},
+      seconds(6));
+  EXPECT_NE(impostor.err.find("node node-a is connected and was heard"),
+            std::string::npos)
+      << impostor.err;
+  EXPECT_EQ(impostor.err.find("registered with coordinator"), std::string::npos)
+      << impostor.err;
+  // The run ends as it would have, on the real agent's only attempt.
+  CommandResult waited = As("alice", {"watch", run});
+  EXPECT_EQ(waited.exit_code, 0) << waited.out << waited.err;
+  CommandResult shown = As("root", {"show", run, "--json"});
+  EXPECT_NE(shown.out.find("\"RUN_STATE_SUCCEEDED\""), std::string::npos)
+      << shown.out;
+  EXPECT_EQ(shown.out.find("\"number\": 2"), std::string::npos) << shown.out;
+  CommandResult audit = As("root", {"audit", "--json"});
+  EXPECT_NE(audit.out.find("cannot take its name while it lives"),
+            std::string::npos)
+      << audit.out;
+  std::printf(
+      "FAULT a second agent with node-a's token while node-a lives: "
+      "refused and audited; run %s succeeded on its one attempt\n",
+      run.c_str());
+}
+
 TEST_F(Security, HttpNeedsAViewerTokenUnlessPublic) {
   int status = 0;
   cluster_.HttpGet("/api/v1/runs", &status);
