@@ -216,18 +216,23 @@ std::vector<v1::AgentMessage> Supervisor::HandleAssignment(
   if (a.phase() == v1::Assignment::PHASE_START) return Start(a);
   LogError(
       absl::StrCat(Where(a.key()), ": assignment without a phase refused"));
-  return {WorkerExitedError(a.key(), a.ranks_size() > 0 ? a.ranks(0) : 0,
-                            "assignment: phase: must be PHASE_RESERVE or "
-                            "PHASE_START")};
+  return {Refuse(a.key(), a.ranks_size() > 0 ? a.ranks(0) : 0,
+                 "assignment: phase: must be PHASE_RESERVE or PHASE_START")};
+}
+
+v1::AgentMessage Supervisor::Refuse(const v1::AttemptKey& key, int rank,
+                                    absl::string_view error) {
+  v1::AgentMessage message = WorkerExitedError(key, rank, error);
+  refused_[{key.run_id(), key.attempt(), rank}] = message.worker_exited();
+  return message;
 }
 
 std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
   std::vector<v1::AgentMessage> replies;
   auto refuse_all = [&](absl::string_view error) {
-    if (a.ranks().empty())
-      replies.push_back(WorkerExitedError(a.key(), 0, error));
+    if (a.ranks().empty()) replies.push_back(Refuse(a.key(), 0, error));
     for (int rank : a.ranks()) {
-      replies.push_back(WorkerExitedError(a.key(), rank, error));
+      replies.push_back(Refuse(a.key(), rank, error));
     }
     return replies;
   };
@@ -268,11 +273,11 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
       LogError(absl::StrCat(Where(a.key(), rank_plan.rank),
                             ": cannot start worker: ", pid.status().message()));
       for (size_t j = i; j < plan->ranks.size(); ++j) {
-        replies.push_back(WorkerExitedError(
-            a.key(), plan->ranks[j].rank,
-            j == i ? std::string(pid.status().message())
-                   : absl::StrCat("not started: rank ", rank_plan.rank,
-                                  " could not start")));
+        replies.push_back(
+            Refuse(a.key(), plan->ranks[j].rank,
+                   j == i ? std::string(pid.status().message())
+                          : absl::StrCat("not started: rank ", rank_plan.rank,
+                                         " could not start")));
       }
       break;
     }
@@ -315,8 +320,7 @@ std::vector<v1::AgentMessage> Supervisor::StartLauncherRun(
     LogError(absl::StrCat(Where(a.key()), ": ", name, ": ", error));
     std::vector<v1::AgentMessage> replies;
     for (int rank : a.ranks()) {
-      replies.push_back(
-          WorkerExitedError(a.key(), rank, absl::StrCat(name, ": ", error)));
+      replies.push_back(Refuse(a.key(), rank, absl::StrCat(name, ": ", error)));
     }
     return replies;
   };
@@ -426,6 +430,7 @@ void Supervisor::HandleAcks(const v1::Acks& acks) {
     }
   }
   for (const v1::ExitAck& ack : acks.exits()) {
+    refused_.erase({ack.key().run_id(), ack.key().attempt(), ack.rank()});
     Rank* rank = FindRank(ack.key(), ack.rank());
     // Only an exit this agent reported can have been stored.
     if (rank != nullptr && rank->report) rank->exit_acked = true;
@@ -609,6 +614,10 @@ std::vector<v1::AgentMessage> Supervisor::Poll() {
       ++it;
     }
   }
+  for (const auto& [id, exited] : refused_) {
+    exits.emplace_back();
+    *exits.back().mutable_worker_exited() = exited;
+  }
   std::vector<v1::AgentMessage> out = BatchEvents(std::move(events));
   std::move(exits.begin(), exits.end(), std::back_inserter(out));
   return out;
@@ -645,6 +654,10 @@ std::vector<v1::AgentMessage> Supervisor::Resend() const {
       }
     }
   }
+  for (const auto& [id, exited] : refused_) {
+    exits.emplace_back();
+    *exits.back().mutable_worker_exited() = exited;
+  }
   std::vector<v1::AgentMessage> out = BatchEvents(std::move(events));
   std::move(exits.begin(), exits.end(), std::back_inserter(out));
   return out;
@@ -666,6 +679,19 @@ std::vector<v1::RunningAttempt> Supervisor::Running() const {
     if (entry.ranks_size() > 0 || entry.exited_ranks_size() > 0) {
       running.push_back(std::move(entry));
     }
+  }
+  // A refused rank's exit follows the Register too (Resend).
+  for (const auto& [id, exited] : refused_) {
+    auto same = std::find_if(
+        running.begin(), running.end(), [&](const v1::RunningAttempt& r) {
+          return r.key().run_id() == exited.key().run_id() &&
+                 r.key().attempt() == exited.key().attempt();
+        });
+    if (same == running.end()) {
+      same = running.emplace(running.end());
+      *same->mutable_key() = exited.key();
+    }
+    same->add_exited_ranks(exited.rank());
   }
   return running;
 }

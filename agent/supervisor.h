@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -109,12 +110,14 @@ class Supervisor {
   std::vector<v1::AgentMessage> Poll();
 
   // After a (re)connection: every unacknowledged event, then the
-  // WorkerExited of each reported rank whose exit is not acknowledged.
+  // WorkerExited of each reported rank whose exit is not acknowledged, and
+  // of each refused rank whose refusal is not.
   std::vector<v1::AgentMessage> Resend() const;
 
   // The attempts with ranks not done (for Register): `ranks` are those whose
   // worker still runs, `exited_ranks` those that ended and whose exit the
-  // coordinator has not acknowledged yet (it follows the Register).
+  // coordinator has not acknowledged yet (it follows the Register), refused
+  // ranks among them.
   std::vector<v1::RunningAttempt> Running() const;
 
   // Attempts still kept (running or not yet fully delivered).
@@ -158,6 +161,10 @@ class Supervisor {
     return {key.run_id(), key.attempt()};
   }
   std::vector<v1::AgentMessage> Start(const v1::Assignment& a);
+  // The WorkerExited that refuses rank `rank` of attempt `key` with
+  // `error`, kept until the coordinator acknowledges it (Resend, Running).
+  v1::AgentMessage Refuse(const v1::AttemptKey& key, int rank,
+                          absl::string_view error);
   // Start of a launcher run: the attempt's ranks to follow, and on rank 0's
   // node the launcher. Returns the refusals, like Start.
   std::vector<v1::AgentMessage> StartLauncherRun(const v1::Assignment& a,
@@ -198,6 +205,10 @@ class Supervisor {
   Clock* const clock_;
 
   std::map<Key, Attempt> attempts_;
+  // Refused ranks (run, attempt, rank) whose WorkerExited the coordinator
+  // has not acknowledged: listed as exited in Running() and sent again by
+  // Resend(), so a refusal survives a broken stream.
+  std::map<std::tuple<int64_t, int32_t, int32_t>, v1::WorkerExited> refused_;
   std::map<Key, PortReservation> reservations_;
 };
 

@@ -38,21 +38,21 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
                                              AgentChannel* channel) {
   RETURN_IF_ERROR(ValidateRegister(request));
   absl::MutexLock lock(&mu_);
-  // A node whose stream is alive and beating keeps it: a second agent under
-  // its name (a copy of its token) is refused, not let in to replace it.
-  // A stream gone quiet for two heartbeats, or gone, is replaced.
+  // A node whose stream is open and not past the node timeout keeps it: a
+  // second agent under its name (a copy of its token) is refused, not let
+  // in to replace it. A stream that ended (a stopped agent's socket
+  // closes), or fell silent past the timeout, is replaced.
   const int64_t now = clock_->NowMs();
   if (auto it = nodes_.nodes().find(request.name());
       it != nodes_.nodes().end() && it->second.session != 0 &&
       !it->second.leaving) {
     const int64_t silent_ms = now - it->second.info.last_seen_ms();
-    if (silent_ms < 2 * options_.heartbeat_interval_ms) {
+    if (silent_ms < options_.node_timeout_ms) {
       return absl::AlreadyExistsError(absl::StrFormat(
           "node %s is connected and was heard %.1f s ago; a second agent "
-          "cannot take its name while it lives (stop that one, or wait %d s "
-          "after it goes silent)",
-          request.name(), silent_ms / 1000.0,
-          2 * options_.heartbeat_interval_ms / 1000));
+          "cannot take its name while its stream lives (stop that agent, or "
+          "wait until it has been silent for the node timeout, %d s)",
+          request.name(), silent_ms / 1000.0, options_.node_timeout_ms / 1000));
     }
   }
   bool replaced = false;

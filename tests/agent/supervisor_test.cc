@@ -127,6 +127,33 @@ TEST_F(SupervisorTest, BadAssignmentIsAnsweredWithoutLaunching) {
   EXPECT_EQ(supervisor->attempt_count(), 0u);
 }
 
+TEST_F(SupervisorTest, ARefusalIsSentAgainAfterABrokenStreamUntilAcked) {
+  auto supervisor = Make();
+  v1::Assignment bad = Start(5, {0, 1}, 2);
+  bad.mutable_spec()->set_workload("../../bin/sh");
+  ASSERT_EQ(Exits(supervisor->HandleAssignment(bad)).size(), 2u);
+  // The stream broke before the coordinator stored them: the Register
+  // lists both ranks as exited, and the refusals follow it.
+  std::vector<v1::RunningAttempt> running = supervisor->Running();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].key().run_id(), 5);
+  EXPECT_EQ(running[0].ranks_size(), 0);
+  EXPECT_EQ(running[0].exited_ranks_size(), 2);
+  std::vector<v1::WorkerExited> again = Exits(supervisor->Resend());
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_NE(again[0].error().find("spec.workload"), std::string::npos);
+  // Acknowledged: nothing more to send or list.
+  v1::Acks acks;
+  for (int rank : {0, 1}) {
+    v1::ExitAck* ack = acks.add_exits();
+    *ack->mutable_key() = bad.key();
+    ack->set_rank(rank);
+  }
+  supervisor->HandleAcks(acks);
+  EXPECT_TRUE(supervisor->Running().empty());
+  EXPECT_TRUE(Exits(supervisor->Resend()).empty());
+}
+
 TEST_F(SupervisorTest, FailedLaunchIsReportedWithItsError) {
   auto supervisor = Make();
   processes_.fail_launch = true;

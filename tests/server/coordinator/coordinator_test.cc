@@ -659,6 +659,36 @@ TEST_F(CoordinatorTest, LeavingNodeLosesItsAttemptAtOnceAndTakesNothingNew) {
   EXPECT_EQ(b2.Assignments(v1::Assignment::PHASE_RESERVE).size(), 1u);
 }
 
+TEST_F(CoordinatorTest, ALiveNodeKeepsItsNameUntilItsStreamEndsOrGoesSilent) {
+  FakeAgent live, impostor;
+  const int64_t session = Register("c", &live);
+  v1::Register request;
+  request.set_name("c");
+  request.set_slots(1);
+  absl::StatusOr<int64_t> refused = coordinator_->Connect(request, &impostor);
+  EXPECT_TRUE(absl::IsAlreadyExists(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("node c is connected and was heard 0.0 s ago"));
+  // Silent past the node timeout (60 s here): its name goes to the next.
+  clock_.now_ms += 60'000;
+  EXPECT_TRUE(coordinator_->Connect(request, &impostor).ok());
+  coordinator_->Disconnect(session);  // the replaced stream ends later
+  // A stream that ended is replaced at once.
+  FakeAgent d1, d2;
+  const int64_t d = Register("d", &d1);
+  coordinator_->Disconnect(d);
+  EXPECT_TRUE(coordinator_
+                  ->Connect(
+                      [] {
+                        v1::Register r;
+                        r.set_name("d");
+                        r.set_slots(1);
+                        return r;
+                      }(),
+                      &d2)
+                  .ok());
+}
+
 TEST_F(CoordinatorTest, ReRegisteredAgentListingTheAttemptKeepsItRunning) {
   const v1::AttemptKey key = StartTwoNodeRun();
   coordinator_->Disconnect(session_b_);
