@@ -71,11 +71,11 @@ std::string FormatLogLine(LogLevel level, absl::Time time,
   if (!context.empty()) absl::StrAppend(&line, context, " ");
   // One record, one line: a newline or an ESC from elsewhere (an agent's
   // text, a worker's error) cannot forge a line or reach the terminal.
-  absl::StrAppend(&line,
-                  EscapeControlCharacters(
-                      std::string_view(message.data(), message.size()),
-                      /*keep_line_breaks=*/false),
-                  "\n");
+  absl::StrAppend(
+      &line,
+      EscapeControlCharacters(std::string_view(message.data(), message.size()),
+                              /*keep_line_breaks=*/false),
+      "\n");
   return line;
 }
 
