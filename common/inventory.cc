@@ -6,14 +6,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/printable.h"
 #include "common/status_macros.h"
 
 namespace hpcai500 {
 namespace {
-
-bool IsControl(char c) {
-  return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-}
 
 // `text` cut to kMaxInventoryTextBytes without splitting a UTF-8 character,
 // control characters made spaces.
@@ -26,7 +23,7 @@ std::string FitText(std::string text) {
     }
     text.resize(end);
   }
-  std::replace_if(text.begin(), text.end(), IsControl, ' ');
+  std::replace_if(text.begin(), text.end(), IsControlCharacter, ' ');
   return text;
 }
 
@@ -36,7 +33,7 @@ absl::Status CheckText(absl::string_view what, absl::string_view text) {
         absl::StrCat("inventory: ", what, " is ", text.size(),
                      " bytes; at most ", kMaxInventoryTextBytes));
   }
-  if (std::any_of(text.begin(), text.end(), IsControl)) {
+  if (std::any_of(text.begin(), text.end(), IsControlCharacter)) {
     return absl::InvalidArgumentError(
         absl::StrCat("inventory: ", what, " holds a control character"));
   }

@@ -60,6 +60,20 @@ class SecondCoordinator : public ::testing::Test {
     EXPECT_EQ(twice, 0);
   }
 
+  // A second hpcai500d on `link`, another path to the live database, exits
+  // saying so, and the first keeps serving.
+  void ExpectRefusedOnAnotherPath(const std::string& link,
+                                  const std::string& what) {
+    CommandResult second = RunSecond(FreePort(), link);
+    EXPECT_NE(second.exit_code, 0);
+    EXPECT_NE(
+        second.err.find("is in use by another hpcai500d, which opened the "
+                        "same file under another path"),
+        std::string::npos)
+        << second.err;
+    ExpectFirstStillServesARun("second hpcai500d on " + what, second);
+  }
+
   FaultCluster cluster_;
 };
 
@@ -79,14 +93,7 @@ TEST_F(SecondCoordinator, OnASymlinkToTheDatabaseExits) {
   ASSERT_TRUE(cluster_.StartCoordinator());
   const std::string link = cluster_.dir() + "/symlinked.db";
   std::filesystem::create_symlink(cluster_.db_path(), link);
-  CommandResult second = RunSecond(FreePort(), link);
-  EXPECT_NE(second.exit_code, 0);
-  EXPECT_NE(second.err.find("is in use by another hpcai500d, which opened the "
-                            "same file under another path"),
-            std::string::npos)
-      << second.err;
-  ExpectFirstStillServesARun("second hpcai500d on a symlink to the database",
-                             second);
+  ExpectRefusedOnAnotherPath(link, "a symlink to the database");
 }
 
 TEST_F(SecondCoordinator, OnAHardLinkToTheDatabaseExits) {
@@ -95,14 +102,7 @@ TEST_F(SecondCoordinator, OnAHardLinkToTheDatabaseExits) {
   std::filesystem::create_directories(other);
   const std::string link = (other / "hardlinked.db").string();
   std::filesystem::create_hard_link(cluster_.db_path(), link);
-  CommandResult second = RunSecond(FreePort(), link);
-  EXPECT_NE(second.exit_code, 0);
-  EXPECT_NE(second.err.find("is in use by another hpcai500d, which opened the "
-                            "same file under another path"),
-            std::string::npos)
-      << second.err;
-  ExpectFirstStillServesARun("second hpcai500d on a hard link to the database",
-                             second);
+  ExpectRefusedOnAnotherPath(link, "a hard link to the database");
 }
 
 TEST_F(SecondCoordinator, OnTheSamePortExits) {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "boost/asio/connect.hpp"
@@ -23,12 +24,8 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 
-// Sends one request on a fresh loopback connection and reads the answer.
-HttpResponse Fetch(int port, HttpRequest request) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"),
-                               static_cast<unsigned short>(port)));
+// Sends one request on `socket`, connected, and reads the answer.
+HttpResponse FetchOn(tcp::socket& socket, HttpRequest request) {
   request.set(http::field::host, "127.0.0.1");
   request.prepare_payload();
   http::write(socket, request);
@@ -38,6 +35,15 @@ HttpResponse Fetch(int port, HttpRequest request) {
   parser.skip(request.method() == http::verb::head);
   http::read(socket, buffer, parser);
   return parser.release();
+}
+
+// Sends one request on a fresh loopback connection and reads the answer.
+HttpResponse Fetch(int port, HttpRequest request) {
+  asio::io_context io;
+  tcp::socket socket(io);
+  socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"),
+                               static_cast<unsigned short>(port)));
+  return FetchOn(socket, std::move(request));
 }
 
 TEST(HttpServer, ServesARunOverALoopbackSocket) {
@@ -180,13 +186,9 @@ TEST(HttpServer, ConnectionOverTheLimitIsAnswered503AndClosed) {
   EXPECT_EQ(server.open_connections(), 2);  // the refused one never counted
 
   // The held connections are still served.
-  HttpRequest request(http::verb::get, "/metrics", 11);
-  request.set(http::field::host, "127.0.0.1");
-  http::write(first, request);
-  beast::flat_buffer buffer;
-  HttpResponse served;
-  http::read(first, buffer, served);
-  EXPECT_EQ(served.result(), http::status::ok);
+  EXPECT_EQ(
+      FetchOn(first, HttpRequest(http::verb::get, "/metrics", 11)).result(),
+      http::status::ok);
 
   // A freed slot takes a new connection.
   second.close();
@@ -221,13 +223,9 @@ TEST(HttpServer, OneClientsIdleConnectionsDoNotLockOthersOut) {
   other.open(tcp::v4());
   other.bind(tcp::endpoint(asio::ip::make_address("127.0.0.2"), 0));
   other.connect(endpoint);
-  HttpRequest request(http::verb::get, "/metrics", 11);
-  request.set(http::field::host, "127.0.0.1");
-  http::write(other, request);
-  beast::flat_buffer buffer;
-  HttpResponse served;
-  http::read(other, buffer, served);
-  EXPECT_EQ(served.result(), http::status::ok);
+  EXPECT_EQ(
+      FetchOn(other, HttpRequest(http::verb::get, "/metrics", 11)).result(),
+      http::status::ok);
   // When the flooding client lets go, it is served again.
   idle.pop_back();
   ASSERT_TRUE(Eventually([&] { return server.open_connections() <= 3; }));
