@@ -362,7 +362,7 @@ absl::StatusOr<v1::Run> Coordinator::InvalidateRun(int64_t run_id,
 
 absl::StatusOr<v1::Baseline> Coordinator::PromoteBaseline(
     int64_t run_id, const std::string& by) {
-  ASSIGN_OR_RETURN(v1::Run run, RunNow(run_id));
+  ASSIGN_OR_RETURN(v1::Run run, CurrentRun(*this, *store_, run_id));
   if (run.state() != v1::RUN_STATE_SUCCEEDED || !run.has_score()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", run_id, " is ", RunStateName(run.state()),
@@ -423,11 +423,6 @@ void Coordinator::ReplaceWithLive(
     auto it = runs_.find(run.id());
     if (it != runs_.end()) run = it->second.run;
   }
-}
-
-absl::StatusOr<v1::Run> Coordinator::RunNow(int64_t run_id) {
-  if (std::optional<v1::Run> live = LiveRun(run_id)) return *std::move(live);
-  return store_->GetRun(run_id);
 }
 
 absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {

@@ -191,9 +191,6 @@ class Coordinator final : public LiveRuns {
   absl::StatusOr<PreparedSpec> PrepareSpecLocked(std::string yaml)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // The run held in memory, else as stored. NotFound.
-  absl::StatusOr<v1::Run> RunNow(int64_t run_id);
-
   // DrainNode and ResumeNode: marks the node (NotFound when unknown),
   // stores it and schedules.
   absl::StatusOr<v1::Node> SetDraining(const std::string& name, bool draining,

@@ -21,12 +21,17 @@ RunReads::RunReads(Store* store, const Registry* registry, LiveRuns* live,
       live_(live),
       may_read_(std::move(may_read)) {}
 
-absl::StatusOr<v1::Run> RunReads::GetRun(int64_t run_id) {
-  if (std::optional<v1::Run> live = live_->LiveRun(run_id)) {
-    return *std::move(live);
+absl::StatusOr<v1::Run> CurrentRun(LiveRuns& live, Store& store,
+                                   int64_t run_id) {
+  if (std::optional<v1::Run> held = live.LiveRun(run_id)) {
+    return *std::move(held);
   }
   // Not in memory: ended before it was watched, stored as it ended.
-  return store_->GetRun(run_id);
+  return store.GetRun(run_id);
+}
+
+absl::StatusOr<v1::Run> RunReads::GetRun(int64_t run_id) {
+  return CurrentRun(*live_, *store_, run_id);
 }
 
 absl::StatusOr<v1::ListRunsResponse> RunReads::ListRuns(

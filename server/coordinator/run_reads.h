@@ -71,6 +71,11 @@ class RunReads final : public CoordinatorView {
   const ReadRule may_read_;
 };
 
+// Run `run_id` as `live` holds it in memory (newer than its stored row),
+// else as `store` has it. NotFound.
+absl::StatusOr<v1::Run> CurrentRun(LiveRuns& live, Store& store,
+                                   int64_t run_id);
+
 // The stored lines of attempt `attempt` of run `run_id` (only rank `rank`'s
 // when set) that parse, in the store's order; rows refused at intake are
 // left out.
