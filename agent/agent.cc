@@ -369,6 +369,7 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
     }
     if (closed || session_over()) break;
     send_all(supervisor_.Poll());
+    if (registered) send_all(supervisor_.ResendOverdue());
     if (clock_->NowMs() >= next_heartbeat) {
       v1::AgentMessage beat;
       beat.mutable_heartbeat()->set_time_ms(clock_->NowMs());

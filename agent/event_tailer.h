@@ -73,6 +73,9 @@ class EventTailer {
   std::vector<v1::Event> Unacked() const;
   bool all_acked() const { return unacked_.empty(); }
   int64_t acked_seq() const { return acked_seq_; }
+  // The highest seq read (an error row's included): once the worker ended
+  // and the file was read to its end, the last event it wrote.
+  int64_t last_seq() const { return last_seq_; }
 
   // The status of the run_stop line ("success", "aborted") once one was read.
   const std::optional<std::string>& run_stop_status() const {

@@ -424,6 +424,11 @@ Supervisor::Rank* Supervisor::FindRank(const v1::AttemptKey& key, int rank) {
 }
 
 void Supervisor::HandleAcks(const v1::Acks& acks) {
+  if (acks.acks_size() > 0 || acks.exits_size() > 0) {
+    // Progress: the coordinator stores again; the wait starts over.
+    if (unacked_since_ms_ != 0) unacked_since_ms_ = clock_->NowMs();
+    resend_after_ms_ = kFirstResendMs;
+  }
   for (const v1::Ack& ack : acks.acks()) {
     if (Rank* rank = FindRank(ack.key(), ack.rank())) {
       rank->tailer->Ack(ack.seq());
@@ -552,6 +557,7 @@ v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {
   report.set_exit_code(rank.exit->status.exit_code);
   report.set_signal(rank.exit->status.signal);
   report.set_error(rank.exit->error);
+  report.set_last_seq(rank.tailer->last_seq());
   if (!cancelled.empty() && rank.exit->error == cancelled) {
     report.set_cancelled(rank.exit->error);
   }
@@ -641,7 +647,8 @@ void Supervisor::MarkDoneWhenDelivered(Attempt& attempt, Rank& rank) {
   }
 }
 
-std::vector<v1::AgentMessage> Supervisor::Resend() const {
+std::vector<v1::AgentMessage> Supervisor::Resend() {
+  resent_ms_ = clock_->NowMs();
   std::vector<v1::Event> events;
   std::vector<v1::AgentMessage> exits;
   for (const auto& [key, attempt] : attempts_) {
@@ -661,6 +668,32 @@ std::vector<v1::AgentMessage> Supervisor::Resend() const {
   std::vector<v1::AgentMessage> out = BatchEvents(std::move(events));
   std::move(exits.begin(), exits.end(), std::back_inserter(out));
   return out;
+}
+
+std::vector<v1::AgentMessage> Supervisor::ResendOverdue() {
+  bool waiting = false;
+  for (const auto& [key, attempt] : attempts_) {
+    for (const Rank& rank : attempt.ranks) {
+      waiting = waiting || !rank.tailer->all_acked() ||
+                (rank.report && !rank.exit_acked);
+    }
+  }
+  const int64_t now = clock_->NowMs();
+  if (!waiting) {
+    unacked_since_ms_ = 0;
+    resend_after_ms_ = kFirstResendMs;
+    return {};
+  }
+  if (unacked_since_ms_ == 0) unacked_since_ms_ = now;
+  if (now - std::max(unacked_since_ms_, resent_ms_) < resend_after_ms_) {
+    return {};
+  }
+  LogWarning(
+      absl::StrCat("no acknowledgement from the coordinator for ",
+                   (now - std::max(unacked_since_ms_, resent_ms_)) / 1000,
+                   " s: sending what it has not acknowledged again"));
+  resend_after_ms_ = std::min(resend_after_ms_ * 2, kMaxResendMs);
+  return Resend();
 }
 
 std::vector<v1::RunningAttempt> Supervisor::Running() const {

@@ -111,8 +111,17 @@ class Supervisor {
 
   // After a (re)connection: every unacknowledged event, then the
   // WorkerExited of each reported rank whose exit is not acknowledged, and
-  // of each refused rank whose refusal is not.
-  std::vector<v1::AgentMessage> Resend() const;
+  // of each refused rank whose refusal is not. ResendOverdue counts its
+  // wait from then.
+  std::vector<v1::AgentMessage> Resend();
+
+  // On a live stream: what Resend() gives, when something sent waited
+  // kFirstResendMs for an acknowledgement and none came (the coordinator
+  // could not store it: a full disk), then again after twice as long, up to
+  // kMaxResendMs; empty otherwise. Any acknowledgement restarts the wait.
+  std::vector<v1::AgentMessage> ResendOverdue();
+  static constexpr int64_t kFirstResendMs = 5'000;
+  static constexpr int64_t kMaxResendMs = 60'000;
 
   // The attempts with ranks not done (for Register): `ranks` are those whose
   // worker still runs, `exited_ranks` those that ended and whose exit the
@@ -210,6 +219,11 @@ class Supervisor {
   // Resend(), so a refusal survives a broken stream.
   std::map<std::tuple<int64_t, int32_t, int32_t>, v1::WorkerExited> refused_;
   std::map<Key, PortReservation> reservations_;
+  // ResendOverdue's clock: since when something sent waits for an
+  // acknowledgement (0: nothing does), the last resend, the next wait.
+  int64_t unacked_since_ms_ = 0;
+  int64_t resent_ms_ = 0;
+  int64_t resend_after_ms_ = kFirstResendMs;
 };
 
 }  // namespace hpcai500::agent

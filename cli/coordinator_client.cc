@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "cli/exit_codes.h"
 
 namespace hpcai500 {
@@ -45,12 +46,23 @@ CoordinatorClient::WatchRun(int64_t run_id,
 int CoordinatorClient::ReportError(absl::string_view what,
                                    const grpc::Status& status) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    const std::string& message = status.error_message();
+    // hpcai500d's store errors name the database (nothing was stored); the
+    // rest are the connection's.
+    if (absl::StartsWith(message, "database ")) {
+      err_ << "hpcai500: " << what << ": the coordinator at "
+           << options_.coordinator << " cannot store now: " << message
+           << " (retry later)\n";
+      return kExitUnavailable;
+    }
     err_ << "hpcai500: " << what << ": cannot reach the coordinator at "
-         << options_.coordinator << ": " << status.error_message() << "\n";
-  } else {
-    err_ << "hpcai500: " << what << ": coordinator " << options_.coordinator
-         << " answered: " << status.error_message() << "\n";
+         << options_.coordinator << ": " << message << "\n";
+    // A TLS handshake that failed fails again: no retry helps.
+    return absl::StrContains(message, "andshake") ? kExitFailed
+                                                  : kExitUnavailable;
   }
+  err_ << "hpcai500: " << what << ": coordinator " << options_.coordinator
+       << " answered: " << status.error_message() << "\n";
   return kExitFailed;
 }
 

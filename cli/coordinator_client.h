@@ -58,7 +58,8 @@ class CoordinatorClient {
   grpc::Status LeaderboardPaged(const v1::LeaderboardRequest& request,
                                 v1::LeaderboardResponse* board) const;
   // Prints one line to err naming `what` and the coordinator (unreachable,
-  // or what it answered); returns kExitFailed.
+  // or what it answered); returns kExitUnavailable when it could not be
+  // reached or could not store (a retry may succeed), kExitFailed otherwise.
   int ReportError(absl::string_view what, const grpc::Status& status) const;
 
  private:

@@ -50,10 +50,10 @@ WORKDIR /var/lib/hpcai500
 VOLUME /var/lib/hpcai500
 # gRPC (CLI, agents) and HTTP (pages, JSON API, /metrics, /healthz).
 EXPOSE 7500 7580
-# /healthz answers without a token; -k and the https try: with --tls-cert
+# /livez answers without a token; -k and the https try: with --tls-cert
 # the HTTP port speaks only HTTPS.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD curl -fsS http://127.0.0.1:7580/healthz || curl -fsSk https://127.0.0.1:7580/healthz
+  CMD curl -fsS http://127.0.0.1:7580/livez || curl -fsSk https://127.0.0.1:7580/livez
 ENTRYPOINT ["hpcai500d"]
 CMD ["--grpc", "0.0.0.0:7500", "--http", "0.0.0.0:7580", \
      "--db", "/var/lib/hpcai500/hpcai500.db", \

@@ -444,6 +444,9 @@ std::string Coordinator::MetricsText() {
   snapshot.nodes_connected = nodes_.connected();
   snapshot.nodes_known = static_cast<int64_t>(nodes_.nodes().size());
   snapshot.events_ingested = intake_.ingested();
+  const StoreHealth health = store_->Health();
+  snapshot.store_failing = health.failing;
+  snapshot.store_write_errors = health.write_errors;
   snapshot.ingest_lag = intake_.lag();
   snapshot.scheduler_pass = scheduler_pass_.Read();
   return PrometheusText(snapshot);
@@ -549,6 +552,7 @@ void Coordinator::MaybeFinishLocked(RunRecord& record, bool force) {
   const int world = record.world_size();
   if (static_cast<int>(record.exits.size()) < world) return;
   if (!force && record.tracker.stopped_ranks() < world) return;
+  if (!EventsStoredLocked(record)) return;
   const ConfigInfo* config =
       registry_->FindConfig(spec.workload(), spec.config());
   const WorkloadInfo* workload = registry_->FindWorkload(spec.workload());
@@ -581,6 +585,13 @@ void Coordinator::MaybeFinishLocked(RunRecord& record, bool force) {
     return;
   }
   absl::Status saved = store_->SaveResult(record.run.id(), *score);
+  if (absl::IsUnavailable(saved)) {
+    // The store is failing for now: scored again on a later tick.
+    LogError(absl::StrCat("run ", record.run.id(),
+                          ": storing the result: ", saved.message()));
+    if (record.all_exited_ms == 0) record.all_exited_ms = clock_->NowMs();
+    return;
+  }
   if (!saved.ok()) {
     EndRunLocked(record, v1::RUN_STATE_FAILED,
                  absl::StrCat("storing the result: ", saved.message()),
@@ -597,10 +608,59 @@ void Coordinator::PersistLocked(RunRecord& record) {
     status =
         store_->SaveAttempt(record.run.id(), *record.run.attempts().rbegin());
   }
-  if (!status.ok()) {
-    LogError(absl::StrCat("run ", record.run.id(),
-                          ": storing its state: ", status.ToString()));
+  // Logged once a spell: Tick tries again every second.
+  if (!status.ok() && !record.unsaved) {
+    LogError(absl::StrCat("run ", record.run.id(), ": storing its state: ",
+                          status.ToString(), " (tried again every tick)"));
+  } else if (status.ok() && record.unsaved) {
+    LogInfo(absl::StrCat("run ", record.run.id(), ": its state is stored"));
   }
+  record.unsaved = !status.ok();
+}
+
+bool Coordinator::EventsStoredLocked(RunRecord& record) {
+  const int64_t run_id = record.run.id();
+  const int32_t attempt = record.key().attempt();
+  std::vector<std::string> missing;
+  for (const auto& [rank, exit] : record.exits) {
+    absl::StatusOr<Store::SeqRange> stored =
+        store_->StoredSeqs(run_id, attempt, rank);
+    if (!stored.ok()) {
+      missing.push_back(
+          absl::StrCat("rank ", rank, " (", stored.status().message(), ")"));
+      continue;
+    }
+    const int64_t wrote = std::max(exit.last_seq(), stored->highest);
+    if (stored->contiguous < wrote) {
+      missing.push_back(absl::StrFormat("rank %d: seq %d..%d", rank,
+                                        stored->contiguous + 1, wrote));
+    }
+  }
+  if (!missing.empty()) {
+    if (!record.waiting_for_events) {
+      record.waiting_for_events = true;
+      const std::string line = absl::StrCat(
+          "not scored yet: events not stored (", absl::StrJoin(missing, "; "),
+          "); their agents send them again");
+      LogWarning(absl::StrCat("run ", run_id, " ", line));
+      record.Changed(line);
+    }
+    if (record.all_exited_ms == 0) record.all_exited_ms = clock_->NowMs();
+    return false;
+  }
+  if (record.events_unstored) {
+    absl::StatusOr<std::vector<EventLine>> stored =
+        StoredEventLines(*store_, run_id, attempt);
+    if (!stored.ok()) return false;  // tried again on a later tick
+    record.tracker.Reset();
+    for (EventLine& event : *stored) record.tracker.Add(std::move(event));
+    record.events_unstored = false;
+  }
+  if (record.waiting_for_events) {
+    record.waiting_for_events = false;
+    record.Changed("every event stored; scoring");
+  }
+  return true;
 }
 
 RunRecord* Coordinator::CurrentAttemptLocked(const v1::AttemptKey& key) {

@@ -232,9 +232,16 @@ class Coordinator final : public LiveRuns {
   void NoteResumeLocked(RunRecord& record, const EventLine& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Scores and ends the run once every rank exited 0 and sent run_stop (or
-  // `force`, after the grace period).
+  // `force`, after the grace period), and every event the ranks wrote is
+  // stored: no verdict on part of a run while the store is failing.
   void MaybeFinishLocked(RunRecord& record, bool force)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether every exited rank's events, up to the last seq it wrote, are
+  // stored without a gap; when they are and some were stored late
+  // (events_unstored), reloads the tracker from the store in seq order.
+  bool EventsStoredLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Saves the run's state and its current attempt; on failure marks it
+  // unsaved for Tick to save again.
   void PersistLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendLocked(const std::string& node, const v1::CoordinatorMessage& m)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -191,6 +191,7 @@ void Coordinator::Tick() {
     }
   }
   for (auto& [run_id, record] : runs_) {
+    if (record.unsaved) PersistLocked(record);
     if (record.run.state() == v1::RUN_STATE_RUNNING &&
         record.all_exited_ms != 0 &&
         now - record.all_exited_ms >= options_.exit_grace_ms) {
@@ -268,6 +269,7 @@ void Coordinator::HandleEventsLocked(NodeState& node,
           }};
   IntakeResult taken =
       intake_.Take(node.info.name(), node.leaving, events, runs);
+  for (RunRecord* record : taken.unstored) record->events_unstored = true;
   std::set<int64_t> changed_runs;
   for (auto& [record, line] : taken.fresh) {
     if (line.key == event_keys::kResume && line.rank == 0) {

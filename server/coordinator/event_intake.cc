@@ -107,13 +107,24 @@ IntakeResult EventIntake::Take(const std::string& node, bool leaving,
   absl::StatusOr<std::vector<EventDisposition>> dispositions =
       store_->InsertEvents(rows);
   if (!dispositions.ok()) {
-    // Nothing stored: no ack, the agent sends the batch again.
+    // Nothing stored: no ack, the agent sends the batch again (after a
+    // while without acks, not only on a reconnect).
     LogError(absl::StrFormat("storing %d events from node %s: %s", rows.size(),
                              node, dispositions.status().ToString()));
+    for (const Incoming& in : incoming) {
+      if (in.record != nullptr) result.unstored.push_back(in.record);
+    }
     return result;
   }
   for (size_t i = 0; i < incoming.size(); ++i) {
     Incoming& in = incoming[i];
+    if ((*dispositions)[i] == EventDisposition::kStale &&
+        in.record != nullptr) {
+      // Current here, not yet in the store (saving the attempt failed: a
+      // full disk): not stored, so not acknowledged; sent again later.
+      result.unstored.push_back(in.record);
+      continue;
+    }
     acks.Note(in.key, in.row.rank, in.row.seq);
     if ((*dispositions)[i] != EventDisposition::kStored) continue;
     ++ingested_;

@@ -65,6 +65,11 @@ struct IntakeResult {
   // The Acks to send the agent (none when it owes nothing); empty too when
   // storing failed: then nothing was stored and nothing is acknowledged.
   v1::CoordinatorMessage reply;
+  // The records of current attempts some of whose lines were not stored:
+  // storing failed, or the store does not hold the attempt as current yet
+  // (saving it failed). Those lines are not acknowledged; the agent sends
+  // them again, maybe after later ones.
+  std::vector<RunRecord*> unstored;
 };
 
 class EventIntake {

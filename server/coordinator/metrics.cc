@@ -38,7 +38,17 @@ std::string PrometheusText(const MetricsSnapshot& snapshot) {
       "\n# HELP hpcai500_events_ingested_total Event lines stored.\n"
       "# TYPE hpcai500_events_ingested_total counter\n"
       "hpcai500_events_ingested_total ",
-      snapshot.events_ingested, "\n");
+      snapshot.events_ingested,
+      "\n# HELP hpcai500_store_failing 1 while writes to the database fail "
+      "(a full disk, an I/O error); events wait at the agents.\n"
+      "# TYPE hpcai500_store_failing gauge\n"
+      "hpcai500_store_failing ",
+      snapshot.store_failing ? 1 : 0,
+      "\n# HELP hpcai500_store_write_errors_total Writes to the database "
+      "that failed and are retried.\n"
+      "# TYPE hpcai500_store_write_errors_total counter\n"
+      "hpcai500_store_write_errors_total ",
+      snapshot.store_write_errors, "\n");
   absl::StrAppend(&text,
                   "# HELP hpcai500_ingest_lag_seconds From an event's time "
                   "(the worker's clock) to its storing.\n"

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/scoring.h"
 #include "common/status_macros.h"
 #include "server/coordinator/requests.h"
@@ -141,6 +142,17 @@ absl::StatusOr<v1::ListNodesResponse> RunReads::ListNodes() {
 }
 
 std::string RunReads::MetricsText() { return live_->MetricsText(); }
+
+absl::Status RunReads::Health() {
+  const StoreHealth health = store_->Health();
+  if (!health.failing) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "store failing since ",
+      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ",
+                       absl::FromUnixMillis(health.failing_since_ms),
+                       absl::UTCTimeZone()),
+      ": ", health.last_error));
+}
 
 absl::Status RunReads::AuthorizeRead(absl::string_view bearer) {
   return may_read_ ? may_read_(bearer) : absl::OkStatus();

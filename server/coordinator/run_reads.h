@@ -62,6 +62,8 @@ class RunReads final : public CoordinatorView {
   absl::StatusOr<std::string> RankLogText(int64_t run_id, int32_t attempt,
                                           int32_t rank, RankLog log) override;
   std::string MetricsText() override;
+  // Unavailable while the store's writes fail, since when and why.
+  absl::Status Health() override;
   absl::Status AuthorizeRead(absl::string_view bearer) override;
 
  private:

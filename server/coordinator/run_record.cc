@@ -118,6 +118,8 @@ v1::Attempt& RunRecord::BeginAttempt(const std::vector<std::string>& gang,
   exits.clear();
   all_exited_ms = 0;
   tracker.Reset();
+  events_unstored = false;
+  waiting_for_events = false;
   carried_epochs.clear();
   run.clear_epochs();
   run.clear_reason();
@@ -165,6 +167,8 @@ void RunRecord::Requeue(const std::string& why, int64_t now_ms) {
   exits.clear();
   all_exited_ms = 0;
   tracker.Reset();
+  events_unstored = false;
+  waiting_for_events = false;
 }
 
 void RunRecord::RefreshEpochs(const std::string& metric, bool flush) {

@@ -96,6 +96,15 @@ struct RunRecord {
   std::map<int32_t, v1::WorkerExited> exits;  // by rank
   int64_t all_exited_ms = 0;
   RunTracker tracker;  // the current attempt's events
+  // Storing some of the current attempt's events failed: the tracker may
+  // lack them or get them out of order, so scoring waits until they are all
+  // stored and then reads them back from the store.
+  bool events_unstored = false;
+  // Storing the run's state failed; Coordinator::Tick saves it again.
+  bool unsaved = false;
+  // The run waits to be scored until events named below are stored; said
+  // once in its log.
+  bool waiting_for_events = false;
   // A resumed attempt: the epochs it keeps from earlier attempts.
   std::vector<v1::EpochSummary> carried_epochs;
   std::vector<std::string> log;

@@ -62,6 +62,11 @@ class CoordinatorView {
   // gauges and counters.
   virtual std::string MetricsText() = 0;
 
+  // OK while the coordinator can do its work; Unavailable naming what fails
+  // (the store's writes) otherwise. Answers at once, taking no lock a
+  // request holds: probes call it every few seconds.
+  virtual absl::Status Health() { return absl::OkStatus(); }
+
   // Whether a request showing `bearer` (the token of an "Authorization:
   // Bearer" header, or of the hpcai500_token cookie; "" for none) may read.
   // Unauthenticated or PermissionDenied, with the reason, when not. Every

@@ -414,10 +414,16 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
     response = TextError(http::status::method_not_allowed, request.version(),
                          "method not allowed: use GET or HEAD");
     response.set(http::field::allow, "GET, HEAD");
-  } else if (absl::string_view(request.target().data(),
-                               request.target().size()) == kHealthPath) {
-    response = MakeResponse(http::status::ok, request.version(),
-                            "text/plain; charset=utf-8", "ok\n");
+  } else if (const absl::string_view target(request.target().data(),
+                                            request.target().size());
+             target == kLivePath || target == kHealthPath) {
+    const absl::Status health =
+        target == kHealthPath ? view_->Health() : absl::OkStatus();
+    response = MakeResponse(
+        health.ok() ? http::status::ok : http::status::service_unavailable,
+        request.version(), "text/plain; charset=utf-8",
+        health.ok() ? std::string("ok\n")
+                    : absl::StrCat(health.message(), "\n"));
     response.set(http::field::cache_control, "no-store");
   } else if (absl::Status allowed = view_->AuthorizeRead(RequestToken(request));
              !allowed.ok()) {
@@ -436,8 +442,9 @@ HttpResponse HttpRouter::Handle(const HttpRequest& request) const {
   absl::string_view target(request.target().data(), request.target().size());
   const absl::string_view path = target.substr(0, target.find('?'));
   // Probes come every few seconds: apart, or they would be most of "page".
-  const std::string route =
-      path == kHealthPath ? std::string(kHealthPath) : RouteLabel(path);
+  const std::string route = path == kHealthPath || path == kLivePath
+                                ? std::string(path)
+                                : RouteLabel(path);
   request_metrics_.Observe(
       route, MethodLabel(request.method()),
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -36,10 +36,14 @@ absl::StatusOr<std::string> PercentDecode(absl::string_view text,
 // ("application/octet-stream" when unknown).
 absl::string_view ContentTypeForPath(absl::string_view path);
 
-// The path orchestrators probe (Kubernetes liveness and readiness probes, a
-// container's HEALTHCHECK): GET or HEAD of exactly this target is answered
-// 200 "ok" without a token, since it tells nothing but that hpcai500d is up
-// and its HTTP side answers (the store is opened before it starts).
+// The paths orchestrators probe, answered without a token to GET or HEAD of
+// exactly the target. kLivePath (a liveness probe, a container's
+// HEALTHCHECK): 200 "ok" while hpcai500d is up and its HTTP side answers
+// (the store is opened before it starts). kHealthPath (a readiness probe,
+// a load balancer, an alert): the same, but 503 naming the failure while
+// CoordinatorView::Health says the coordinator cannot do its work (the
+// store's writes fail): restarting would not help, waiting for space does.
+inline constexpr absl::string_view kLivePath = "/livez";
 inline constexpr absl::string_view kHealthPath = "/healthz";
 
 class HttpRouter {

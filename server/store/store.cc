@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "server/store/internal/sqlite_read_pool.h"
 #include "server/store/internal/store_queries.h"
@@ -206,9 +208,61 @@ absl::Status Store::Error(const std::string& what) const
   return Error(db_, what);
 }
 
+namespace {
+
+// Whether SQLite's (extended) `code` says the file cannot be written now,
+// for a reason that passes: space, I/O, a lock, memory. A bad statement, a
+// constraint or a corrupt file does not pass by retrying.
+bool IsTransient(int code) {
+  switch (code & 0xff) {
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_NOMEM:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 absl::Status Store::Error(sqlite3* db, const std::string& what) const {
-  return absl::InternalError(
-      absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db)));
+  const int code = sqlite3_extended_errcode(db);
+  const std::string message =
+      absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db));
+  if (!IsTransient(code)) return absl::InternalError(message);
+  absl::Status error = absl::UnavailableError(message);
+  NoteWrite(code, error);
+  return error;
+}
+
+void Store::NoteWrite(int code, const absl::Status& error) const {
+  absl::MutexLock lock(&health_mu_);
+  if (code == SQLITE_OK) {
+    health_.failing = false;
+    health_.failing_since_ms = 0;
+    health_.last_error.clear();
+    return;
+  }
+  ++health_.write_errors;
+  if (health_.failing) return;
+  health_.failing = true;
+  health_.failing_since_ms = absl::ToUnixMillis(absl::Now());
+  health_.last_error = std::string(error.message());
+}
+
+StoreHealth Store::Health() const {
+  absl::MutexLock lock(&health_mu_);
+  return health_;
+}
+
+absl::Status Store::LimitPagesForTesting(int64_t pages) {
+  absl::MutexLock lock(&mu_);
+  return Exec(absl::StrCat("PRAGMA max_page_count = ", pages));
 }
 
 absl::Status Store::ReadSnapshot(
@@ -232,8 +286,12 @@ absl::Status Store::Exec(const std::string& sql) {
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
     std::string text = message != nullptr ? message : "unknown error";
     sqlite3_free(message);
-    return absl::FailedPreconditionError(
-        absl::StrCat("database ", path_, ": ", text));
+    const int code = sqlite3_extended_errcode(db_);
+    const std::string error = absl::StrCat("database ", path_, ": ", text);
+    if (!IsTransient(code)) return absl::FailedPreconditionError(error);
+    absl::Status unavailable = absl::UnavailableError(error);
+    NoteWrite(code, unavailable);
+    return unavailable;
   }
   return absl::OkStatus();
 }

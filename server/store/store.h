@@ -9,6 +9,12 @@
 // fails to open it. Durable: every commit is synchronous=FULL, so what a call
 // reports stored survives a power loss once it returns.
 //
+// A write that fails because the file cannot be written now (a full disk,
+// an I/O error, a lock held elsewhere: SQLite's FULL, IOERR, BUSY, LOCKED,
+// NOMEM, CANTOPEN, READONLY) answers Unavailable, so callers retry it and
+// clients see a retryable error rather than a refusal; Health() says the
+// store is failing from that write until a write commits again.
+//
 // Thread-safe: writes (and the few reads the coordinator needs in step with
 // them) go through one connection, serialised by mu_. The reads clients
 // make (GetRun, ListRuns, Leaderboard, LoadEvents, ReadExits) go through a
@@ -87,6 +93,14 @@ struct TokenRecord {
   int64_t revoked_ms = 0;  // 0: in force
 };
 
+// Whether the store's writes are failing now, and since when.
+struct StoreHealth {
+  bool failing = false;
+  int64_t failing_since_ms = 0;  // wall clock, Unix ms; 0 when not failing
+  std::string last_error;        // of the first failed write of this spell
+  int64_t write_errors = 0;      // every Unavailable error since Open
+};
+
 class Store {
  public:
   // Who opens the file: the one coordinator (Open takes the owner lock and
@@ -107,6 +121,13 @@ class Store {
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
+
+  // Whether writes are failing now (see the top). Never waits for a write.
+  StoreHealth Health() const;
+
+  // Tests: caps the file at `pages` pages (SQLite's max_page_count), so a
+  // write that would grow it fails as on a full disk; a large cap lifts it.
+  absl::Status LimitPagesForTesting(int64_t pages);
 
   // PRAGMA user_version of the open file.
   absl::StatusOr<int> UserVersion();
@@ -188,6 +209,14 @@ class Store {
   // stored; 0 when none is.
   absl::StatusOr<int64_t> ContiguousSeq(int64_t run_id, int32_t attempt,
                                         int32_t rank);
+  // That seq and the highest stored one (both 0 when none is): they differ
+  // when a gap waits for events stored later.
+  struct SeqRange {
+    int64_t contiguous = 0;
+    int64_t highest = 0;
+  };
+  absl::StatusOr<SeqRange> StoredSeqs(int64_t run_id, int32_t attempt,
+                                      int32_t rank);
   // The stored events of one attempt, ordered by rank then seq: all of
   // them, or only rank `rank`'s. Read on a read connection, so a reader
   // (the pages poll some of these) never holds up the events being stored.
@@ -302,6 +331,10 @@ class Store {
   // each stored run's spec into the run's columns.
   absl::Status FillRunSpecColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Notes a write that failed with SQLite's `code` (Unavailable for the
+  // codes that pass: see the top) or committed (`code` SQLITE_OK).
+  void NoteWrite(int code, const absl::Status& error) const;
+
   // Constant after construction.
   const std::string path_;
   const int lock_fd_;  // flock'ed "<path>.lock"; closing it unlocks
@@ -313,6 +346,10 @@ class Store {
 
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_GUARDED_BY(mu_);
+
+  // Apart from mu_: read by probes and metrics while a write holds mu_.
+  mutable absl::Mutex health_mu_;
+  mutable StoreHealth health_ ABSL_GUARDED_BY(health_mu_);
 };
 
 }  // namespace hpcai500

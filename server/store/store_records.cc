@@ -76,22 +76,32 @@ absl::StatusOr<std::vector<EventDisposition>> Store::InsertEvents(
 
 absl::StatusOr<int64_t> Store::ContiguousSeq(int64_t run_id, int32_t attempt,
                                              int32_t rank) {
+  ASSIGN_OR_RETURN(const SeqRange range, StoredSeqs(run_id, attempt, rank));
+  return range.contiguous;
+}
+
+absl::StatusOr<Store::SeqRange> Store::StoredSeqs(int64_t run_id,
+                                                  int32_t attempt,
+                                                  int32_t rank) {
   absl::MutexLock lock(&mu_);
   Statement count(db_,
                   "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM events WHERE "
                   "run_id = ? AND attempt = ? AND rank = ? AND seq >= 1");
   if (count.BindAll(run_id, attempt, rank).Step() != SQLITE_ROW)
     return Error("counting events");
-  if (count.Int(0) == count.Int(1)) return count.Int(1);  // no gap
+  SeqRange range{0, count.Int(1)};
+  if (count.Int(0) == range.highest) {  // no gap
+    range.contiguous = range.highest;
+    return range;
+  }
   Statement seqs(db_,
                  "SELECT seq FROM events WHERE run_id = ? AND attempt = ? AND "
                  "rank = ? AND seq >= 1 ORDER BY seq");
   seqs.BindAll(run_id, attempt, rank);
-  int64_t contiguous = 0;
-  while (seqs.Step() == SQLITE_ROW && seqs.Int(0) == contiguous + 1) {
-    ++contiguous;
+  while (seqs.Step() == SQLITE_ROW && seqs.Int(0) == range.contiguous + 1) {
+    ++range.contiguous;
   }
-  return contiguous;
+  return range;
 }
 
 absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(

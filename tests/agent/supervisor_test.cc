@@ -449,6 +449,50 @@ TEST_F(SupervisorTest, ResendCarriesUnackedEventsThenReportedExits) {
   EXPECT_EQ(resend.back().worker_exited().exit_code(), 0);
 }
 
+TEST_F(SupervisorTest, UnacknowledgedEventsAndExitsAreSentAgainWithBackOff) {
+  // The coordinator could not store them (a full disk): no acknowledgement
+  // comes, and the stream stays up, so no reconnect resends them.
+  auto supervisor = Make();
+  const v1::AttemptKey key = Start(5, {0}, 1).key();
+  supervisor->HandleAssignment(Start(5, {0}, 1));
+  AppendToFile(RankFile(5, 0, ".events"),
+               EventLineText(1, 0) + EventLineText(2, 0));
+  EXPECT_EQ(EventSeqs(supervisor->Poll()), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(supervisor->ResendOverdue().empty());  // the wait starts
+  clock_.now_ms += Supervisor::kFirstResendMs - 1;
+  EXPECT_TRUE(supervisor->ResendOverdue().empty());
+  clock_.now_ms += 1;
+  EXPECT_EQ(EventSeqs(supervisor->ResendOverdue()),
+            (std::vector<int64_t>{1, 2}));
+  // Then after twice as long.
+  clock_.now_ms += Supervisor::kFirstResendMs;
+  EXPECT_TRUE(supervisor->ResendOverdue().empty());
+  clock_.now_ms += Supervisor::kFirstResendMs;
+  EXPECT_EQ(EventSeqs(supervisor->ResendOverdue()),
+            (std::vector<int64_t>{1, 2}));
+
+  // The worker ends: its exit carries the last seq it wrote, and waits for
+  // its acknowledgement like the events.
+  processes_.exits[100] = ExitStatus{0, 0};
+  std::vector<v1::WorkerExited> exits = Exits(supervisor->Poll());
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].last_seq(), 2);
+  // An acknowledgement is progress: the wait starts over from the first.
+  supervisor->HandleAcks(EventAck(key, 0, 2));
+  clock_.now_ms += Supervisor::kFirstResendMs - 1;
+  EXPECT_TRUE(supervisor->ResendOverdue().empty());
+  clock_.now_ms += 1;
+  std::vector<v1::AgentMessage> again = supervisor->ResendOverdue();
+  EXPECT_TRUE(EventSeqs(again).empty());
+  EXPECT_EQ(Exits(again).size(), 1u);
+
+  // Everything acknowledged: nothing waits, nothing is sent.
+  supervisor->HandleAcks(ExitAck(key, 0));
+  supervisor->Poll();
+  clock_.now_ms += Supervisor::kMaxResendMs;
+  EXPECT_TRUE(supervisor->ResendOverdue().empty());
+}
+
 TEST_F(SupervisorTest, CancelSendsSigtermThenSigkillAfterTheGrace) {
   auto supervisor = Make();
   supervisor->HandleAssignment(Start(5, {0, 1}, 2));

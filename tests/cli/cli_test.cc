@@ -1387,7 +1387,7 @@ TEST(Cli, UnreachableCoordinatorExitsTwoNamingTheAddress) {
         grpc::CreateChannel(address, credentials));
   };
   EXPECT_EQ(RunCli({"--coordinator", "127.0.0.1:1", "watch", "5"}, env),
-            kExitFailed);
+            kExitUnavailable);
   EXPECT_THAT(err.str(),
               HasSubstr("cannot reach the coordinator at 127.0.0.1:1"));
 }

@@ -1,9 +1,10 @@
 // The Kubernetes manifests of deploy/k8s: they parse, run the images
 // deploy/containers builds, agree on ports from the coordinator's flags to
 // its Service, probe what the router serves without a token, mount what they
-// declare (the database volume where --db points, the token Secrets where
-// --token-file reads), and give the agents GPUs and the node's network.
-// No cluster is at hand, so the files are read and cross-checked.
+// declare (the database volume where --db points, the coordinator's token
+// Secret and each agent's token file of its node), and give the agents GPUs and
+// the node's network. No cluster is at hand, so the files are read and
+// cross-checked.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -295,7 +296,7 @@ TEST_F(K8sManifests, TheDatabaseLivesOnItsClaimWithOneWriter) {
             std::vector<std::string>{"ReadWriteOnce"});
 }
 
-TEST_F(K8sManifests, TokenFilesAreKeysOfTheSecrets) {
+TEST_F(K8sManifests, CoordinatorTokenIsASecretKeyAndEachAgentsIsItsNodesFile) {
   // The coordinator's shared token: a key of the Secret mounted there.
   const std::string shared =
       FlagValue(coordinator_args_, "--token-file").value_or("");
@@ -309,18 +310,23 @@ TEST_F(K8sManifests, TokenFilesAreKeysOfTheSecrets) {
           .count(Base(shared)) > 0)
       << Base(shared) << " is no key of the Secret mounted at " << Dir(shared);
 
-  // Each agent's token: the key named by its node, which is its --name.
+  // Each agent's token: a file of its own node, never a Secret (the pods of
+  // a DaemonSet all mount the same Secret, so each would read every node's
+  // token).
   const std::string own = FlagValue(agent_args_, "--token-file").value_or("");
   ASSERT_FALSE(own.empty()) << "the agent has no --token-file";
-  const YAML::Node agent_volume = VolumeMountedAt(daemonset_, Dir(own));
-  ASSERT_TRUE(agent_volume["secret"].IsMap()) << Dir(own) << " is no Secret";
-  SecretKeys(agent_volume["secret"]["secretName"].as<std::string>());
-  EXPECT_EQ(Base(own), FlagValue(agent_args_, "--name").value_or(""))
-      << "an agent token is bound to its node: the file must be the --name's";
-  EXPECT_EQ(AgentEnvField(Base(own)), "spec.nodeName");
-  EXPECT_NE(agent_volume["secret"]["secretName"].as<std::string>(),
-            coordinator_volume["secret"]["secretName"].as<std::string>())
-      << "agents must not see the coordinator's shared token";
+  const YAML::Node agent_volume = VolumeMountedAt(daemonset_, own);
+  ASSERT_TRUE(agent_volume["hostPath"].IsMap())
+      << own << " is no file of the node";
+  EXPECT_EQ(agent_volume["hostPath"]["type"].as<std::string>(""), "File");
+  const YAML::Node pod = daemonset_["spec"]["template"]["spec"];
+  for (const YAML::Node& volume : pod["volumes"]) {
+    EXPECT_FALSE(static_cast<bool>(volume["secret"]))
+        << "agents mount the Secret of volume " << volume["name"]
+        << ": every node would read it";
+  }
+  EXPECT_EQ(AgentEnvField(FlagValue(agent_args_, "--name").value_or("")),
+            "spec.nodeName");
 }
 
 TEST_F(K8sManifests, AgentsGetGpusAndTheNodesNetwork) {

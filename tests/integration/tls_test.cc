@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -64,7 +65,8 @@ TEST_F(TlsTest, CliWithTheRightCaIsServed) {
 
 TEST_F(TlsTest, PlaintextCliIsRefusedInOneLineNamingTheCoordinator) {
   CommandResult plain = CliWithout({"nodes"});
-  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_EQ(plain.exit_code,
+            kExitUnavailable);  // retryable: a network fault looks the same
   EXPECT_THAT(plain.err, HasSubstr("cannot reach the coordinator at " +
                                    cluster_.grpc_address()));
   EXPECT_EQ(std::count(plain.err.begin(), plain.err.end(), '\n'), 1)

@@ -24,6 +24,7 @@ absl::Status Store::Write(const char* sql, const std::string& what,
   if (!write.prepared() || write.BindAll(args...).Step() != SQLITE_DONE) {
     return Error(what);
   }
+  NoteWrite(SQLITE_OK, absl::OkStatus());
   return absl::OkStatus();
 }
 
@@ -33,7 +34,10 @@ auto Store::InTransaction(const Body& body) -> decltype(body()) {
   auto result = body();
   if (result.ok()) {
     absl::Status committed = Exec("COMMIT");
-    if (committed.ok()) return result;
+    if (committed.ok()) {
+      NoteWrite(SQLITE_OK, absl::OkStatus());
+      return result;
+    }
     result = std::move(committed);
   }
   Exec("ROLLBACK").IgnoreError();

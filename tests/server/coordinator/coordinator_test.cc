@@ -242,6 +242,20 @@ class CoordinatorTest : public ::testing::Test {
     sqlite3_close(db);
   }
 
+  // Caps the database at the pages it has now: the next write that grows
+  // it fails as on a full disk (LimitPagesForTesting(1 << 30) lifts it).
+  void FillTheDisk() {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir_ + "/c.db").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* count = nullptr;
+    sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &count, nullptr);
+    ASSERT_EQ(sqlite3_step(count), SQLITE_ROW);
+    const int64_t pages = sqlite3_column_int64(count, 0);
+    sqlite3_finalize(count);
+    sqlite3_close(db);
+    ASSERT_TRUE(store_->LimitPagesForTesting(pages).ok());
+  }
+
   // The names ListNodes lists.
   std::vector<std::string> NodeNames() {
     std::vector<std::string> names;
@@ -389,6 +403,111 @@ TEST_F(CoordinatorTest, TwoNodeRunGoesFromSubmitToScoredSuccess) {
   EXPECT_THAT(log, HasSubstr("epoch 1/2: 6000 samples in 12.0 s"));
   EXPECT_THAT(log, HasSubstr("top1 0."));
   EXPECT_THAT(log, HasSubstr("succeeded"));
+}
+
+TEST_F(CoordinatorTest, FullDiskGivesNoVerdictUntilEveryEventIsStored) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  const std::vector<std::string> rank0 =
+      testing::FixtureLines("events/fmnist_rank0.mllog");
+  const std::vector<std::string> rank1 =
+      testing::FixtureLines("events/fmnist_rank1.mllog");
+  ASSERT_GT(rank0.size(), 3u);
+  // Sends lines [first, end) of `lines` as seqs first+1.. of `rank`.
+  auto send = [&](int64_t session, int rank,
+                  const std::vector<std::string>& lines, size_t first) {
+    v1::AgentMessage message;
+    for (size_t i = first; i < lines.size(); ++i) {
+      v1::Event* event = message.mutable_events()->add_events();
+      *event->mutable_key() = key;
+      event->set_rank(rank);
+      event->set_seq(static_cast<int64_t>(i) + 1);
+      event->set_line(lines[i]);
+    }
+    Send(session, message);
+  };
+  auto exit = [&](int64_t session, int rank, int64_t last_seq) {
+    v1::AgentMessage message;
+    v1::WorkerExited* exited = message.mutable_worker_exited();
+    *exited->mutable_key() = key;
+    exited->set_rank(rank);
+    exited->set_last_seq(last_seq);
+    Send(session, message);
+  };
+
+  // The disk is full: rank 0's events are not stored, nor acknowledged, and
+  // a submit is answered "unavailable", not refused.
+  FillTheDisk();
+  send(session_a_, 0, rank0, 0);
+  EXPECT_EQ(agent_a_.AckedSeq(key.run_id(), 1, 0), 0);
+  EXPECT_EQ(reads_->Health().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(coordinator_->MetricsText(),
+              HasSubstr("hpcai500_store_failing 1\n"));
+  // (A spec near the size limit: more than the full file has room for.)
+  absl::StatusOr<v1::SubmitResponse> refused = coordinator_->Submit(
+      SpecYaml(1) + "# " + std::string(60'000, 'x') + "\n");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
+      << refused.status();
+
+  // Space again. Later lines come first (the next batch of a live stream),
+  // then both ranks exit: every rank stopped, yet rank 0 misses its start.
+  ASSERT_TRUE(store_->LimitPagesForTesting(1 << 30).ok());
+  send(session_a_, 0, rank0, rank0.size() - 2);
+  send(session_b_, 1, rank1, 0);
+  exit(session_a_, 0, static_cast<int64_t>(rank0.size()));
+  exit(session_b_, 1, static_cast<int64_t>(rank1.size()));
+  clock_.now_ms += 30'000;  // far past the exit grace
+  coordinator_->Tick();
+  v1::Run run = *reads_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_RUNNING) << run.error();
+  EXPECT_EQ(store_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_TRUE(reads_->Health().ok());
+
+  // The agent sends what was not acknowledged again: scored from the store.
+  send(session_a_, 0, rank0, 0);
+  EXPECT_EQ(agent_a_.AckedSeq(key.run_id(), 1, 0),
+            static_cast<int64_t>(rank0.size()));
+  run = *reads_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  ASSERT_TRUE(run.has_score());
+  EXPECT_EQ(run.epochs_size(), 2);
+  EXPECT_EQ(*store_->CountEvents(),
+            static_cast<int64_t>(rank0.size() + rank1.size()));
+  Coordinator::WatchCursor cursor;
+  auto update =
+      coordinator_->NextRunUpdate(key.run_id(), &cursor, absl::ZeroDuration());
+  ASSERT_TRUE(update.ok() && update->has_value());
+  const std::string log = absl::StrJoin((*update)->log(), "\n");
+  EXPECT_THAT(log, HasSubstr("not scored yet: events not stored (rank 0: "
+                             "seq 1.."));
+  EXPECT_THAT(log, HasSubstr("every event stored; scoring"));
+  EXPECT_THAT(log, HasSubstr("epoch 1/2: 6000 samples in 12.0 s"));
+}
+
+TEST_F(CoordinatorTest, EventsOfAnAttemptNotSavedYetAreNotAcknowledged) {
+  // Placed while the disk is full: the attempt is not in the store, which
+  // would take its events for a stale attempt's.
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1)).ok());
+  FillTheDisk();
+  session_a_ = Register("a", &agent_a_);
+  std::vector<v1::Assignment> reserve =
+      agent_a_.Assignments(v1::Assignment::PHASE_RESERVE);
+  ASSERT_EQ(reserve.size(), 1u);
+  const v1::AttemptKey key = reserve[0].key();
+  ReservePort(session_a_, key);
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  EXPECT_EQ(agent_a_.AckedSeq(key.run_id(), 1, 0), 0);
+  EXPECT_EQ(*store_->CountEvents(), 0);
+
+  // Space again: the next tick saves the attempt; the events sent again
+  // are stored and acknowledged.
+  ASSERT_TRUE(store_->LimitPagesForTesting(1 << 30).ok());
+  coordinator_->Tick();
+  EXPECT_EQ(*store_->CurrentAttempt(key.run_id()), 1);
+  SendFixture(session_a_, key, 0, "fmnist_rank0.mllog");
+  const int64_t lines = static_cast<int64_t>(
+      testing::FixtureLines("events/fmnist_rank0.mllog").size());
+  EXPECT_EQ(agent_a_.AckedSeq(key.run_id(), 1, 0), lines);
+  EXPECT_EQ(*store_->CountEvents(), lines);
 }
 
 TEST_F(CoordinatorTest, RunRanksGivesEachRanksEpochsAndTheTargetEarly) {

@@ -89,6 +89,14 @@ class FakeCoordinatorView : public CoordinatorView {
     }
     return absl::UnauthenticatedError("no or a wrong viewer token");
   }
+  absl::Status Health() override {
+    absl::MutexLock lock(&mu_);
+    return health_;
+  }
+  void SetHealth(absl::Status health) {
+    absl::MutexLock lock(&mu_);
+    health_ = std::move(health);
+  }
   void RequireToken(std::string token) {
     absl::MutexLock lock(&mu_);
     required_token_ = std::move(token);
@@ -129,6 +137,7 @@ class FakeCoordinatorView : public CoordinatorView {
 
  private:
   std::string required_token_ ABSL_GUARDED_BY(mu_);
+  absl::Status health_ ABSL_GUARDED_BY(mu_);
   std::string last_bearer_ ABSL_GUARDED_BY(mu_);
   absl::Mutex mu_;
   std::map<int64_t, v1::Run> runs_ ABSL_GUARDED_BY(mu_);

@@ -603,6 +603,25 @@ TEST_F(HttpRouterTest, WithoutAViewerTokenReadsAreRefused) {
   EXPECT_EQ(view_.last_bearer(), "hai5_view");
 }
 
+TEST_F(HttpRouterTest, HealthSaysTheStoreFailsWhileLivenessStaysOk) {
+  view_.RequireToken("hai5_view");
+  view_.SetHealth(absl::UnavailableError(
+      "store failing since 2026-12-05T01:00:00Z: database is full"));
+  HttpResponse health = router_->Handle(Get(std::string(kHealthPath)));
+  EXPECT_EQ(health.result(), http::status::service_unavailable);
+  EXPECT_EQ(health.body(),
+            "store failing since 2026-12-05T01:00:00Z: database is full\n");
+  // Liveness: up is up; a restart would not bring the disk space back.
+  HttpResponse live = router_->Handle(Get(std::string(kLivePath)));
+  EXPECT_EQ(live.result(), http::status::ok);
+  EXPECT_EQ(live.body(), "ok\n");
+  view_.SetHealth(absl::OkStatus());
+  EXPECT_EQ(router_->Handle(Get(std::string(kHealthPath))).result(),
+            http::status::ok);
+  EXPECT_EQ(router_->Handle(Get("/livez?x=1")).result(),
+            http::status::unauthorized);
+}
+
 TEST_F(HttpRouterTest, HealthProbeAnswersWithoutAToken) {
   view_.RequireToken("hai5_view");
   HttpResponse health = router_->Handle(Get(std::string(kHealthPath)));

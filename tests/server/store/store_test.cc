@@ -253,6 +253,60 @@ TEST_F(StoreTest, SuiteOfSubmissionsIsStoredWholeOrNotAtAll) {
       << "only the runs of the first call";
 }
 
+TEST_F(StoreTest, FullFileIsUnavailableStoresNothingAndRecoversWithSpace) {
+  auto store = *Store::Open(path_);
+  const int64_t run = RunWithAttempt(*store);
+  EXPECT_FALSE(store->Health().failing);
+  // The file as it is now: its size in pages, read beside the store.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* count = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &count, nullptr);
+  ASSERT_EQ(sqlite3_step(count), SQLITE_ROW);
+  const int64_t pages = sqlite3_column_int64(count, 0);
+  sqlite3_finalize(count);
+  sqlite3_close(db);
+  ASSERT_GT(pages, 0);
+  ASSERT_TRUE(store->LimitPagesForTesting(pages).ok());
+
+  // A batch too large for the file left: nothing of it is stored, and the
+  // error is the retryable kind, naming the file.
+  std::vector<EventRow> rows;
+  for (int seq = 1; seq <= 400; ++seq) {
+    rows.push_back({run, 1, 0, seq, std::string(512, 'x'), ""});
+  }
+  absl::StatusOr<std::vector<EventDisposition>> full =
+      store->InsertEvents(rows);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kUnavailable)
+      << full.status();
+  EXPECT_NE(full.status().message().find(path_), std::string::npos);
+  EXPECT_EQ(*store->CountEvents(), 0);
+  StoreHealth health = store->Health();
+  EXPECT_TRUE(health.failing);
+  EXPECT_GT(health.failing_since_ms, 0);
+  EXPECT_GE(health.write_errors, 1);
+  EXPECT_NE(health.last_error.find("full"), std::string::npos)
+      << health.last_error;
+  // A submission fails the same way: retryable, not a refusal.
+  absl::StatusOr<v1::SubmitResponse> submitted = store->CreateSubmission(
+      std::string(300000, '#') + "\nname: big\n", {Spec(2)}, 1000);
+  ASSERT_FALSE(submitted.ok());
+  EXPECT_EQ(submitted.status().code(), absl::StatusCode::kUnavailable);
+
+  // Space again: the same batch is stored whole and the store is healthy.
+  ASSERT_TRUE(store->LimitPagesForTesting(1 << 30).ok());
+  full = store->InsertEvents(rows);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(*store->CountEvents(), 400);
+  EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 400);
+  health = store->Health();
+  EXPECT_FALSE(health.failing);
+  EXPECT_EQ(health.failing_since_ms, 0);
+  EXPECT_GE(health.write_errors, 2);
+}
+
 TEST_F(StoreTest, InsertEventsOfAnEmptyBatchStoresNothing) {
   auto store = *Store::Open(path_);
   absl::StatusOr<std::vector<EventDisposition>> dispositions =
