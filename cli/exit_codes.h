@@ -17,6 +17,9 @@ inline constexpr int kExitFailed = 2;     // failed, cancelled, or an error
 inline constexpr int kExitRefused = 3;    // the spec was refused
 inline constexpr int kExitUsage = 64;     // bad command line (sysexits)
 inline constexpr int kExitNoInput = 66;   // a file could not be read
+// No answer from the coordinator after every retry (EX_TEMPFAIL): try
+// again later.
+inline constexpr int kExitUnavailable = 75;
 
 // The exit code a finished run stands for: 0 succeeded and reached its
 // target, 1 succeeded below it, 2 otherwise (failed, cancelled, unscored).
