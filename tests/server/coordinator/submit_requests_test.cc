@@ -10,18 +10,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/coordinator.h"
+#include "tests/common/fake_clock.h"
 
 namespace hpcai500 {
 namespace {
 
+using ::hpcai500::testing::FakeClock;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-class FakeClock final : public Clock {
- public:
-  int64_t NowMs() override { return now_ms; }
-  int64_t now_ms = 1'700'000'000'000;
-};
 
 std::string SpecYaml(const std::string& name, int repetitions = 1) {
   return absl::StrCat(
