@@ -89,8 +89,7 @@ int CheckCommand::Run(const std::string& name, const CheckOptions& options) {
   submit.set_spec_yaml(CheckSpecYaml(node));
   v1::SubmitResponse submitted;
   CheckClock clock;
-  status = client_.Unary(&v1::ClientService::StubInterface::Submit, submit,
-                         &submitted);
+  status = client_.Submit(&submit, &submitted);
   if (!status.ok() || submitted.run_ids_size() != 1) {
     report.problem =
         absl::StrCat("the noop run was refused: ", status.error_message());

@@ -112,6 +112,7 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   CommandOptions options;
   options.coordinator = parsed->coordinator;
   options.time_zone = env.time_zone;
+  options.retry = env.retry;
   absl::StatusOr<std::string> token =
       ResolveToken(parsed->token, env.token_env);
   if (!token.ok()) {

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "cli/cli_args.h"
 #include "cli/exit_codes.h"
+#include "cli/retry.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 namespace hpcai500 {
@@ -36,6 +37,7 @@ struct CliEnvironment {
       const std::shared_ptr<grpc::ChannelCredentials>& credentials)>
       connect;
   absl::TimeZone time_zone = absl::LocalTimeZone();
+  RetryPolicy retry;  // for a submit whose answer may have been lost
 };
 
 // Runs `hpcai500 ARGS...` and returns its exit code (cli/exit_codes.h):

@@ -14,6 +14,7 @@
 #include "cli/history.h"
 #include "cli/regress_flags.h"
 #include "common/flags.h"
+#include "common/request_id.h"
 #include "common/run_state.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
@@ -34,7 +35,7 @@ struct RawCliArgs {
   bool json = false;
   std::string workload, config, name, state, limit, offset, user, queue, since,
       until, reason, timeout, window, baseline, tolerance, min_history, junit,
-      markdown, json_file;
+      markdown, json_file, request_id;
   std::vector<std::string> references, metrics;
 };
 
@@ -74,6 +75,7 @@ const std::vector<CommandFlag>& CommandFlags() {
       {"markdown", &RawCliArgs::markdown},
       {"json-file", &RawCliArgs::json_file},
       {"min-history", &RawCliArgs::min_history},
+      {"request-id", &RawCliArgs::request_id},
   };
   return *kFlags;
 }
@@ -204,6 +206,7 @@ void CopyTextFlags(const RawCliArgs& raw, CliArgs& args) {
   args.regress.junit_path = raw.junit;
   args.regress.markdown_path = raw.markdown;
   args.regress.json_path = raw.json_file;
+  args.request_id = raw.request_id;
 }
 
 // --state and --limit into `args`.
@@ -376,6 +379,12 @@ absl::StatusOr<CliArgs> ParseCliArgs(
   RETURN_IF_ERROR(ConvertHistoryTimes(raw, parsed));
   RETURN_IF_ERROR(ConvertRegressFlags(raw, parsed.regress));
   RETURN_IF_ERROR(ConvertCheckTimeout(raw.timeout, parsed.check));
+  if (!raw.request_id.empty()) {
+    if (absl::Status id = CheckRequestId(raw.request_id); !id.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--request-id: ", id.message()));
+    }
+  }
   RETURN_IF_ERROR(ConvertPositional(*FindCliCommand(parsed.command), parsed));
   return std::move(parsed);
 }

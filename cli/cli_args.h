@@ -47,6 +47,8 @@ struct CliArgs {
   int64_t since_ms = 0;  // history: --since as Unix ms; 0: unset
   int64_t until_ms = 0;  // history: --until as Unix ms; 0: unset
   std::string reason;    // invalidate, drain
+  // submit: --request-id; empty: a new one each invocation.
+  std::string request_id;
   RegressOptions regress;
   CheckOptions check;  // --timeout, and json as `json`
 };

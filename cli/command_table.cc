@@ -81,15 +81,19 @@ const std::vector<CliCommand>& CliCommands() {
   static const auto* const kCommands = new std::vector<CliCommand>{
       {"submit",
        {kSpecArg},
-       {"wait"},
-       "submit SPEC [--wait]",
+       {"wait", "request-id"},
+       "submit SPEC [--wait] [--request-id ID]",
        "submit a run spec (YAML file, - for stdin)\n"
        "or a suite of specs (suite: NAME + specs:,\n"
        "or documents separated by ---); prints the\n"
-       "new run ids; --wait then watches each",
+       "new run ids; --wait then watches each.\n"
+       "Retried while the answer may be lost; the\n"
+       "same ID again (a day) prints the first\n"
+       "submit's runs instead of storing new ones",
        [](const CommandCall& call) {
          return RunWatcher(call.client, call.out, call.err)
-             .Submit(call.spec_source, call.spec_yaml, call.args.wait);
+             .Submit(call.spec_source, call.spec_yaml, call.args.wait,
+                     /*runs=*/nullptr, call.args.request_id);
        }},
       {"watch",
        {kRunArg},
@@ -321,7 +325,8 @@ std::string UsageText() {
       "\n"
       "exit codes (submit --wait, watch): 0 reached the target quality, 1\n"
       "finished below it, 2 failed or cancelled (or any error), 3 spec\n"
-      "refused; 64 bad command line, 66 unreadable file.\n"
+      "refused; 64 bad command line, 66 unreadable file, 75 no answer from\n"
+      "the coordinator after every retry (submit again with --request-id).\n"
       "exit codes (check): 0 healthy, 2 unhealthy (the node is unknown, down,\n"
       "drained or draining, or the noop run failed or did not end in time;\n"
       "the output says which) or any error (such as an unreachable\n"

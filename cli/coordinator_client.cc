@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "cli/exit_codes.h"
+#include "common/request_id.h"
 
 namespace hpcai500 {
 namespace {
@@ -26,6 +27,25 @@ void CoordinatorClient::AddToken(grpc::ClientContext* context) const {
   if (!options_.token.empty()) {
     context->AddMetadata("authorization", "Bearer " + options_.token);
   }
+}
+
+grpc::Status CoordinatorClient::Submit(v1::SubmitRequest* request,
+                                       v1::SubmitResponse* response) const {
+  if (request->request_id().empty()) request->set_request_id(NewRequestId());
+  return CallWithRetries(
+      options_.retry,
+      [&] {
+        return Unary(&v1::ClientService::StubInterface::Submit, *request,
+                     response);
+      },
+      [&](int next_try, const grpc::Status& status, absl::Duration wait) {
+        err_ << "hpcai500: submit: no answer from the coordinator at "
+             << options_.coordinator << " (" << status.error_message()
+             << "); sending request " << request->request_id() << " again in "
+             << absl::FormatDuration(absl::Trunc(wait, absl::Milliseconds(10)))
+             << " (try " << next_try << " of " << options_.retry.max_tries
+             << ")\n";
+      });
 }
 
 grpc::Status CoordinatorClient::GetRun(int64_t run_id, v1::Run* run) const {

@@ -15,6 +15,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cli/retry.h"
 #include "grpcpp/client_context.h"
 #include "proto/hpcai500.grpc.pb.h"
 
@@ -25,6 +26,7 @@ struct CommandOptions {
   std::string token;        // sent as "authorization: Bearer TOKEN" if set
   absl::TimeZone time_zone = absl::LocalTimeZone();
   absl::Duration rpc_timeout = absl::Seconds(30);  // not for watch
+  RetryPolicy retry;  // for a submit whose answer may have been lost
 };
 
 class CoordinatorClient {
@@ -40,6 +42,12 @@ class CoordinatorClient {
   grpc::Status Unary(grpc::Status (v1::ClientService::StubInterface::*rpc)(
                          grpc::ClientContext*, const Request&, Response*),
                      const Request& request, Response* response) const;
+  // Submit, made idempotent: sets a new request id (NewRequestId) when
+  // *request has none, then sends it, and again with the same id after an
+  // error that may have lost the answer, as options().retry says (each
+  // retry announced on err). Returns the last try's status.
+  grpc::Status Submit(v1::SubmitRequest* request,
+                      v1::SubmitResponse* response) const;
   // GetRun for `run_id` into *run.
   grpc::Status GetRun(int64_t run_id, v1::Run* run) const;
   // Opens WatchRun for `run_id` on `context` (borrowed until the reader is

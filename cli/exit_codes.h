@@ -17,8 +17,9 @@ inline constexpr int kExitFailed = 2;     // failed, cancelled, or an error
 inline constexpr int kExitRefused = 3;    // the spec was refused
 inline constexpr int kExitUsage = 64;     // bad command line (sysexits)
 inline constexpr int kExitNoInput = 66;   // a file could not be read
-// The coordinator could not be reached, or could not store (a full disk):
-// nothing was refused; the same command may succeed later (EX_TEMPFAIL).
+// The coordinator could not be reached (after every retry, for a submit),
+// or could not store (a full disk): nothing was refused or stored; the same
+// command may succeed later (EX_TEMPFAIL).
 inline constexpr int kExitUnavailable = 75;
 
 // The exit code a finished run stands for: 0 succeeded and reached its

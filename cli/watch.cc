@@ -16,20 +16,36 @@ RunWatcher::RunWatcher(const CoordinatorClient& client, std::ostream& out,
 
 int RunWatcher::Submit(const std::string& spec_source,
                        const std::string& spec_yaml, bool wait,
-                       std::vector<v1::Run>* runs) {
+                       std::vector<v1::Run>* runs,
+                       const std::string& request_id) {
   v1::SubmitRequest request;
   request.set_spec_yaml(spec_yaml);
+  request.set_request_id(request_id);
   v1::SubmitResponse response;
-  grpc::Status status = client_.Unary(&v1::ClientService::StubInterface::Submit,
-                                      request, &response);
+  grpc::Status status = client_.Submit(&request, &response);
   if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-      status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-    // A bad spec, or a run the registered nodes could never hold.
+      status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+      status.error_code() == grpc::StatusCode::ALREADY_EXISTS) {
+    // A bad spec, a run the registered nodes could never hold, or a
+    // request id that stands for another spec.
     err_ << "hpcai500: spec " << spec_source
          << " refused: " << status.error_message() << "\n";
     return kExitRefused;
   }
+  if (IsRetryable(status)) {
+    client_.ReportError("submit", status);
+    err_ << "hpcai500: gave up after " << client_.options().retry.max_tries
+         << " tries; the spec may have been stored: submit it again with "
+            "--request-id "
+         << request.request_id() << " to get its runs without a second copy\n";
+    return kExitUnavailable;
+  }
   if (!status.ok()) return client_.ReportError("submit", status);
+  if (response.replayed()) {
+    err_ << "hpcai500: request " << request.request_id()
+         << " was submitted before; its runs are these (nothing new "
+            "stored)\n";
+  }
   if (!response.suite().empty()) {
     err_ << "suite " << response.suite() << ": "
          << response.submission_ids_size() << " submissions, "

@@ -29,8 +29,13 @@ class RunWatcher {
   // kExitRefused and prints the server's message when the spec is refused.
   // Each watched run's last snapshot is appended to *runs (in submission
   // order, at least the id set) when `runs` is not null.
+  // The submit is idempotent (CoordinatorClient::Submit) under
+  // `request_id`, a new one when empty: retried while its answer may have
+  // been lost, then kExitUnavailable naming the id to submit again with; a
+  // replayed answer prints the first submit's run ids, noted on err.
   int Submit(const std::string& spec_source, const std::string& spec_yaml,
-             bool wait, std::vector<v1::Run>* runs = nullptr);
+             bool wait, std::vector<v1::Run>* runs = nullptr,
+             const std::string& request_id = "");
   // Prints the run's live log lines until it ends, then its result; the
   // exit code ExitCodeForRun gives it, or kExitFailed when the watch ends
   // first. *last (if not null) gets the last snapshot seen, at least with

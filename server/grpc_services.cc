@@ -113,14 +113,15 @@ grpc::Status ClientServiceImpl::Submit(grpc::ServerContext* context,
   grpc::Status allowed =
       Authorize(*access_, *context, Action::kSubmit, "submit", &who);
   if (!allowed.ok()) return allowed;
-  absl::StatusOr<v1::SubmitResponse> submitted =
-      coordinator_->Submit(request->spec_yaml(), who.user,
-                           access_->limits().max_queued_runs_per_user);
+  absl::StatusOr<v1::SubmitResponse> submitted = coordinator_->Submit(
+      request->spec_yaml(), who.user,
+      access_->limits().max_queued_runs_per_user, request->request_id());
   access_->Audit(
       &who, "submit",
       submitted.ok()
           ? absl::StrCat("submission ", submitted->submission_id(), " (runs ",
-                         absl::StrJoin(submitted->run_ids(), ", "), ")")
+                         absl::StrJoin(submitted->run_ids(), ", "), ")",
+                         submitted->replayed() ? " replayed" : "")
           : std::string("a spec"),
       context->peer(), submitted.ok(),
       submitted.ok() ? "" : submitted.status().message());

@@ -19,6 +19,7 @@
 #include "server/coordinator/queues.h"
 #include "server/coordinator/requests.h"
 #include "server/coordinator/run_log.h"
+#include "server/coordinator/submit_requests.h"
 #include "server/store/leaderboard.h"
 
 namespace hpcai500 {
@@ -152,7 +153,19 @@ absl::StatusOr<Coordinator::PreparedSpec> Coordinator::PrepareSpecLocked(
 }
 
 absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
-    std::string_view spec_yaml, const std::string& user, int max_queued) {
+    std::string_view spec_yaml, const std::string& user, int max_queued,
+    const std::string& request_id) {
+  RETURN_IF_ERROR(ValidateRequestId(request_id));
+  std::optional<Store::SubmitRequestId> request =
+      SubmitRequestIdFor(request_id, spec_yaml);
+  // Held from the look-up of the request id to the store of the runs: two
+  // tries of one request never both store.
+  absl::MutexLock lock(&mu_);
+  // Before any check: the answer to a stored request stands even if the
+  // nodes or the user's queue changed since.
+  ASSIGN_OR_RETURN(std::optional<v1::SubmitResponse> replayed,
+                   ReplayedSubmit(*store_, user, request, clock_->NowMs()));
+  if (replayed.has_value()) return *std::move(replayed);
   absl::StatusOr<Suite> parsed = ParseSuite(spec_yaml);
   if (!parsed.ok()) {
     // One spec's own error says more than the suite's.
@@ -162,7 +175,8 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
   }
   Suite suite = *std::move(parsed);
   if (suite.specs.size() == 1) suite.specs[0] = std::string(spec_yaml);
-  absl::MutexLock lock(&mu_);
+  const std::string suite_name = suite.specs.size() > 1 ? suite.name : "";
+  if (request.has_value()) request->suite = suite_name;
   // Every spec is checked before any is stored: a suite goes in whole or
   // not at all.
   std::vector<PreparedSpec> prepared;
@@ -194,17 +208,11 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
   }
   // One transaction: a suite is stored whole or not at all.
   ASSIGN_OR_RETURN(const std::vector<v1::SubmitResponse> all_stored,
-                   store_->CreateSubmissions(submissions, now, user));
-  v1::SubmitResponse response;
-  if (suite.specs.size() > 1) response.set_suite(suite.name);
+                   store_->CreateSubmissions(submissions, now, user, request));
   for (size_t s = 0; s < prepared.size(); ++s) {
     const PreparedSpec& one = prepared[s];
     const v1::SubmitResponse& stored = all_stored[s];
     const v1::RunSpec& spec = one.run_specs.front();
-    if (response.submission_ids_size() == 0) {
-      response.set_submission_id(stored.submission_id());
-    }
-    response.add_submission_ids(stored.submission_id());
     for (int i = 0; i < stored.run_ids_size(); ++i) {
       RunRecord& record = runs_[stored.run_ids(i)] =
           RunRecord::Queued(stored.run_ids(i), stored.submission_id(),
@@ -213,17 +221,17 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
       record.run.set_queue(one.choice.queue);
       record.run.set_priority(one.choice.priority);
       scheduler_.Enqueue(RequestFor(record.run));
-      response.add_run_ids(stored.run_ids(i));
     }
     LogInfo(absl::StrFormat(
-        "submission %d: %s (%s/%s) queued as runs %s%s", stored.submission_id(),
-        spec.name(), spec.workload(), spec.config(),
+        "submission %d: %s (%s/%s) queued as runs %s%s%s",
+        stored.submission_id(), spec.name(), spec.workload(), spec.config(),
         absl::StrJoin(stored.run_ids(), ", "),
-        suite.specs.size() > 1 ? absl::StrCat(" (suite ", suite.name, ")")
-                               : ""));
+        suite_name.empty() ? "" : absl::StrCat(" (suite ", suite_name, ")"),
+        request.has_value() ? absl::StrCat(", request '", request->id, "'")
+                            : ""));
   }
   ScheduleLocked();
-  return response;
+  return CombinedSubmitResponse(all_stored, suite_name);
 }
 
 absl::StatusOr<v1::RunState> Coordinator::CancelRun(int64_t run_id) {

@@ -83,9 +83,15 @@ class Coordinator final : public LiveRuns {
   // yet queues it: nodes may still join). Nothing is stored then.
   // The runs record `user` as their submitter; ResourceExhausted when the
   // user would have more than `max_queued` runs queued (0: no cap).
+  // A `request_id` (SubmitRequest.request_id; "" for none, InvalidArgument
+  // when malformed) is stored with the runs: the same id from the same user
+  // within a day answers with the first submit's runs, marked replayed and
+  // unchecked, and AlreadyExists when its spec text differs
+  // (server/coordinator/submit_requests.h).
   absl::StatusOr<v1::SubmitResponse> Submit(std::string_view spec_yaml,
                                             const std::string& user = "",
-                                            int max_queued = 0);
+                                            int max_queued = 0,
+                                            const std::string& request_id = "");
 
   // Cancels a run: a queued one at once; a placed one after telling its
   // agents to kill its workers. Returns the run's state (CANCELLED, or the

@@ -11,6 +11,7 @@
 #include "common/inventory.h"
 #include "common/limits.h"
 #include "common/printable.h"
+#include "common/request_id.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 
@@ -57,6 +58,14 @@ absl::StatusOr<std::vector<v1::RunSpec>> ParseSubmission(
     run_specs.push_back(std::move(run_spec));
   }
   return run_specs;
+}
+
+absl::Status ValidateRequestId(std::string_view request_id) {
+  if (request_id.empty()) return absl::OkStatus();
+  absl::Status checked = CheckRequestId(request_id);
+  if (checked.ok()) return checked;
+  return absl::InvalidArgumentError(
+      absl::StrCat("field 'request_id': ", checked.message()));
 }
 
 absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request) {

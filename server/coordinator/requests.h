@@ -32,6 +32,10 @@ inline constexpr size_t kMaxAgentPathBytes = 4096;
 absl::StatusOr<std::vector<v1::RunSpec>> ParseSubmission(
     std::string_view spec_yaml, const Registry& registry);
 
+// InvalidArgument naming the field unless `request_id` is empty (none) or
+// a request id by common/request_id.h's rule.
+absl::Status ValidateRequestId(std::string_view request_id);
+
 // InvalidArgument naming the field of a ListRuns filter no run can match (a
 // text filter over 128 bytes, an unknown state, a negative before_id,
 // since_ms or until_ms, until_ms not after since_ms when both are set).

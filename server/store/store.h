@@ -100,6 +100,11 @@ struct StoreHealth {
   std::string last_error;        // of the first failed write of this spell
   int64_t write_errors = 0;      // every Unavailable error since Open
 };
+// The answer to a submit that stored `each` (one per spec of a suite named
+// `suite`, "" for one spec): the first submission id, every submission id
+// and every run id, in order.
+v1::SubmitResponse CombinedSubmitResponse(
+    const std::vector<v1::SubmitResponse>& each, const std::string& suite);
 
 class Store {
  public:
@@ -140,13 +145,40 @@ class Store {
     std::string queue;
     int32_t priority = 0;
   };
+  // A client's id for one submit (SubmitRequest.request_id), stored with
+  // what the submit created so that the same request sent again is answered
+  // with it rather than stored twice (Coordinator::Submit).
+  struct SubmitRequestId {
+    std::string id;
+    std::string spec_digest;  // of the request's whole spec text
+    std::string suite;        // the suite's name; "" for one spec
+  };
+  // A request id as FindSubmitRequest finds it.
+  struct StoredSubmitRequest {
+    std::string spec_digest;
+    int64_t created_ms = 0;
+    v1::SubmitResponse response;  // what the first submit answered
+  };
+  // How long a request id is remembered: a retry comes within seconds, a
+  // CI job's within its own run; a day bounds the table.
+  static constexpr int64_t kSubmitRequestRetentionMs = 24 * 3600 * 1000;
+
   // Stores `submissions` of `user` (a suite: one per spec) and their runs
   // in ONE transaction: on an error none of them is stored. Runs start
   // QUEUED with repetition 1..R. Returns, per submission in order, its id
-  // and its run ids in order.
+  // and its run ids in order. With `request`, the same transaction first
+  // forgets every request id older than kSubmitRequestRetentionMs, then
+  // stores `request` (of `user`, at `now_ms`) with the answer
+  // CombinedSubmitResponse gives; AlreadyExists when `user` has that id.
   absl::StatusOr<std::vector<v1::SubmitResponse>> CreateSubmissions(
       const std::vector<NewSubmission>& submissions, int64_t now_ms,
-      const std::string& user);
+      const std::string& user,
+      const std::optional<SubmitRequestId>& request = std::nullopt);
+  // Request `request_id` of `user` as stored within kSubmitRequestRetentionMs
+  // before `now_ms`; nullopt when there is none (or it is older). Read on
+  // the writer's connection, in step with CreateSubmissions.
+  absl::StatusOr<std::optional<StoredSubmitRequest>> FindSubmitRequest(
+      const std::string& user, const std::string& request_id, int64_t now_ms);
   // CreateSubmissions of the one submission of `spec_yaml`.
   absl::StatusOr<v1::SubmitResponse> CreateSubmission(
       const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
@@ -284,6 +316,12 @@ class Store {
   Store(std::string path, sqlite3* db, int lock_fd, int file_lock_fd);
 
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CreateSubmissions' `request` with its answer `response`, inside its
+  // transaction, after forgetting the request ids expired at `now_ms`.
+  absl::Status SaveSubmitRequestLocked(const SubmitRequestId& request,
+                                       const std::string& user, int64_t now_ms,
+                                       const v1::SubmitResponse& response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One submission of CreateSubmissions, inside its transaction.
   absl::StatusOr<v1::SubmitResponse> InsertSubmissionLocked(
       const NewSubmission& submission, int64_t now_ms, const std::string& user)

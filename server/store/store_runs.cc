@@ -64,7 +64,7 @@ std::unordered_map<int64_t, size_t> IndexById(
 
 absl::StatusOr<std::vector<v1::SubmitResponse>> Store::CreateSubmissions(
     const std::vector<NewSubmission>& submissions, int64_t now_ms,
-    const std::string& user) {
+    const std::string& user, const std::optional<SubmitRequestId>& request) {
   absl::MutexLock lock(&mu_);
   return InTransaction(
       [&]() -> absl::StatusOr<std::vector<v1::SubmitResponse>> {
@@ -73,6 +73,11 @@ absl::StatusOr<std::vector<v1::SubmitResponse>> Store::CreateSubmissions(
           ASSIGN_OR_RETURN(v1::SubmitResponse response,
                            InsertSubmissionLocked(submission, now_ms, user));
           responses.push_back(std::move(response));
+        }
+        if (request.has_value()) {
+          RETURN_IF_ERROR(SaveSubmitRequestLocked(
+              *request, user, now_ms,
+              CombinedSubmitResponse(responses, request->suite)));
         }
         return responses;
       });

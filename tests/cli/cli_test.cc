@@ -22,6 +22,7 @@ namespace hpcai500 {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -33,9 +34,14 @@ class FakeClientService final : public v1::ClientService::Service {
                       v1::SubmitResponse* response) override {
     absl::MutexLock lock(&mu_);
     submitted_yaml_ = request->spec_yaml();
+    request_ids_.push_back(request->request_id());
     auto auth = context->client_metadata().find("authorization");
     if (auth != context->client_metadata().end()) {
       authorization_ = std::string(auth->second.data(), auth->second.size());
+    }
+    if (lost_submits_ > 0) {
+      --lost_submits_;
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "Socket closed");
     }
     if (!submit_status_.ok()) return submit_status_;
     *response = submit_response_;
@@ -179,6 +185,8 @@ class FakeClientService final : public v1::ClientService::Service {
   // Promoted baselines by spec name.
   std::map<std::string, v1::Baseline> baselines_ ABSL_GUARDED_BY(mu_);
   grpc::Status submit_status_ ABSL_GUARDED_BY(mu_);
+  // Submits answered UNAVAILABLE ("Socket closed") before the canned answer.
+  int lost_submits_ ABSL_GUARDED_BY(mu_) = 0;
   v1::SubmitResponse submit_response_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, v1::Run> runs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::vector<v1::RunUpdate>> updates_ ABSL_GUARDED_BY(mu_);
@@ -189,6 +197,7 @@ class FakeClientService final : public v1::ClientService::Service {
   int audit_limit_ ABSL_GUARDED_BY(mu_) = -1;
   // What the CLI sent.
   std::string submitted_yaml_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> request_ids_ ABSL_GUARDED_BY(mu_);  // per try
   std::string authorization_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> watched_ ABSL_GUARDED_BY(mu_);
   int64_t cancelled_ ABSL_GUARDED_BY(mu_) = 0;
@@ -267,6 +276,7 @@ class CliTest : public ::testing::Test {
     env.out = &out_;
     env.err = &err_;
     env.time_zone = absl::UTCTimeZone();
+    env.retry.sleep = [this](absl::Duration wait) { waits_.push_back(wait); };
     env.connect = [this](const std::string& address,
                          const std::shared_ptr<grpc::ChannelCredentials>&)
         -> std::unique_ptr<v1::ClientService::StubInterface> {
@@ -296,6 +306,7 @@ class CliTest : public ::testing::Test {
   std::ostringstream out_;
   std::ostringstream err_;
   std::string connected_to_;
+  std::vector<absl::Duration> waits_;  // what retries slept
 };
 
 // What a check run's watch stream shows: `states` in turn, each update
@@ -393,6 +404,83 @@ TEST_F(CliTest, SubmitSendsTheFileAndPrintsEachRunId) {
   absl::MutexLock lock(&service_.mu_);
   EXPECT_EQ(service_.submitted_yaml_, "name: fmnist-smoke\n");
   EXPECT_TRUE(service_.watched_.empty());
+}
+
+TEST_F(CliTest, SubmitRetriesALostAnswerWithTheSameNewRequestId) {
+  SetSubmitted({5});
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.lost_submits_ = 2;
+  }
+  EXPECT_EQ(Run({"submit", spec_path_}), kExitOk);
+  EXPECT_EQ(out_.str(), "5\n");
+  EXPECT_THAT(err_.str(), HasSubstr("Socket closed"));
+  EXPECT_THAT(err_.str(), HasSubstr("(try 3 of 6)"));
+  EXPECT_EQ(waits_.size(), 2u);
+  absl::MutexLock lock(&service_.mu_);
+  ASSERT_EQ(service_.request_ids_.size(), 3u);
+  EXPECT_EQ(service_.request_ids_[0].size(), 32u) << "128 bits in hex";
+  EXPECT_EQ(service_.request_ids_[1], service_.request_ids_[0]);
+  EXPECT_EQ(service_.request_ids_[2], service_.request_ids_[0]);
+}
+
+TEST_F(CliTest, EachSubmitInvocationHasItsOwnRequestId) {
+  SetSubmitted({5});
+  EXPECT_EQ(Run({"submit", spec_path_}), kExitOk);
+  EXPECT_EQ(Run({"submit", spec_path_}), kExitOk);
+  absl::MutexLock lock(&service_.mu_);
+  ASSERT_EQ(service_.request_ids_.size(), 2u);
+  EXPECT_NE(service_.request_ids_[0], service_.request_ids_[1]);
+}
+
+TEST_F(CliTest, SubmitGivesUpAfterEveryTryNamingTheIdToSubmitAgainWith) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.lost_submits_ = 100;
+  }
+  EXPECT_EQ(Run({"submit", spec_path_}), kExitUnavailable);
+  EXPECT_EQ(out_.str(), "");
+  absl::MutexLock lock(&service_.mu_);
+  ASSERT_EQ(service_.request_ids_.size(), 6u);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("--request-id " + service_.request_ids_[0]));
+  EXPECT_EQ(waits_.size(), 5u);
+}
+
+TEST_F(CliTest, SubmitWithARequestIdPrintsAReplayedAnswerAsTheFirst) {
+  SetSubmitted({5, 6});
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.submit_response_.set_replayed(true);
+  }
+  EXPECT_EQ(Run({"submit", spec_path_, "--request-id", "ci:812"}), kExitOk);
+  EXPECT_EQ(out_.str(), "5\n6\n");
+  EXPECT_THAT(err_.str(), HasSubstr("request ci:812 was submitted before"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_THAT(service_.request_ids_, ElementsAre("ci:812"));
+}
+
+TEST_F(CliTest, SubmitIsNotRetriedWhenTheCoordinatorAnswered) {
+  for (grpc::StatusCode code :
+       {grpc::StatusCode::ALREADY_EXISTS, grpc::StatusCode::INVALID_ARGUMENT}) {
+    {
+      absl::MutexLock lock(&service_.mu_);
+      service_.submit_status_ = grpc::Status(code, "request id 'r' was used");
+      service_.request_ids_.clear();
+    }
+    EXPECT_EQ(Run({"submit", spec_path_, "--request-id", "r"}), kExitRefused);
+    EXPECT_THAT(err_.str(), HasSubstr("refused: request id 'r' was used"));
+    absl::MutexLock lock(&service_.mu_);
+    EXPECT_EQ(service_.request_ids_.size(), 1u);
+  }
+}
+
+TEST_F(CliTest, SubmitRefusesAMalformedRequestIdBeforeSending) {
+  EXPECT_EQ(Run({"submit", spec_path_, "--request-id", "two words"}),
+            kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--request-id: request id 'two words'"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_TRUE(service_.request_ids_.empty());
 }
 
 TEST_F(CliTest, SubmitDashReadsTheSpecFromStdin) {

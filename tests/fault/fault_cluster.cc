@@ -121,6 +121,10 @@ int64_t FaultCluster::CountResults(const std::string& run_id) {
                   {run_id}, 1)[0];
 }
 
+int64_t FaultCluster::CountRuns() {
+  return QueryRow(db_path(), "SELECT COUNT(*) FROM runs", {}, 1)[0];
+}
+
 std::string FaultCluster::AttemptDir(const std::string& name,
                                      const std::string& run_id,
                                      int attempt) const {
@@ -173,10 +177,17 @@ int64_t FaultCluster::AckedSeq(const std::string& name,
 std::string PrintFaultSummary(const std::string& fault,
                               const std::string& what_happened,
                               int64_t events_lost, int64_t stored_twice) {
-  const std::string line = "FAULT " + fault + ": " + what_happened +
-                           "; events lost " + std::to_string(events_lost) +
-                           ", events stored twice " +
-                           std::to_string(stored_twice);
+  return PrintFaultFigures(fault, what_happened,
+                           "events lost " + std::to_string(events_lost) +
+                               ", events stored twice " +
+                               std::to_string(stored_twice));
+}
+
+std::string PrintFaultFigures(const std::string& fault,
+                              const std::string& what_happened,
+                              const std::string& figures) {
+  const std::string line =
+      "FAULT " + fault + ": " + what_happened + "; " + figures;
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   return line;

@@ -58,6 +58,8 @@ class FaultCluster : public TestCluster {
                          const std::string& key);
   // How many results the run has stored (a run is scored once).
   int64_t CountResults(const std::string& run_id);
+  // How many runs the store holds.
+  int64_t CountRuns();
 
   // The folder of `attempt` of `run_id` in agent `name`'s workdir, and the
   // path of one of its rank files ("rank-0.events", ...).
@@ -85,6 +87,11 @@ class FaultCluster : public TestCluster {
 std::string PrintFaultSummary(const std::string& fault,
                               const std::string& what_happened,
                               int64_t events_lost, int64_t stored_twice);
+// The same line for a fault whose figures are not events: "FAULT fault:
+// what happened; figures".
+std::string PrintFaultFigures(const std::string& fault,
+                              const std::string& what_happened,
+                              const std::string& figures);
 
 }  // namespace hpcai500::testing
 

@@ -187,6 +187,22 @@ CREATE TABLE regress_baselines (
   promoted_ms INTEGER NOT NULL
 );
 )sql",
+    // 10: idempotent submits: each client request id (per user) with the
+    // digest of its spec text and its answer (a serialized SubmitResponse:
+    // the submissions and run ids it created), written in the transaction
+    // that stores the runs and forgotten after a day (Store::
+    // kSubmitRequestRetentionMs).
+    R"sql(
+CREATE TABLE submit_requests (
+  user TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  spec_digest TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  response BLOB NOT NULL,
+  PRIMARY KEY (user, request_id)
+);
+CREATE INDEX submit_requests_by_time ON submit_requests(created_ms);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

@@ -19,19 +19,15 @@
 #include "nlohmann/json.hpp"
 #include "server/coordinator/run_reads.h"
 #include "server/http/router.h"
+#include "tests/common/fake_clock.h"
 #include "tests/common/test_files.h"
 
 namespace hpcai500 {
 namespace {
 
+using ::hpcai500::testing::FakeClock;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-class FakeClock final : public Clock {
- public:
-  int64_t NowMs() override { return now_ms; }
-  int64_t now_ms = 1'700'000'000'000;
-};
 
 // A fake agent connection: records what the coordinator sends to one node.
 class FakeAgent final : public AgentChannel {

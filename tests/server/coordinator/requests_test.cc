@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/inventory.h"
+#include "common/request_id.h"
 #include "gtest/gtest.h"
 
 namespace hpcai500 {
@@ -38,6 +39,20 @@ TEST(Requests, RefusesTooManyRepetitionsAndAnOversizedSpec) {
   EXPECT_TRUE(absl::IsInvalidArgument(
       ParseSubmission(std::string((1 << 20) + 1, '#'), Registry::Builtin())
           .status()));
+}
+
+TEST(Requests, RequestIdIsEmptyOrAShortPlainWord) {
+  EXPECT_TRUE(ValidateRequestId("").ok());  // none
+  EXPECT_TRUE(ValidateRequestId("0f9a5c3e8d7b41a2b6c4e1d0f3a2b5c6").ok());
+  EXPECT_TRUE(ValidateRequestId("ci:pipeline-812.job_3").ok());
+  EXPECT_TRUE(ValidateRequestId(std::string(kMaxRequestIdBytes, 'a')).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ValidateRequestId(std::string(kMaxRequestIdBytes + 1, 'a'))));
+  const absl::Status spaced = ValidateRequestId("two words");
+  EXPECT_TRUE(absl::IsInvalidArgument(spaced));
+  EXPECT_NE(spaced.message().find("'request_id'"), std::string::npos)
+      << spaced.message();
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateRequestId("a\nb")));
 }
 
 TEST(Requests, RegisterNeedsAPlainNameAndSlotsInRange) {

@@ -22,8 +22,10 @@ namespace {
 // Turns a file of the current schema back into version 2: undoes
 // migrations 3 (spec columns), 4 (exits, resume points), 5 (users,
 // invalidation, tokens, audit), 6 (queues, holds, node states, inventory),
-// 7 (the leaderboard table), 8 (its level column) and 9 (regress baselines).
-constexpr char kUndoVersions3To9[] =
+// 7 (the leaderboard table), 8 (its level column), 9 (regress baselines)
+// and 10 (submit request ids).
+constexpr char kUndoVersions3To10[] =
+    "DROP TABLE submit_requests; "
     "DROP TABLE regress_baselines; "
     "DROP TABLE leaderboard; "
     "DROP INDEX runs_by_user; "
@@ -307,6 +309,69 @@ TEST_F(StoreTest, FullFileIsUnavailableStoresNothingAndRecoversWithSpace) {
   EXPECT_GE(health.write_errors, 2);
 }
 
+TEST_F(StoreTest, SubmitRequestIdIsStoredWithItsRunsAndKeptAcrossReopening) {
+  const Store::SubmitRequestId request{"req-1", "digest-a", "nightly"};
+  std::vector<v1::SubmitResponse> stored;
+  {
+    auto store = *Store::Open(path_);
+    EXPECT_EQ(*store->FindSubmitRequest("ana", "req-1", 1000), std::nullopt);
+    stored = *store->CreateSubmissions(
+        {{"name: first\n", {Spec(1), Spec(2)}, "default", 0},
+         {"name: second\n", {Spec(3)}, "default", 0}},
+        1000, "ana", request);
+  }
+  auto store = *Store::Open(path_);
+  std::optional<Store::StoredSubmitRequest> found =
+      *store->FindSubmitRequest("ana", "req-1", 2000);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->spec_digest, "digest-a");
+  EXPECT_EQ(found->created_ms, 1000);
+  const v1::SubmitResponse expected = CombinedSubmitResponse(stored, "nightly");
+  EXPECT_EQ(found->response.SerializeAsString(), expected.SerializeAsString());
+  EXPECT_EQ(found->response.run_ids_size(), 3);
+  EXPECT_EQ(found->response.submission_id(), stored[0].submission_id());
+  EXPECT_EQ(found->response.suite(), "nightly");
+  // Another user's id of the same name is another request.
+  EXPECT_EQ(*store->FindSubmitRequest("bob", "req-1", 2000), std::nullopt);
+}
+
+TEST_F(StoreTest, SubmitRequestIdStoredTwiceStoresNeitherTheRunsNorTheId) {
+  auto store = *Store::Open(path_);
+  const Store::SubmitRequestId request{"req-1", "digest-a", ""};
+  ASSERT_TRUE(
+      store
+          ->CreateSubmissions({{"a\n", {Spec(1)}, "", 0}}, 1000, "ana", request)
+          .ok());
+  absl::StatusOr<std::vector<v1::SubmitResponse>> again =
+      store->CreateSubmissions({{"b\n", {Spec(2)}, "", 0}}, 1500, "ana",
+                               Store::SubmitRequestId{"req-1", "digest-b", ""});
+  EXPECT_TRUE(absl::IsAlreadyExists(again.status())) << again.status();
+  EXPECT_EQ(store->ListRuns(v1::ListRunsRequest())->size(), 1u);
+  EXPECT_EQ(store->FindSubmitRequest("ana", "req-1", 2000)->value().spec_digest,
+            "digest-a");
+}
+
+TEST_F(StoreTest, SubmitRequestIdsOlderThanTheRetentionAreForgotten) {
+  auto store = *Store::Open(path_);
+  const int64_t day = Store::kSubmitRequestRetentionMs;
+  ASSERT_TRUE(store
+                  ->CreateSubmissions({{"a\n", {Spec(1)}, "", 0}}, 1000, "ana",
+                                      Store::SubmitRequestId{"old", "d", ""})
+                  .ok());
+  EXPECT_NE(*store->FindSubmitRequest("ana", "old", 1000 + day - 1),
+            std::nullopt);
+  EXPECT_EQ(*store->FindSubmitRequest("ana", "old", 1000 + day), std::nullopt);
+  // The next id stored prunes it: the same id can be stored again.
+  ASSERT_TRUE(store
+                  ->CreateSubmissions({{"a\n", {Spec(1)}, "", 0}}, 1000 + day,
+                                      "ana",
+                                      Store::SubmitRequestId{"old", "e", ""})
+                  .ok());
+  EXPECT_EQ(
+      store->FindSubmitRequest("ana", "old", 1000 + day)->value().spec_digest,
+      "e");
+}
+
 TEST_F(StoreTest, InsertEventsOfAnEmptyBatchStoresNothing) {
   auto store = *Store::Open(path_);
   absl::StatusOr<std::vector<EventDisposition>> dispositions =
@@ -446,7 +511,7 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      kUndoVersions3To9 +
+      kUndoVersions3To10 +
       std::string("ALTER TABLE results DROP COLUMN energy_joules; "
                   "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                   "PRAGMA user_version = 1;"));
@@ -579,7 +644,7 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(kUndoVersions3To9 + std::string("PRAGMA user_version = 2;"));
+  RewriteFile(kUndoVersions3To10 + std::string("PRAGMA user_version = 2;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -883,8 +948,8 @@ TEST_F(StoreTest, VersionSixFileGetsItsLeaderboardFilled) {
                   {ok(1), PlannedRun{v1::RUN_STATE_FAILED, 0}});
   }
   RewriteFile(
-      "DROP TABLE regress_baselines; DROP TABLE leaderboard; "
-      "PRAGMA user_version = 6;");
+      "DROP TABLE submit_requests; DROP TABLE regress_baselines; "
+      "DROP TABLE leaderboard; PRAGMA user_version = 6;");
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -903,7 +968,7 @@ TEST_F(StoreTest, VersionSevenFileGetsItsLeaderboardRowsRewritten) {
     AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(5)});
   }
   RewriteFile(
-      "DROP TABLE regress_baselines; "
+      "DROP TABLE submit_requests; DROP TABLE regress_baselines; "
       "DROP INDEX leaderboard_level_order; "
       "ALTER TABLE leaderboard DROP COLUMN level; "
       "UPDATE leaderboard SET row = x''; PRAGMA user_version = 7;");

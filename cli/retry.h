@@ -1,0 +1,53 @@
+// Sending a call again when its answer may have been lost: the connection
+// broke (UNAVAILABLE: refused, reset, "Socket closed") or the deadline
+// passed (DEADLINE_EXCEEDED), so the call may or may not have been done.
+// Only a call that is safe to repeat is retried: a submit carries a request
+// id (common/request_id.h) that makes the coordinator answer a repeat with
+// the first try's runs.
+//
+// Thread-safe: free functions; CallWithRetries runs on the caller's thread.
+#ifndef HPCAI500_CLI_RETRY_H_
+#define HPCAI500_CLI_RETRY_H_
+
+#include <functional>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/support/status.h"
+
+namespace hpcai500 {
+
+// How often and how patiently: tries 2, 3, ... wait first_backoff, doubled
+// each time up to max_backoff, each wait cut by up to half at random so
+// that clients a restart cut off together do not come back together. The
+// defaults wait about 15 s in all, enough for a coordinator to restart.
+struct RetryPolicy {
+  int max_tries = 6;
+  absl::Duration first_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(8);
+  // Waits; tests replace it.
+  std::function<void(absl::Duration)> sleep = [](absl::Duration wait) {
+    absl::SleepFor(wait);
+  };
+};
+
+// Whether a call that ended with `status` may not have been answered and
+// is worth sending again: UNAVAILABLE and DEADLINE_EXCEEDED.
+bool IsRetryable(const grpc::Status& status);
+
+// The wait before try `next_try` (2 for the first retry) without the random
+// cut: first_backoff * 2^(next_try - 2), at most max_backoff.
+absl::Duration RetryBackoff(const RetryPolicy& policy, int next_try);
+
+// Calls `call` until it returns a status that is not IsRetryable or
+// policy.max_tries calls were made, and returns the last status. Before
+// each retry, tells `retrying(next_try, status, wait)` and sleeps `wait`
+// (RetryBackoff cut by up to half at random).
+grpc::Status CallWithRetries(
+    const RetryPolicy& policy, const std::function<grpc::Status()>& call,
+    const std::function<void(int next_try, const grpc::Status& status,
+                             absl::Duration wait)>& retrying);
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_CLI_RETRY_H_
