@@ -1,7 +1,8 @@
 // The attempts' half of the Coordinator: a lost attempt is requeued (or the
 // run fails when it has no retry left), a new attempt resumes from the
-// newest checkpoint it can reach, a resumed run is scored over the epochs
-// its attempts kept, and attempts past their time limit are stopped.
+// newest checkpoint it can reach, a run is scored once every event of its
+// attempt is stored (a resumed run over the epochs its attempts kept), and
+// attempts past their time limit are stopped.
 // Declared in coordinator.h; docs/design.md "Requeue and resume" says why.
 #include <algorithm>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/event_keys.h"
 #include "common/log.h"
+#include "common/scoring.h"
 #include "common/status_macros.h"
 #include "server/coordinator/coordinator.h"
 #include "server/coordinator/run_log.h"
@@ -160,6 +162,107 @@ void Coordinator::EnforceTimeLimitsLocked(int64_t now) {
                                  limit_s, attempt.number()),
                  /*cancel_workers=*/true);
   }
+}
+
+void Coordinator::MaybeFinishLocked(RunRecord& record, bool force) {
+  if (record.run.state() != v1::RUN_STATE_RUNNING) return;
+  const v1::RunSpec& spec = record.run.spec();
+  const int world = record.world_size();
+  if (static_cast<int>(record.exits.size()) < world) return;
+  if (!force && record.tracker.stopped_ranks() < world) return;
+  if (!EventsStoredLocked(record)) return;
+  const ConfigInfo* config =
+      registry_->FindConfig(spec.workload(), spec.config());
+  const WorkloadInfo* workload = registry_->FindWorkload(spec.workload());
+  if (config == nullptr || workload == nullptr) {
+    EndRunLocked(record, v1::RUN_STATE_FAILED,
+                 absl::StrCat("scoring: ", spec.workload(), "/", spec.config(),
+                              " is not in this coordinator's registry"),
+                 /*cancel_workers=*/false);
+    return;
+  }
+  absl::StatusOr<v1::Score> score;
+  if (record.run.attempts().rbegin()->resumed_epoch() > 0) {
+    absl::StatusOr<std::vector<AttemptEvents>> attempts =
+        EarlierAttemptsLocked(record);
+    if (attempts.ok()) {
+      attempts->push_back(
+          AttemptEvents{record.tracker.events(),
+                        record.run.attempts().rbegin()->resumed_epoch(), -1});
+      score = ScoreAttempts(*attempts, *config, *workload);
+    } else {
+      score = attempts.status();
+    }
+  } else {
+    score = ScoreRun(record.tracker.events(), *config, *workload);
+  }
+  if (!score.ok()) {
+    EndRunLocked(record, v1::RUN_STATE_FAILED,
+                 absl::StrCat("scoring: ", score.status().message()),
+                 /*cancel_workers=*/false);
+    return;
+  }
+  absl::Status saved = store_->SaveResult(record.run.id(), *score);
+  if (absl::IsUnavailable(saved)) {
+    // The store is failing for now: scored again on a later tick.
+    LogError(absl::StrCat("run ", record.run.id(),
+                          ": storing the result: ", saved.message()));
+    if (record.all_exited_ms == 0) record.all_exited_ms = clock_->NowMs();
+    return;
+  }
+  if (!saved.ok()) {
+    EndRunLocked(record, v1::RUN_STATE_FAILED,
+                 absl::StrCat("storing the result: ", saved.message()),
+                 /*cancel_workers=*/false);
+    return;
+  }
+  *record.run.mutable_score() = *score;
+  EndRunLocked(record, v1::RUN_STATE_SUCCEEDED, "", /*cancel_workers=*/false);
+}
+
+bool Coordinator::EventsStoredLocked(RunRecord& record) {
+  const int64_t run_id = record.run.id();
+  const int32_t attempt = record.key().attempt();
+  std::vector<std::string> missing;
+  for (const auto& [rank, exit] : record.exits) {
+    absl::StatusOr<Store::SeqRange> stored =
+        store_->StoredSeqs(run_id, attempt, rank);
+    if (!stored.ok()) {
+      missing.push_back(
+          absl::StrCat("rank ", rank, " (", stored.status().message(), ")"));
+      continue;
+    }
+    const int64_t wrote = std::max(exit.last_seq(), stored->highest);
+    if (stored->contiguous < wrote) {
+      missing.push_back(absl::StrFormat("rank %d: seq %d..%d", rank,
+                                        stored->contiguous + 1, wrote));
+    }
+  }
+  if (!missing.empty()) {
+    if (!record.waiting_for_events) {
+      record.waiting_for_events = true;
+      const std::string line = absl::StrCat(
+          "not scored yet: events not stored (", absl::StrJoin(missing, "; "),
+          "); their agents send them again");
+      LogWarning(absl::StrCat("run ", run_id, " ", line));
+      record.Changed(line);
+    }
+    if (record.all_exited_ms == 0) record.all_exited_ms = clock_->NowMs();
+    return false;
+  }
+  if (record.events_unstored) {
+    absl::StatusOr<std::vector<EventLine>> stored =
+        StoredEventLines(*store_, run_id, attempt);
+    if (!stored.ok()) return false;  // tried again on a later tick
+    record.tracker.Reset();
+    for (EventLine& event : *stored) record.tracker.Add(std::move(event));
+    record.events_unstored = false;
+  }
+  if (record.waiting_for_events) {
+    record.waiting_for_events = false;
+    record.Changed("every event stored; scoring");
+  }
+  return true;
 }
 
 }  // namespace hpcai500
