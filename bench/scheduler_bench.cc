@@ -17,14 +17,15 @@
 //
 // hpcai500d runs with --max-queued-per-user 0 (no cap) and
 // --heartbeat-interval-s set to the simulated agents' beat (whole seconds,
-// at least 1). Auth is on, as on a cluster: before starting hpcai500d the
-// bench makes operator tokens for the submitting users and admin tokens for
-// the agents (a few agents per token, under the per-user request rate) with
-// `hpcai500d token create`.
+// at least 1); by default that is hpcai500d's own default interval
+// (kDefaultHeartbeatIntervalMs, 5 s), the beat a real cluster runs at. Auth is
+// on, as on a cluster: before starting hpcai500d the bench makes operator
+// tokens for the submitting users and admin tokens for the agents (a few agents
+// per token, under the per-user request rate) with `hpcai500d token create`.
 //
 //   hpcai500-scheduler-bench [--agents 1000] [--queued 10000] [--steady-s 60]
 //       [--churn 200] [--churn-interval-ms 50] [--submit-rate 100]
-//       [--submit-threads 4] [--heartbeat-ms 1000] [--node-timeout-s 600]
+//       [--submit-threads 4] [--heartbeat-ms 5000] [--node-timeout-s 600]
 //       [--agents-per-connection 1] [--wait-s 900] [--submit-batch 1]
 //       [--quiet-fill] [--hpcai500d PATH] [--dir DIR]
 #include <fcntl.h>
@@ -65,6 +66,7 @@
 #include "common/keepalive.h"
 #include "common/numbers.h"
 #include "proto/hpcai500.grpc.pb.h"
+#include "server/coordinator/node_timing.h"
 
 namespace hpcai500::bench {
 namespace {
@@ -74,7 +76,7 @@ using Clock = std::chrono::steady_clock;
 constexpr char kUsage[] =
     "usage: hpcai500-scheduler-bench [--agents 1000] [--queued 10000]\n"
     "    [--steady-s 60] [--churn 200] [--churn-interval-ms 50]\n"
-    "    [--submit-rate 100] [--submit-threads 4] [--heartbeat-ms 1000]\n"
+    "    [--submit-rate 100] [--submit-threads 4] [--heartbeat-ms 5000]\n"
     "    [--node-timeout-s 600] [--agents-per-connection 1] [--wait-s 900]\n"
     "    [--submit-batch 1] [--quiet-fill] [--hpcai500d PATH] [--dir DIR]\n"
     "--submit-batch N: phase 2 submits N runs at a time (repetitions: N,\n"
@@ -100,7 +102,7 @@ struct BenchOptions {
   int churn_interval_ms = 50;
   int submit_rate = 100;  // phase 1 submissions per second
   int submit_threads = 4;
-  int heartbeat_ms = 1000;
+  int heartbeat_ms = kDefaultHeartbeatIntervalMs;  // hpcai500d's default
   // Generous, so that a coordinator too busy to read heartbeats for a while
   // does not lose nodes (and runs) in the middle of a measurement.
   int node_timeout_s = 600;

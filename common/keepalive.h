@@ -3,7 +3,9 @@
 // while no call runs, and gives up 5 s after a ping goes unanswered;
 // hpcai500d pings its agents as often and accepts their pings down to every
 // 5 s without data. Either end so finds a silent peer (a stopped process, a
-// cut link) whose TCP connection still looks open.
+// cut link) whose TCP connection still looks open. Both ends turn HTTP/2's
+// BDP probe off: its pings size windows for bulk transfers, and an agent
+// stream carries small messages.
 //
 // Thread-safe: each call touches only its argument.
 #ifndef HPCAI500_COMMON_KEEPALIVE_H_

@@ -488,13 +488,15 @@ void Coordinator::NoteWaitingReasonsLocked() {
     if (it == runs_.end()) continue;
     RunRecord& record = it->second;
     if (record.run.state() != v1::RUN_STATE_QUEUED) continue;
-    std::string reason = scheduler_.Reason(run_id);
-    if (reason == "Held") {
-      reason = absl::StrCat("Held: by ", record.run.held_by(),
-                            " (`hpcai500 release ", run_id, "`)");
-    }
-    if (reason == record.run.reason()) continue;
-    record.run.set_reason(std::move(reason));
+    // By reference: 10,000 runs waiting behind one head share its text.
+    const std::string& reason = scheduler_.Reason(run_id);
+    const std::string held =
+        reason == "Held" ? absl::StrCat("Held: by ", record.run.held_by(),
+                                        " (`hpcai500 release ", run_id, "`)")
+                         : "";
+    const std::string& shown = held.empty() ? reason : held;
+    if (shown == record.run.reason()) continue;
+    record.run.set_reason(shown);
     record.Changed("");
   }
 }

@@ -44,17 +44,32 @@ const Scheduler::Queue& Scheduler::QueueOf(const Request& request) const {
   return queue != nullptr ? *queue : queues_.front();
 }
 
+void Scheduler::NodesChanged() {
+  eligible_.clear();
+  dirty_ = true;
+}
+
+void Scheduler::NoteFree(const std::string& name, const NodeState& node) {
+  if (node.used_slots < node.offer.slots) {
+    free_nodes_.insert(name);
+  } else {
+    free_nodes_.erase(name);
+  }
+}
+
 void Scheduler::SetNode(const std::string& name, const NodeOffer& offer) {
   NodeState& node = nodes_[name];
   node.offer = offer;
-  dirty_ = true;
+  NoteFree(name, node);
+  NodesChanged();
 }
 
 bool Scheduler::RemoveNode(const std::string& name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second.used_slots > 0) return false;
   nodes_.erase(it);
-  dirty_ = true;  // the waiting reasons count the nodes
+  free_nodes_.erase(name);
+  NodesChanged();  // the waiting reasons count the nodes
   return true;
 }
 
@@ -62,14 +77,14 @@ void Scheduler::SetSchedulable(const std::string& name, bool schedulable) {
   NodeState& node = nodes_[name];
   if (node.schedulable == schedulable) return;
   node.schedulable = schedulable;
-  dirty_ = true;
+  NodesChanged();
 }
 
 void Scheduler::SetDraining(const std::string& name, bool draining) {
   NodeState& node = nodes_[name];
   if (node.draining == draining) return;
   node.draining = draining;
-  dirty_ = true;
+  NodesChanged();
 }
 
 bool Scheduler::IsDraining(const std::string& name) const {
@@ -169,24 +184,18 @@ std::string Scheduler::Needs(const Request& request, bool free) const {
   return needs;
 }
 
-std::map<std::string, Scheduler::EndsOnNode> Scheduler::EndsByNode(
-    int64_t now_ms) const {
-  std::map<std::string, EndsOnNode> ends;
-  for (const auto& [run_id, allocation] : allocations_) {
-    const int64_t end =
-        allocation.end_ms == 0 ? kNever : std::max(allocation.end_ms, now_ms);
-    for (const std::string& name : allocation.nodes) {
-      ends[name].emplace_back(end, allocation.ranks_per_node,
-                              allocation.gpus_per_node);
-    }
-  }
-  return ends;
-}
-
-int64_t Scheduler::ReadyMs(const NodeState& node, EndsOnNode ends,
-                           const Request& request, int64_t now_ms) const {
+int64_t Scheduler::ReadyMs(const NodeState& node, const Request& request,
+                           int64_t now_ms) const {
   if (FreeFor(node, request)) return now_ms;
-  // What ends on this node, soonest first.
+  // What ends on this node, soonest first: (end, ranks, GPUs).
+  std::vector<std::tuple<int64_t, int, int>> ends;
+  ends.reserve(node.runs.size());
+  for (const int64_t run_id : node.runs) {
+    const Allocation& allocation = allocations_.at(run_id);
+    ends.emplace_back(
+        allocation.end_ms == 0 ? kNever : std::max(allocation.end_ms, now_ms),
+        allocation.ranks_per_node, allocation.gpus_per_node);
+  }
   std::sort(ends.begin(), ends.end());
   int free_slots = node.offer.slots - node.used_slots;
   int free_gpus = node.offer.gpus - node.used_gpus;
@@ -204,20 +213,16 @@ int64_t Scheduler::ReadyMs(const NodeState& node, EndsOnNode ends,
 
 Scheduler::Reservation Scheduler::Reserve(const Request& request,
                                           int64_t now_ms) const {
-  std::vector<std::pair<int64_t, std::string>> ready;  // (when, node)
-  std::map<std::string, EndsOnNode> ends = EndsByNode(now_ms);
+  std::vector<std::pair<int64_t, const std::string*>> ready;  // (when, node)
   for (const auto& [name, node] : nodes_) {
     if (Up(node) && Eligible(node, request)) {
-      auto on_node = ends.find(name);
-      ready.emplace_back(
-          ReadyMs(
-              node,
-              on_node == ends.end() ? EndsOnNode{} : std::move(on_node->second),
-              request, now_ms),
-          name);
+      ready.emplace_back(ReadyMs(node, request, now_ms), &name);
     }
   }
-  std::sort(ready.begin(), ready.end());
+  // Soonest first; nodes_ is in name order, which ties keep.
+  std::stable_sort(
+      ready.begin(), ready.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
   Reservation reservation;
   reservation.run_id = request.run_id;
   reservation.start_ms = now_ms;
@@ -225,7 +230,7 @@ Scheduler::Reservation Scheduler::Reserve(const Request& request,
       std::min(ready.size(), static_cast<size_t>(request.nodes));
   for (size_t i = 0; i < count; ++i) {
     reservation.start_ms = std::max(reservation.start_ms, ready[i].first);
-    reservation.nodes.insert(ready[i].second);
+    reservation.nodes.insert(*ready[i].second);
   }
   return reservation;
 }
@@ -235,15 +240,13 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
   if (!dirty_) return placed;
   dirty_ = false;
   ++passes_;
-  reasons_.clear();
   std::vector<Reservation> reservations;
-  std::map<std::string, int64_t> heads;  // queue -> its head run
+  // Queue -> what a run waiting behind its head is told.
+  std::map<std::string, std::string> behind_head;
   // Shape -> the fewest nodes a run of it failed to get in this pass. A
   // pass only ever takes nodes and adds reservations, so a run of that
   // shape asking as many or more fails too.
   std::map<int, int> no_room;
-  // Shape -> (eligible known nodes, eligible nodes up).
-  std::map<int, std::pair<int, int>> eligible;
   for (auto it = order_.begin(); it != order_.end();) {
     const auto& [request, shape] = requests_.at(it->second);
     const int64_t run_id = request.run_id;
@@ -252,9 +255,9 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
       ++it;
       continue;
     }
-    auto counts = eligible.find(shape);
-    if (counts == eligible.end()) {
-      counts = eligible
+    auto counts = eligible_.find(shape);
+    if (counts == eligible_.end()) {
+      counts = eligible_
                    .emplace(shape, std::make_pair(EligibleNodes(request, false),
                                                   EligibleNodes(request, true)))
                    .first;
@@ -289,8 +292,9 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
           reserved.insert(reservation.nodes.begin(), reservation.nodes.end());
         }
       }
-      for (const auto& [name, node] : nodes_) {
+      for (const std::string& name : free_nodes_) {
         if (static_cast<int>(chosen.size()) == request.nodes) break;
+        const NodeState& node = nodes_.at(name);
         if (Up(node) && Eligible(node, request) && FreeFor(node, request) &&
             reserved.count(name) == 0) {
           chosen.push_back(name);
@@ -306,17 +310,18 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
       ++it;
       order_.erase(std::prev(it));
       requests_.erase(run_id);
+      reasons_.erase(run_id);
       continue;
     }
     int& fewest = no_room.emplace(shape, request.nodes).first->second;
     fewest = std::min(fewest, request.nodes);
     const std::string& queue = QueueOf(request).name;
-    auto head = heads.find(queue);
-    if (head != heads.end()) {
-      reasons_[run_id] = absl::StrCat("Priority: waits behind run ",
-                                      head->second, " (queue ", queue, ")");
+    auto head = behind_head.find(queue);
+    if (head != behind_head.end()) {
+      reasons_[run_id] = head->second;
     } else {
-      heads[queue] = run_id;
+      behind_head[queue] = absl::StrCat("Priority: waits behind run ", run_id,
+                                        " (queue ", queue, ")");
       Reservation reservation = Reserve(request, now_ms);
       reasons_[run_id] = absl::StrCat(
           "Resources: waiting for ", Needs(request, /*free=*/true),
@@ -332,9 +337,10 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
   return placed;
 }
 
-std::string Scheduler::Reason(int64_t run_id) const {
+const std::string& Scheduler::Reason(int64_t run_id) const {
+  static const std::string* const kNone = new std::string();
   auto it = reasons_.find(run_id);
-  return it == reasons_.end() ? "" : it->second;
+  return it == reasons_.end() ? *kNone : it->second;
 }
 
 void Scheduler::Allocate(int64_t run_id, const std::string& queue,
@@ -343,9 +349,13 @@ void Scheduler::Allocate(int64_t run_id, const std::string& queue,
                          int64_t start_ms, int64_t end_ms) {
   Deallocate(run_id);
   for (const std::string& name : nodes) {
-    NodeState& node = nodes_[name];
+    auto [it, added] = nodes_.try_emplace(name);
+    if (added) NodesChanged();
+    NodeState& node = it->second;
     node.used_slots += ranks_per_node;
     node.used_gpus += gpus_per_node;
+    node.runs.push_back(run_id);
+    NoteFree(name, node);
   }
   // A run stored before queues existed (or in a queue since removed)
   // counts as the default queue's.
@@ -366,6 +376,9 @@ void Scheduler::Deallocate(int64_t run_id) {
     NodeState& node = nodes_[name];
     node.used_slots -= it->second.ranks_per_node;
     node.used_gpus -= it->second.gpus_per_node;
+    node.runs.erase(std::remove(node.runs.begin(), node.runs.end(), run_id),
+                    node.runs.end());
+    NoteFree(name, node);
   }
   allocations_.erase(it);
   dirty_ = true;

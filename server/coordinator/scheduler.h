@@ -18,7 +18,9 @@
 // run start changed since the last pass (a node up or freed, a run queued or
 // released), and within a pass runs of the same shape that cannot fit are
 // answered from a memo, so a pass over 10,000 waiting runs on full nodes
-// stays in milliseconds.
+// stays in milliseconds. What a pass would otherwise walk every node for is
+// kept as it changes: the nodes with a free slot, each node's allocations,
+// and per shape how many nodes could hold it.
 //
 // Not thread-safe: the Coordinator owns one and guards it with its mutex.
 #ifndef HPCAI500_SERVER_COORDINATOR_SCHEDULER_H_
@@ -28,7 +30,6 @@
 #include <map>
 #include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -59,8 +60,8 @@ class Scheduler {
     std::string queue;  // a known queue's name
     int32_t priority = 0;
     int nodes = 1;
-    int ranks_per_node = 1;
-    int gpus_per_node = 0;  // device cuda: ranks_per_node
+    int ranks_per_node = 1;  // at least 1 (CheckRunFields)
+    int gpus_per_node = 0;   // device cuda: ranks_per_node
     Labels constraints;
     int64_t time_limit_ms = 0;  // 0: none (it may run forever)
     bool held = false;
@@ -123,8 +124,9 @@ class Scheduler {
 
   // Why a queued run waits after the last pass (squeue's reason column),
   // one of "Held", "Constraints: ...", "Resources: ...", "Priority: ...";
-  // "" when not queued or not yet looked at.
-  std::string Reason(int64_t run_id) const;
+  // "" when not queued or not yet looked at. The reference is valid until
+  // the next call of a non-const method.
+  const std::string& Reason(int64_t run_id) const;
 
   // What `request` asks of the nodes, in one line: "2 node(s) of queue gpu
   // with 8 slot(s) and 8 GPU(s) labelled rack=3", saying "free slot(s)" and
@@ -161,6 +163,7 @@ class Scheduler {
     bool draining = false;
     int used_slots = 0;
     int used_gpus = 0;
+    std::vector<int64_t> runs;  // the allocations holding some of it
   };
   struct Allocation {
     std::string queue;
@@ -189,20 +192,18 @@ class Scheduler {
     return node.schedulable && !node.draining;
   }
   bool FreeFor(const NodeState& node, const Request& request) const;
-  // What ends on each node: (end, ranks, GPUs) of each allocation there,
-  // the end kNever for a run without a time limit. One walk over the
-  // allocations, so a reservation costs O(nodes + allocations), not their
-  // product.
-  using EndsOnNode = std::vector<std::tuple<int64_t, int, int>>;
-  std::map<std::string, EndsOnNode> EndsByNode(int64_t now_ms) const;
   // When `node` will have room for `request` by the time limits of what
-  // it runs, `ends` (kNever when a run there has none).
-  int64_t ReadyMs(const NodeState& node, EndsOnNode ends,
-                  const Request& request, int64_t now_ms) const;
+  // it runs (kNever when a run in the way has none).
+  int64_t ReadyMs(const NodeState& node, const Request& request,
+                  int64_t now_ms) const;
   Reservation Reserve(const Request& request, int64_t now_ms) const;
   // The id of the request's shape (queue, constraints, ranks, GPUs, time
   // limit): runs of one shape that cannot start share the answer.
   int ShapeOf(const Request& request);
+  // A node came or went, or changed what it offers or whether it is up.
+  void NodesChanged();
+  // Keeps free_nodes_ in step with `node`'s slots.
+  void NoteFree(const std::string& name, const NodeState& node);
 
   std::vector<Queue> queues_;
   std::map<std::string, NodeState> nodes_;
@@ -211,7 +212,13 @@ class Scheduler {
   std::map<std::string, int> shapes_;
   std::set<OrderKey> order_;
   std::map<int64_t, Allocation> allocations_;
-  std::map<int64_t, std::string> reasons_;  // queued run -> why it waits
+  // The nodes with a free slot (every request asks at least one).
+  std::set<std::string> free_nodes_;
+  // Shape -> (eligible known nodes, eligible nodes up); emptied by
+  // NodesChanged().
+  std::map<int, std::pair<int, int>> eligible_;
+  // Queued run -> why it waits; each pass sets every queued run's.
+  std::map<int64_t, std::string> reasons_;
   bool dirty_ = true;
   int64_t passes_ = 0;
 };

@@ -1,5 +1,7 @@
 #include "server/coordinator/scheduler.h"
 
+#include <cstdio>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -322,6 +324,57 @@ TEST(Scheduler, ManyWaitingRunsOfOneShapeAllGetAReason) {
   EXPECT_EQ(scheduler.Reason(2000),
             "Priority: waits behind run 2 (queue default)");
   EXPECT_EQ(scheduler.queue_length(), 1999);
+}
+
+TEST(Scheduler, FreedNodeAmongManyFullOnesTakesTheNextRun) {
+  Scheduler scheduler;
+  char name[8];
+  for (int i = 0; i < 500; ++i) {
+    std::snprintf(name, sizeof(name), "n%03d", i);
+    Up(scheduler, name, 1);
+    scheduler.Enqueue(Job(i + 1));
+  }
+  ASSERT_EQ(scheduler.Schedule(0).size(), 500u);
+  scheduler.Enqueue(Job(501));
+  scheduler.Enqueue(Job(502));
+  EXPECT_THAT(scheduler.Schedule(0), IsEmpty());
+  EXPECT_THAT(scheduler.Reason(501), HasSubstr("start unknown"));
+
+  scheduler.Deallocate(258);  // run 258 held n257
+  std::vector<Scheduler::Placement> placed = scheduler.Schedule(0);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].run_id, 501);
+  EXPECT_THAT(placed[0].nodes, ElementsAre("n257"));
+  EXPECT_EQ(scheduler.Reason(501), "");  // placed: no longer waits
+  EXPECT_THAT(scheduler.Reason(502), StartsWith("Resources: waiting"));
+
+  // A node that grows a slot has room again.
+  Up(scheduler, "n100", 2);
+  placed = scheduler.Schedule(0);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_THAT(placed[0].nodes, ElementsAre("n100"));
+}
+
+TEST(Scheduler, CountsOfNodesUpFollowNodesComingAndGoing) {
+  Scheduler scheduler;
+  Up(scheduler, "a", 1);
+  scheduler.Enqueue(Job(1, /*nodes=*/2));
+  EXPECT_THAT(scheduler.Schedule(0), IsEmpty());
+  EXPECT_THAT(scheduler.Reason(1), HasSubstr("1 registered node(s) match"));
+
+  scheduler.SetNode("b", Scheduler::NodeOffer{1, 0, {}});  // known, not up
+  EXPECT_THAT(scheduler.Schedule(0), IsEmpty());
+  EXPECT_THAT(scheduler.Reason(1), HasSubstr("1 of the 2 matching node(s)"));
+
+  scheduler.SetSchedulable("b", true);
+  scheduler.SetDraining("a", true);
+  EXPECT_THAT(scheduler.Schedule(0), IsEmpty());
+  EXPECT_THAT(scheduler.Reason(1), HasSubstr("1 of the 2 matching node(s)"));
+
+  scheduler.SetDraining("a", false);
+  std::vector<Scheduler::Placement> placed = scheduler.Schedule(0);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_THAT(placed[0].nodes, ElementsAre("a", "b"));
 }
 
 TEST(Scheduler, DequeueRemovesOnlyQueuedRuns) {
