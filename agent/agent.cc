@@ -50,8 +50,10 @@ std::vector<std::string> CurrentEnvironment() {
   return env;
 }
 
-SupervisorOptions MakeSupervisorOptions(const AgentOptions& options) {
+SupervisorOptions MakeSupervisorOptions(const AgentOptions& options,
+                                        const WorkerLeases* leases) {
   SupervisorOptions out;
+  out.leases = leases;
   out.address = options.address;
   out.node.workdir = options.workdir;
   out.node.worker_path = options.worker_path;
@@ -116,7 +118,8 @@ std::string InventoryLine(const AgentOptions& options) {
 Agent::Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock)
     : options_(std::move(options)),
       clock_(clock),
-      supervisor_(MakeSupervisorOptions(options_), processes, clock),
+      leases_(options_.workdir),
+      supervisor_(MakeSupervisorOptions(options_, &leases_), processes, clock),
       fence_timeout_ms_(kDefaultFenceTimeoutMs) {}
 
 absl::Status Agent::Run(const std::atomic<int>* stop) {
@@ -233,9 +236,13 @@ v1::AgentMessage Agent::RegisterMessage() {
   return hello;
 }
 
+int64_t Agent::FenceDeadlineMs() const {
+  return last_heard_ms_ + fence_timeout_ms_;
+}
+
 void Agent::FenceIfSilent() {
+  if (clock_->NowMs() <= FenceDeadlineMs()) return;
   const int64_t silent_ms = clock_->NowMs() - last_heard_ms_;
-  if (silent_ms <= fence_timeout_ms_) return;
   const std::string reason = absl::StrCat(
       "self-fenced: no word from the coordinator for ", silent_ms / 1000, " s");
   const int stopped = supervisor_.FenceAll(reason);
@@ -328,7 +335,10 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
     // Checked before the batch counts as word: an agent resumed after a
     // SIGSTOP may find messages sent long ago.
     FenceIfSilent();
-    if (!messages.empty()) last_heard_ms_ = clock_->NowMs();
+    if (!messages.empty()) {
+      last_heard_ms_ = clock_->NowMs();
+      leases_.set_deadline_ms(FenceDeadlineMs());
+    }
     for (const v1::CoordinatorMessage& message : messages) {
       switch (message.msg_case()) {
         case v1::CoordinatorMessage::kRegistered:
@@ -339,6 +349,7 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
           }
           if (message.registered().node_timeout_ms() > 0) {
             fence_timeout_ms_ = message.registered().node_timeout_ms();
+            leases_.set_deadline_ms(FenceDeadlineMs());
           }
           LogInfo(absl::StrCat(
               "registered with coordinator ", options_.coordinator, " as ",
@@ -371,6 +382,9 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
     send_all(supervisor_.Poll());
     if (registered) send_all(supervisor_.ResendOverdue());
     if (clock_->NowMs() >= next_heartbeat) {
+      // Workers taken up from an earlier agent keep running only once the
+      // coordinator has answered this one.
+      if (registered) leases_.Renew(supervisor_.Running());
       v1::AgentMessage beat;
       beat.mutable_heartbeat()->set_time_ms(clock_->NowMs());
       send(beat);

@@ -8,6 +8,8 @@
 // then the coordinator has given this node up, and the agent stops its
 // workers itself (self-fencing) rather than let them run on beside their
 // replacements. Keepalive pings on the channel notice a dead coordinator.
+// The workers' leases (agent/worker_leases.h), renewed at every heartbeat
+// up to that same deadline, stop them when the agent itself is gone.
 //
 // A pilot agent (--leave-on-stop) leaves instead: when stopped it sends
 // Leaving, stops its workers and delivers their last events and exits
@@ -30,6 +32,7 @@
 #include "agent/options.h"
 #include "agent/process.h"
 #include "agent/supervisor.h"
+#include "agent/worker_leases.h"
 #include "common/clock.h"
 
 namespace hpcai500::agent {
@@ -61,8 +64,12 @@ class Agent {
   // The first message of a session: this node, its inventory and the
   // attempts its workers still run.
   v1::AgentMessage RegisterMessage();
-  // Stops every worker (Supervisor::FenceAll) when nothing came from the
-  // coordinator for longer than fence_timeout_ms_; logs once per fencing.
+  // Until when the coordinator keeps this node without a word from it: the
+  // last word plus its node timeout. The self-fence and the leases both
+  // end there.
+  int64_t FenceDeadlineMs() const;
+  // Stops every worker (Supervisor::FenceAll) once FenceDeadlineMs() has
+  // passed; logs once per fencing.
   void FenceIfSilent();
   // A pilot agent stopped by `signal` starts to leave (once): stops every
   // worker and sets the deadline. Returns the reason the coordinator is told.
@@ -77,6 +84,7 @@ class Agent {
   Clock* const clock_;
 
   // Only touched by the Run thread.
+  WorkerLeases leases_;  // before supervisor_, which borrows it
   Supervisor supervisor_;
   int64_t last_heard_ms_ = 0;  // the last message from the coordinator
   int64_t fence_timeout_ms_;   // the last Registered.node_timeout_ms

@@ -263,6 +263,7 @@ absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
     args.data = std::move(data_dir);
   }
   args.checkpoint_dir = plan.checkpoint_dir;
+  args.lease_file = AttemptLayout::LeasePath(plan.dir);
   if (a.resume_from_epoch() > 0) {
     v1::AttemptKey source = a.key();
     source.set_attempt(a.resume_from_attempt());

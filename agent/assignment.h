@@ -68,13 +68,13 @@ RankPlan RankPaths(const std::string& attempt_dir, int rank);
 
 // Validates the assignment and builds one launch per local rank: argv (the
 // worker path, then WorkerArgs::ToArgv of the spec, the rank's events file,
-// the node's threads per rank and the attempt's --checkpoint-dir, with
-// --resume when the assignment resumes), environment (RANK, WORLD_SIZE,
-// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, CUDA_VISIBLE_DEVICES
-// for cuda) and output files. When the spec's built-in config reads node data
-// (ReadsNodeData) and node.data_dirs maps its dataset, argv has --data DIR.
-// A resume's resume_source is the earlier attempt's checkpoint file under
-// node.checkpoint_root. Creates nothing on disk.
+// the node's threads per rank, the attempt's --checkpoint-dir, with
+// --resume when the assignment resumes, and its --lease-file), environment
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+// CUDA_VISIBLE_DEVICES for cuda) and output files. When the spec's built-in
+// config reads node data (ReadsNodeData) and node.data_dirs maps its dataset,
+// argv has --data DIR. A resume's resume_source is the earlier attempt's
+// checkpoint file under node.checkpoint_root. Creates nothing on disk.
 absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& assignment,
                                         const NodeContext& node);
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/worker_args.h"
+#include "common/worker_lease.h"
 
 namespace hpcai500::agent {
 namespace {
@@ -87,6 +88,10 @@ std::string AttemptLayout::CheckpointPath(std::string_view checkpoint_root,
                                           const v1::AttemptKey& key,
                                           int64_t epoch) {
   return CheckpointDir(checkpoint_root, key) + "/" + CheckpointFileName(epoch);
+}
+
+std::string AttemptLayout::LeasePath(std::string_view attempt_dir) {
+  return std::string(attempt_dir) + "/" + kLeaseFileName;
 }
 
 std::string AttemptLayout::RankPath(std::string_view attempt_dir, int rank,

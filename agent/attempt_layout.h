@@ -7,7 +7,9 @@
 //
 // ext: events (written by the worker), stdout, stderr, pid ("PID
 // START_TIME"), acked (acknowledged seq), exit (the reported exit), done
-// (everything delivered). Checkpoints live apart, under the checkpoint root
+// (everything delivered). Beside them, `lease`: the workers' lease
+// (common/worker_lease.h), one per attempt. Checkpoints live apart, under the
+// checkpoint root
 // (--checkpoint-root, possibly shared by every node):
 //
 //   ROOT/run-<run_id>/attempt-<n>/checkpoint-epoch-NNNNNN.pt
@@ -54,6 +56,9 @@ class AttemptLayout {
   // the attempt's workers write for `epoch` (common/worker_args.h).
   static std::string CheckpointPath(std::string_view checkpoint_root,
                                     const v1::AttemptKey& key, int64_t epoch);
+
+  // <attempt_dir>/lease: the lease of the attempt's workers.
+  static std::string LeasePath(std::string_view attempt_dir);
 
   // <attempt_dir>/rank-<rank>.<ext of file>.
   static std::string RankPath(std::string_view attempt_dir, int rank,

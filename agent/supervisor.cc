@@ -254,6 +254,7 @@ std::vector<v1::AgentMessage> Supervisor::Start(const v1::Assignment& a) {
     }
   }
   LinkResumeSource(a.key(), *plan);
+  if (options_.leases != nullptr) options_.leases->Grant(a.key(), plan->dir);
   // Checked by PlanAttempt.
   const Launcher launcher = *ParseLauncher("launcher", a.spec().launcher());
   if (launcher != Launcher::kAgent) {
@@ -517,10 +518,7 @@ bool Supervisor::ReadyToReport(const Attempt& attempt, const Rank& rank) const {
 void Supervisor::CheckExit(Attempt& attempt, Rank& rank,
                            const std::map<std::string, pid_t>& found) {
   if (!rank.running) return;
-  if (rank.followed) {
-    CheckFollowed(attempt, rank, found);
-    return;
-  }
+  if (rank.followed) return CheckFollowed(attempt, rank, found);
   if (rank.is_child) {
     std::optional<ExitStatus> status = processes_->TryWait(rank.process.pid);
     if (!status) return;
@@ -531,7 +529,6 @@ void Supervisor::CheckExit(Attempt& attempt, Rank& rank,
     return;
   }
   rank.running = false;
-  (void)attempt;
 }
 
 v1::WorkerExited Supervisor::ReportExit(Attempt& attempt, Rank& rank) {

@@ -33,6 +33,7 @@
 #include "agent/pid_file.h"
 #include "agent/port_reservation.h"
 #include "agent/process.h"
+#include "agent/worker_leases.h"
 #include "common/clock.h"
 #include "proto/hpcai500.pb.h"
 
@@ -60,6 +61,9 @@ struct SupervisorOptions {
   NodeContext node;     // workdir, checkpoint root, worker binary, cpus, env
   int64_t kill_grace_ms = 10000;  // SIGTERM..SIGKILL on cancel
   LauncherSettings launchers;     // mpirun and srun for launcher runs
+  // Borrowed; grants each attempt's lease before its workers start. Null:
+  // no lease files (the workers run without a lease).
+  const WorkerLeases* leases = nullptr;
 };
 
 class Supervisor {
@@ -80,7 +84,8 @@ class Supervisor {
   // PHASE_RESERVE: reserves a port and answers PortReserved (or its error).
   // PHASE_START: validates, creates the checkpoint folder (linking in the
   // checkpoint to resume from, if any: a missing one is logged and the
-  // workers start anyway), starts one worker per local rank and answers
+  // workers start anyway), grants the attempt's lease, starts one worker
+  // per local rank and answers
   // nothing; a bad assignment or a failed start is answered with
   // WorkerExited.error per rank instead. A launcher run (spec.launcher
   // mpirun or srun) starts no worker here: rank 0's node starts the one

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/worker_lease.h"
 
 namespace hpcai500 {
 
@@ -44,7 +45,8 @@ absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name) {
 }
 
 bool IsLostWorker(const v1::WorkerExited& exit) {
-  return exit.signal() != 0 || exit.error() == kWorkerLostError;
+  return exit.signal() != 0 || exit.error() == kWorkerLostError ||
+         exit.exit_code() == kLeaseExpiredExitCode;
 }
 
 }  // namespace hpcai500

@@ -31,9 +31,9 @@ bool IsTerminal(v1::RunState state);
 inline constexpr char kWorkerLostError[] =
     "worker lost while the agent was down";
 
-// Whether a rank's exit says its worker was lost (killed by a signal, or
-// kWorkerLostError) rather than failed by its own training: a new attempt
-// of the run may succeed.
+// Whether a rank's exit says its worker was lost (killed by a signal,
+// kWorkerLostError, or fenced by its lease: kLeaseExpiredExitCode) rather
+// than failed by its own training: a new attempt of the run may succeed.
 bool IsLostWorker(const v1::WorkerExited& exit);
 
 }  // namespace hpcai500

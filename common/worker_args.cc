@@ -96,6 +96,8 @@ const Flag kFlags[] = {
      kWeekSeconds, "300", "N", "0: off"},
     {"collective-timeout-seconds", &WorkerArgs::collective_timeout_seconds,
      Kind::kInt, 1, kWeekSeconds, "180", "N", ""},
+    {"lease-file", &WorkerArgs::lease_file, Kind::kPath, 0, 0, nullptr, "PATH",
+     "stop once its deadline passed; default: no lease"},
     {"model", &WorkerArgs::model, Kind::kText, 0, 0, nullptr, "NAME",
      "default: the config's"},
     {"mllog-submission", &WorkerArgs::mllog_submission, Kind::kSubmission, 0, 0,

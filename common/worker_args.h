@@ -57,7 +57,8 @@ struct WorkerArgs {
   std::optional<bool> resume;  // = false; true needs checkpoint_dir
   std::optional<int64_t> watchdog_seconds;            // [0, 7 days] = 300
   std::optional<int64_t> collective_timeout_seconds;  // [1, 7 days] = 180
-  std::optional<std::string> model;  // the worker checks the name
+  std::optional<std::string> lease_file;  // non-empty; unset: no lease
+  std::optional<std::string> model;       // the worker checks the name
   std::optional<MllogSubmission> mllog_submission;
 
   // The flags of every set field, in the table's order ("--workload", W,

@@ -19,7 +19,8 @@ namespace hpcai500::worker {
 namespace {
 
 // The training program: flags, checks, events file, training. Returns the
-// exit code (0 success, 1 aborted run, 2 bad command line or environment).
+// exit code (0 success, 1 aborted run, 2 bad command line or environment;
+// 75, kLeaseExpiredExitCode, from inside RunWorker: fenced by its lease).
 int WorkerMain(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   WorkerOptions options;

@@ -101,7 +101,9 @@ TEST(PlanAttempt, BuildsArgvAndEnvironmentPerLocalRank) {
                                       "--threads",
                                       "4",
                                       "--checkpoint-dir",
-                                      "/lustre/ckpt/run-12/attempt-2"}));
+                                      "/lustre/ckpt/run-12/attempt-2",
+                                      "--lease-file",
+                                      dir + "/lease"}));
   EXPECT_EQ(second.launch.stdout_path, dir + "/rank-3.stdout");
   EXPECT_EQ(second.launch.stderr_path, dir + "/rank-3.stderr");
   EXPECT_EQ(second.pid_path, dir + "/rank-3.pid");

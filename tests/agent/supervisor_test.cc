@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/files.h"
+#include "common/worker_lease.h"
 #include "gtest/gtest.h"
 #include "tests/agent/fakes.h"
 #include "tests/agent/test_util.h"
@@ -112,6 +113,25 @@ TEST_F(SupervisorTest, StartsOneWorkerPerLocalRankAndRecordsPids) {
   EXPECT_EQ(pid->start_time, 5101u);
   ASSERT_EQ(supervisor->Running().size(), 1u);
   EXPECT_EQ(supervisor->Running()[0].ranks_size(), 2);
+}
+
+TEST_F(SupervisorTest, GrantsTheAttemptsLeaseAndNamesItToItsWorkers) {
+  WorkerLeases leases(dir_.path());
+  leases.set_deadline_ms(1'060'000);
+  SupervisorOptions options = Options();
+  options.leases = &leases;
+  Supervisor supervisor(options, &processes_, &clock_);
+  EXPECT_TRUE(supervisor.HandleAssignment(Start(5, {0, 1}, 2)).empty());
+  const std::string lease = dir_.path() + "/runs/5/attempt-1/lease";
+  EXPECT_EQ(ReadLeaseFile(lease), 1'060'000);
+  ASSERT_EQ(processes_.launches.size(), 2u);
+  for (const LaunchSpec& launch : processes_.launches) {
+    auto flag =
+        std::find(launch.argv.begin(), launch.argv.end(), "--lease-file");
+    ASSERT_NE(flag, launch.argv.end());
+    ASSERT_NE(flag + 1, launch.argv.end());
+    EXPECT_EQ(*(flag + 1), lease);
+  }
 }
 
 TEST_F(SupervisorTest, BadAssignmentIsAnsweredWithoutLaunching) {

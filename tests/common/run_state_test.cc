@@ -1,5 +1,6 @@
 #include "common/run_state.h"
 
+#include "common/worker_lease.h"
 #include "gtest/gtest.h"
 
 namespace hpcai500 {
@@ -38,6 +39,17 @@ TEST(ParseRunStateName, RefusesOtherNamesListingTheKnownOnes) {
               absl::string_view::npos)
         << parsed.status();
   }
+}
+
+TEST(IsLostWorker, AWorkerFencedByItsLeaseIsLostNotFailed) {
+  v1::WorkerExited exit;
+  exit.set_exit_code(1);
+  EXPECT_FALSE(IsLostWorker(exit));  // its own training failed
+  exit.set_exit_code(kLeaseExpiredExitCode);
+  EXPECT_TRUE(IsLostWorker(exit));
+  exit.set_exit_code(-1);
+  exit.set_error(kWorkerLostError);
+  EXPECT_TRUE(IsLostWorker(exit));
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ WorkerArgs EveryFieldSet() {
   a.resume = false;
   a.watchdog_seconds = 0;
   a.collective_timeout_seconds = 30;
+  a.lease_file = "/w/lease";
   a.model = "resnet34";
   a.mllog_submission = MllogSubmission{"Acme", "box-8", "cloud"};
   return a;

@@ -2,9 +2,14 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <memory>
+#include <utility>
 
+#include "common/worker_lease.h"
 #include "worker/data/open_dataset.h"
 #include "worker/distributed/distributed.h"
 #include "worker/events/reporter.h"
@@ -18,6 +23,8 @@ namespace hpcai500::worker {
 namespace {
 
 constexpr size_t kMaxReasonBytes = 2000;
+// How often the lease file is read: a small part of any node timeout.
+constexpr std::chrono::milliseconds kLeaseCheckPeriod{500};
 
 std::string Truncate(std::string s) {
   if (s.size() > kMaxReasonBytes) {
@@ -84,6 +91,32 @@ std::string CheckDevice(const WorkerOptions& options) {
   return "";
 }
 
+// The lease ran out: the process ends at once, with its own exit code and
+// no run_stop, so that its agent (or the next one, reading its events)
+// reports the rank lost rather than failed, and the run gets a new attempt.
+[[noreturn]] void FenceSelf(int rank, const std::string& reason) {
+  std::fprintf(stderr, "hpcai500-worker rank %d: fenced: %s\n", rank,
+               reason.c_str());
+  std::fflush(nullptr);
+  std::_Exit(kLeaseExpiredExitCode);
+}
+
+// The watchdog of the agent's lease (--lease-file), started before anything
+// else the rank does, so a rank still loading its data is fenced too.
+std::unique_ptr<LeaseWatchdog> WatchLease(const WorkerOptions& options) {
+  const std::string path = options.args.lease_file.value_or("");
+  Lease lease(path, ReadLeaseFile(path));
+  if (!path.empty()) {
+    std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", options.rank,
+                 lease.Describe().c_str());
+  }
+  return std::make_unique<LeaseWatchdog>(
+      std::move(lease), kLeaseCheckPeriod, UnixNowMs,
+      [rank = options.rank](const std::string& reason) {
+        FenceSelf(rank, reason);
+      });
+}
+
 }  // namespace
 
 std::string CheckRunnable(const WorkerOptions& options) {
@@ -103,6 +136,7 @@ std::string CheckRunnable(const WorkerOptions& options) {
 }
 
 int RunWorker(const WorkerOptions& options, EventLog* log) {
+  const std::unique_ptr<LeaseWatchdog> lease = WatchLease(options);
   std::string reason;
   try {
     torch::set_num_threads(static_cast<int>(*options.args.threads));
@@ -114,7 +148,7 @@ int RunWorker(const WorkerOptions& options, EventLog* log) {
     if (options.config.workload == kNoopWorkload) {
       RunNoop(options, log);
     } else {
-      Trainer(options, log).Run();
+      Trainer(options, log, lease.get()).Run();
     }
     return 0;
   } catch (const c10::Error& e) {

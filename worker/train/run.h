@@ -25,7 +25,8 @@ std::string CheckRunnable(const WorkerOptions& options);
 // Trains as `options` says (a noop config: RunNoop, worker/train/noop.h),
 // emitting every event to `log` (borrowed for the call). Never throws: any
 // exception ends the run with run_stop "aborted" and its reason. Returns the
-// exit code: 0 success, 1 aborted.
+// exit code: 0 success, 1 aborted. With --lease-file, the process ends with
+// kLeaseExpiredExitCode (common/worker_lease.h) once the lease ran out.
 int RunWorker(const WorkerOptions& options, EventLog* log);
 
 }  // namespace hpcai500::worker

@@ -41,8 +41,13 @@ torch::Device DeviceOf(const WorkerOptions& options) {
              : torch::Device(torch::kCPU);
 }
 
-Trainer::Trainer(const WorkerOptions& options, EventLog* log)
-    : o_(options), device_(DeviceOf(options)), reporter_(log), log_(log) {}
+Trainer::Trainer(const WorkerOptions& options, EventLog* log,
+                 LeaseWatchdog* lease)
+    : o_(options),
+      device_(DeviceOf(options)),
+      reporter_(log),
+      log_(log),
+      lease_(lease) {}
 
 Trainer::~Trainer() = default;
 
@@ -307,6 +312,9 @@ int Trainer::Resume() {
 // averaged the buffers) when --checkpoint-dir is set.
 void Trainer::SaveCheckpointAfter(int epoch) {
   if (!o_.args.checkpoint_dir || o_.rank != 0) return;
+  // Past its lease this attempt may be another node's by now: the run's
+  // next attempt must not find a checkpoint this one wrote after it began.
+  if (lease_ != nullptr && lease_->Check()) return;
   watchdog_->SetPhase("checkpoint");
   const std::string path = SaveCheckpoint(
       *o_.args.checkpoint_dir, TrainingState{&task_->module(), optimizer_.get(),

@@ -7,7 +7,8 @@
 //
 // Thread-safety: Run() owns the process's LibTorch state (autocast, the
 // global generator); call it from one thread, once. A stall watchdog thread
-// may end the process from inside Run() (run_stop "aborted", exit 1).
+// may end the process from inside Run() (run_stop "aborted", exit 1), and
+// so may the lease watchdog (common/worker_lease.h; no run_stop, exit 3).
 #ifndef HPCAI500_WORKER_TRAIN_TRAINER_H_
 #define HPCAI500_WORKER_TRAIN_TRAINER_H_
 
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "common/worker_lease.h"
 #include "worker/data/dataset.h"
 #include "worker/distributed/distributed.h"
 #include "worker/events/event_log.h"
@@ -38,8 +40,10 @@ torch::Device DeviceOf(const WorkerOptions& options);
 
 class Trainer {
  public:
-  // Borrows `options` and `log` for the trainer's lifetime.
-  Trainer(const WorkerOptions& options, EventLog* log);
+  // Borrows `options`, `log` and `lease` (null: none) for the trainer's
+  // lifetime. No checkpoint is written once `lease` ran out.
+  Trainer(const WorkerOptions& options, EventLog* log,
+          LeaseWatchdog* lease = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -78,6 +82,7 @@ class Trainer {
   const torch::Device device_;
   RunReporter reporter_;
   EventLog* const log_;
+  LeaseWatchdog* const lease_;
 
   // Built by Initialize().
   std::unique_ptr<Dataset> data_;

@@ -1,0 +1,193 @@
+// SIGKILL of an agent alone, its worker left training (slowed on purpose so
+// that it trains past the node timeout). Gone for good, the agent renews no
+// lease: the worker stops itself at the lease's deadline, writes no
+// checkpoint after it, and the run's next attempt succeeds. Restarted in
+// time, the agent takes the worker up and renews its lease: the worker
+// trains on and the run succeeds on its one attempt.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "common/worker_lease.h"
+#include "tests/fault/fault_cluster.h"
+
+namespace hpcai500::testing {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr char kSlowVar[] = "HPCAI500_TEST_SLOW_STEP_PCT";
+
+// Starts hpcai500d with `node_timeout_s` and agent node-a, whose workers
+// take four times as long per step as they would.
+void StartSlowCluster(FaultCluster& cluster,
+                      const std::string& node_timeout_s) {
+  ASSERT_TRUE(cluster.StartCoordinator({"--node-timeout-s", node_timeout_s}));
+  ::setenv(kSlowVar, "300", 1);
+  const bool started = cluster.StartAgent("node-a", 1, {"--env", kSlowVar});
+  ::unsetenv(kSlowVar);
+  ASSERT_TRUE(started);
+}
+
+// Submits the smoke run and waits until node-a's worker trains; returns the
+// run id and sets *worker.
+std::string StartTraining(FaultCluster& cluster, const std::string& name,
+                          pid_t* worker) {
+  const std::string run_id = cluster.SubmitSmokeRun(name);
+  EXPECT_FALSE(run_id.empty());
+  EXPECT_TRUE(WaitFor(
+      [&] { return cluster.CountStoredKey(run_id, 1, "run_start") == 1; },
+      seconds(120)));
+  *worker = cluster.WorkerPid("node-a", run_id, 1, 0);
+  EXPECT_GT(*worker, 0);
+  return run_id;
+}
+
+int64_t LeaseDeadlineMs(FaultCluster& cluster, const std::string& run_id) {
+  return ReadLeaseFile(cluster.AttemptDir("node-a", run_id, 1) + "/lease")
+      .value_or(0);
+}
+
+// How many files of attempt 1's checkpoint folder were last written at or
+// after `deadline_ms` (Unix milliseconds).
+int CheckpointsWrittenFrom(FaultCluster& cluster, const std::string& run_id,
+                           int64_t deadline_ms) {
+  const std::string dir = cluster.agent_workdir("node-a") +
+                          "/checkpoints/run-" + run_id + "/attempt-1";
+  int late = 0;
+  std::error_code ec;
+  for (const auto& file : std::filesystem::directory_iterator(dir, ec)) {
+    struct stat st;
+    if (::stat(file.path().c_str(), &st) != 0) continue;
+    const int64_t mtime_ms =
+        int64_t{st.st_mtim.tv_sec} * 1000 + st.st_mtim.tv_nsec / 1000000;
+    if (mtime_ms >= deadline_ms) ++late;
+  }
+  return late;
+}
+
+TEST(AgentKilled, ItsWorkerStopsAtTheLeaseDeadlineAndTheRunMovesOn) {
+  FaultCluster cluster;
+  StartSlowCluster(cluster, "5");
+  if (HasFatalFailure()) return;
+  pid_t worker = 0;
+  const std::string run_id = StartTraining(cluster, "agent-killed", &worker);
+  if (HasFailure()) return;
+
+  cluster.StopAgent("node-a", SIGKILL);  // the worker trains on, alone
+  const auto killed = std::chrono::steady_clock::now();
+  // What the killed agent had had acknowledged: stored, whatever follows
+  // (the restarted agent sends the rest, which is fenced: a given-up
+  // attempt's).
+  const int64_t acked_at_kill = cluster.AckedSeq("node-a", run_id, 1, 0);
+  const int64_t deadline_ms = LeaseDeadlineMs(cluster, run_id);
+  ASSERT_GT(deadline_ms, 0);
+  // Within the node timeout (5 s) plus a margin for a loaded machine.
+  ASSERT_TRUE(WaitFor([&] { return !ProcessAlive(worker); }, seconds(25)));
+  const auto stopped_after = std::chrono::duration_cast<seconds>(
+      std::chrono::steady_clock::now() - killed);
+  const std::string stderr_text =
+      ReadFile(cluster.AttemptDir("node-a", run_id, 1) + "/rank-0.stderr");
+  EXPECT_NE(stderr_text.find("fenced: lease"), std::string::npos)
+      << stderr_text;
+  const int late_checkpoints =
+      CheckpointsWrittenFrom(cluster, run_id, deadline_ms);
+  EXPECT_EQ(late_checkpoints, 0);
+
+  // Back after the timeout (at normal speed): the fenced worker counts as
+  // lost, and the run's next attempt runs here and succeeds.
+  ASSERT_TRUE(cluster.StartAgent("node-a", 1));
+  const std::string state = cluster.WaitForEnd(run_id, seconds(240));
+  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+  const nlohmann::json run = cluster.ShowRun(run_id);
+  ASSERT_EQ(run["attempts"].size(), 2u) << run.dump();
+  EXPECT_EQ(run["attempts"][0]["state"], "requeued");
+  EXPECT_EQ(cluster.CountResults(run_id), 1);
+
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster.LostEvents("node-a", run_id, 2, 0,
+                                  /*acked_only=*/false) == 0;
+      },
+      seconds(30)));
+  const int64_t lost =
+      cluster.MissingUpTo(run_id, 1, 0, acked_at_kill) +
+      cluster.LostEvents("node-a", run_id, 2, 0, /*acked_only=*/false);
+  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
+  EXPECT_GT(stored.distinct, 20);  // the counts are of real rows
+  const int64_t twice = stored.rows - stored.distinct;
+  PrintFaultSummary(
+      "SIGKILL of node-a's agent alone (node timeout 5 s)",
+      "worker fenced itself " + std::to_string(stopped_after.count()) +
+          " s later, " + std::to_string(late_checkpoints) +
+          " checkpoints after the lease deadline, attempt 2 run " + state,
+      lost, twice);
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(twice, 0);
+  if (HasFailure()) cluster.KeepFiles();
+}
+
+TEST(AgentKilled, RestartedInTimeItTakesItsWorkerUpAndTheRunSucceeds) {
+  FaultCluster cluster;
+  // Long enough for an agent to restart and register on a loaded machine.
+  StartSlowCluster(cluster, "20");
+  if (HasFatalFailure()) return;
+  pid_t worker = 0;
+  const std::string run_id = StartTraining(cluster, "agent-restarted", &worker);
+  if (HasFailure()) return;
+
+  cluster.StopAgent("node-a", SIGKILL);
+  const int64_t first_deadline_ms = LeaseDeadlineMs(cluster, run_id);
+  ::setenv(kSlowVar, "300", 1);
+  cluster.LaunchAgent("node-a", 1, {"--env", kSlowVar});
+  ::unsetenv(kSlowVar);
+  const std::string reattached =
+      "reattached to worker pid " + std::to_string(worker);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(cluster.agent_log("node-a")).find(reattached) !=
+               std::string::npos;
+      },
+      seconds(30)));
+  // The new agent renews the lease it found.
+  EXPECT_TRUE(WaitFor(
+      [&] { return LeaseDeadlineMs(cluster, run_id) > first_deadline_ms; },
+      seconds(30)));
+
+  const std::string state = cluster.WaitForEnd(run_id, seconds(300));
+  EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
+  const nlohmann::json run = cluster.ShowRun(run_id);
+  EXPECT_EQ(run["attempts"].size(), 1u) << run.dump();
+  const std::string stderr_text =
+      ReadFile(cluster.AttemptDir("node-a", run_id, 1) + "/rank-0.stderr");
+  EXPECT_EQ(stderr_text.find("fenced:"), std::string::npos) << stderr_text;
+  EXPECT_EQ(cluster.CountResults(run_id), 1);
+
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return std::filesystem::exists(cluster.AttemptDir("node-a", run_id, 1) +
+                                       "/rank-0.done");
+      },
+      seconds(30)));
+  const int64_t lost =
+      cluster.LostEvents("node-a", run_id, 1, 0, /*acked_only=*/false);
+  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
+  EXPECT_GT(stored.distinct, 20);
+  const int64_t twice = stored.rows - stored.distinct;
+  PrintFaultSummary(
+      "SIGKILL of node-a's agent alone, restarted at once (node timeout 20 s)",
+      "worker taken up and its lease renewed, " +
+          std::to_string(run["attempts"].size()) + " attempt(s), run " + state,
+      lost, twice);
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(twice, 0);
+  if (HasFailure()) cluster.KeepFiles();
+}
+
+}  // namespace
+}  // namespace hpcai500::testing
