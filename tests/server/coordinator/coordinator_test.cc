@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "server/coordinator/run_reads.h"
 #include "server/http/router.h"
+#include "tests/common/database_pages.h"
 #include "tests/common/fake_clock.h"
 #include "tests/common/test_files.h"
 
@@ -241,14 +242,8 @@ class CoordinatorTest : public ::testing::Test {
   // Caps the database at the pages it has now: the next write that grows
   // it fails as on a full disk (LimitPagesForTesting(1 << 30) lifts it).
   void FillTheDisk() {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((dir_ + "/c.db").c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* count = nullptr;
-    sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &count, nullptr);
-    ASSERT_EQ(sqlite3_step(count), SQLITE_ROW);
-    const int64_t pages = sqlite3_column_int64(count, 0);
-    sqlite3_finalize(count);
-    sqlite3_close(db);
+    const int64_t pages = testing::DatabasePages(dir_ + "/c.db");
+    ASSERT_GT(pages, 0);
     ASSERT_TRUE(store_->LimitPagesForTesting(pages).ok());
   }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/store/leaderboard.h"
+#include "tests/common/database_pages.h"
 
 namespace hpcai500 {
 namespace {
@@ -259,16 +260,7 @@ TEST_F(StoreTest, FullFileIsUnavailableStoresNothingAndRecoversWithSpace) {
   auto store = *Store::Open(path_);
   const int64_t run = RunWithAttempt(*store);
   EXPECT_FALSE(store->Health().failing);
-  // The file as it is now: its size in pages, read beside the store.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
-            SQLITE_OK);
-  sqlite3_stmt* count = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &count, nullptr);
-  ASSERT_EQ(sqlite3_step(count), SQLITE_ROW);
-  const int64_t pages = sqlite3_column_int64(count, 0);
-  sqlite3_finalize(count);
-  sqlite3_close(db);
+  const int64_t pages = testing::DatabasePages(path_);
   ASSERT_GT(pages, 0);
   ASSERT_TRUE(store->LimitPagesForTesting(pages).ok());
 
