@@ -31,6 +31,11 @@ namespace hpcai500::agent {
 namespace {
 
 constexpr int64_t kDefaultHeartbeatMs = 5000;
+// How often the workers' leases are rewritten with the deadline the last
+// word from the coordinator gives: well inside any node timeout, whatever
+// the heartbeat interval (a lease renewed only per heartbeat could carry a
+// deadline one interval old, and run out while the coordinator talks).
+constexpr int64_t kLeaseRenewMs = 1000;
 // The coordinator's default --node-timeout-s, until a Registered says.
 constexpr int64_t kDefaultFenceTimeoutMs = 60000;
 constexpr absl::Duration kPollInterval = absl::Milliseconds(100);
@@ -309,6 +314,7 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
   bool registered = false;
   int64_t heartbeat_ms = kDefaultHeartbeatMs;
   int64_t next_heartbeat = clock_->NowMs() + heartbeat_ms;
+  int64_t next_lease_renewal = 0;
   bool closed = false;   // the coordinator ended the stream
   bool leaving = false;  // Leaving sent
   // Whether the session ends: stopped, and for a pilot agent (that got
@@ -381,10 +387,13 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
     if (closed || session_over()) break;
     send_all(supervisor_.Poll());
     if (registered) send_all(supervisor_.ResendOverdue());
+    // Workers taken up from an earlier agent keep running only once the
+    // coordinator has answered this one.
+    if (registered && clock_->NowMs() >= next_lease_renewal) {
+      leases_.Renew(supervisor_.Running());
+      next_lease_renewal = clock_->NowMs() + kLeaseRenewMs;
+    }
     if (clock_->NowMs() >= next_heartbeat) {
-      // Workers taken up from an earlier agent keep running only once the
-      // coordinator has answered this one.
-      if (registered) leases_.Renew(supervisor_.Running());
       v1::AgentMessage beat;
       beat.mutable_heartbeat()->set_time_ms(clock_->NowMs());
       send(beat);

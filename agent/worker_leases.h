@@ -1,7 +1,7 @@
 // WorkerLeases: the agent's side of its workers' leases
 // (common/worker_lease.h). Every attempt folder holds a lease file with the
 // wall-clock time until which its workers may train; the agent writes it
-// before the attempt's workers start and renews it at every heartbeat, with
+// before the attempt's workers start and renews it every second, with
 // the time until which the coordinator keeps this node: its last word plus
 // the node timeout. An agent that is gone (SIGKILL, a crash) or cut off
 // renews nothing, and its workers stop themselves by the time the

@@ -62,11 +62,13 @@ std::string Lease::Expired(std::optional<int64_t> read, int64_t now_ms) {
 }
 
 LeaseWatchdog::LeaseWatchdog(Lease lease, std::chrono::milliseconds period,
-                             NowMs now_ms, OnExpired on_expired)
+                             NowMs now_ms, OnExpired on_expired,
+                             HolderAlive holder_alive)
     : path_(lease.path()),
       period_(period),
       now_ms_(std::move(now_ms)),
       on_expired_(std::move(on_expired)),
+      holder_alive_(std::move(holder_alive)),
       lease_(std::move(lease)) {
   if (lease_.enforced()) thread_ = std::thread([this] { Loop(); });
 }
@@ -88,6 +90,7 @@ bool LeaseWatchdog::Check() {
     if (expired_) return true;
     reason = lease_.Expired(read, now_ms_());
     if (reason.empty()) return false;
+    if (holder_alive_ && holder_alive_()) return false;
     expired_ = true;
   }
   on_expired_(reason);

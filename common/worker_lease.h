@@ -1,6 +1,6 @@
 // The lease an agent gives the workers of one attempt: a file in the
 // attempt's folder (agent/attempt_layout.h) that the agent rewrites,
-// atomically, at every heartbeat with the wall-clock time until which those
+// atomically, every second with the wall-clock time until which those
 // workers may train, and that each worker reads (--lease-file,
 // worker/lease.h). An agent that dies or is cut off stops renewing it, and
 // its workers stop at the deadline, no later than the coordinator declares
@@ -90,13 +90,18 @@ class LeaseWatchdog {
  public:
   using OnExpired = std::function<void(const std::string& reason)>;
   using NowMs = std::function<int64_t()>;
+  using HolderAlive = std::function<bool()>;
 
   // Checks `lease` every `period` on a thread of its own, when the lease is
   // enforced (no thread otherwise), and calls `on_expired` once, on that
   // thread or on Check()'s caller, when it ran out. `now_ms` gives Unix
-  // milliseconds (UnixNowMs; a fake in tests).
+  // milliseconds (UnixNowMs; a fake in tests). `holder_alive`, when given,
+  // says whether the agent that started the worker still runs: while it
+  // does, a lease that ran out does not count, since that agent fences its
+  // workers itself (a busy agent can renew late; only a gone one cannot
+  // stop its workers).
   LeaseWatchdog(Lease lease, std::chrono::milliseconds period, NowMs now_ms,
-                OnExpired on_expired);
+                OnExpired on_expired, HolderAlive holder_alive = nullptr);
   ~LeaseWatchdog();
   LeaseWatchdog(const LeaseWatchdog&) = delete;
   LeaseWatchdog& operator=(const LeaseWatchdog&) = delete;
@@ -114,6 +119,7 @@ class LeaseWatchdog {
   const std::chrono::milliseconds period_;
   const NowMs now_ms_;
   const OnExpired on_expired_;
+  const HolderAlive holder_alive_;
 
   // The file is read without the lock; only what was read is compared
   // under it, and on_expired_ is called after it is released.

@@ -103,6 +103,23 @@ TEST(LeaseWatchdog, CheckFollowsRenewalsAndFiresOnce) {
   EXPECT_NE(reason.find("ran out 1 ms ago"), std::string::npos) << reason;
 }
 
+TEST(LeaseWatchdog, ALeaseThatRanOutCountsOnlyOnceItsHolderIsGone) {
+  ScratchDir dir("lease_holder");
+  const std::string path = dir.path() + "/lease";
+  WriteLease(path, FormatLease(10000));
+  TestClock clock;
+  clock.now_ms = 20000;  // ran out: the agent renewed it late
+  bool holder_alive = true;
+  int calls = 0;
+  LeaseWatchdog watchdog(
+      Lease(path, ReadLeaseFile(path)), kNever, clock.Function(),
+      [&](const std::string&) { ++calls; }, [&] { return holder_alive; });
+  EXPECT_FALSE(watchdog.Check());  // the agent lives: it fences us itself
+  holder_alive = false;            // gone: the lease decides
+  EXPECT_TRUE(watchdog.Check());
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(LeaseWatchdog, ItsThreadNoticesARunOutLeaseOnItsOwn) {
   ScratchDir dir("lease_thread");
   const std::string path = dir.path() + "/lease";

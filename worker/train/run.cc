@@ -1,6 +1,7 @@
 #include "worker/train/run.h"
 
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -110,11 +111,15 @@ std::unique_ptr<LeaseWatchdog> WatchLease(const WorkerOptions& options) {
     std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", options.rank,
                  lease.Describe().c_str());
   }
+  // The agent started this process: while it is our parent, it fences us
+  // itself when it must; once it is gone (we were reparented), the lease
+  // decides.
   return std::make_unique<LeaseWatchdog>(
       std::move(lease), kLeaseCheckPeriod, UnixNowMs,
       [rank = options.rank](const std::string& reason) {
         FenceSelf(rank, reason);
-      });
+      },
+      [parent = ::getppid()] { return ::getppid() == parent; });
 }
 
 }  // namespace
