@@ -19,6 +19,7 @@
 #include "common/closable_queue.h"
 #include "common/keepalive.h"
 #include "common/log.h"
+#include "common/silence_deadline.h"
 #include "common/tls_files.h"
 #include "proto/hpcai500.grpc.pb.h"
 
@@ -116,6 +117,20 @@ std::string InventoryLine(const AgentOptions& options) {
           ? absl::StrCat("NVML, driver ", inventory.driver_version())
           : absl::StrCat("from /dev; no NVML: ", options.nvml_missing),
       ")");
+}
+
+// The operator's line when the coordinator starts (until_ms > 0) or ends a
+// maintenance window.
+std::string MaintenanceLine(int64_t until_ms, int64_t node_timeout_ms) {
+  if (until_ms == 0) {
+    return "maintenance window ended: self-fencing again after the node "
+           "timeout without word";
+  }
+  return absl::StrCat(
+      "maintenance window until ",
+      absl::FormatTime(absl::FromUnixMillis(until_ms), absl::UTCTimeZone()),
+      ": workers keep running without word from the coordinator until ",
+      node_timeout_ms / 1000, " s after it");
 }
 
 }  // namespace
@@ -242,7 +257,8 @@ v1::AgentMessage Agent::RegisterMessage() {
 }
 
 int64_t Agent::FenceDeadlineMs() const {
-  return last_heard_ms_ + fence_timeout_ms_;
+  return SilenceDeadlineMs(last_heard_ms_, maintenance_until_ms_,
+                           fence_timeout_ms_);
 }
 
 void Agent::FenceIfSilent() {
@@ -355,8 +371,9 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
           }
           if (message.registered().node_timeout_ms() > 0) {
             fence_timeout_ms_ = message.registered().node_timeout_ms();
-            leases_.set_deadline_ms(FenceDeadlineMs());
           }
+          maintenance_until_ms_ = message.registered().maintenance_until_ms();
+          leases_.set_deadline_ms(FenceDeadlineMs());
           LogInfo(absl::StrCat(
               "registered with coordinator ", options_.coordinator, " as ",
               message.registered().node(), "; self-fencing after ",
@@ -364,6 +381,13 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
           break;
         case v1::CoordinatorMessage::kHeartbeat:
           break;  // word from the coordinator is all it carries
+        case v1::CoordinatorMessage::kMaintenance:
+          maintenance_until_ms_ = message.maintenance().until_ms();
+          leases_.set_deadline_ms(FenceDeadlineMs());
+          // Now, not at the next heartbeat: hpcai500d may be stopped next.
+          if (registered) leases_.Renew(supervisor_.Running());
+          LogInfo(MaintenanceLine(maintenance_until_ms_, fence_timeout_ms_));
+          break;
         case v1::CoordinatorMessage::kAssignment:
           if (leaving) {
             // Sent before the coordinator read Leaving: it gives the run

@@ -8,8 +8,12 @@
 // then the coordinator has given this node up, and the agent stops its
 // workers itself (self-fencing) rather than let them run on beside their
 // replacements. Keepalive pings on the channel notice a dead coordinator.
-// The workers' leases (agent/worker_leases.h), renewed at every heartbeat
-// up to that same deadline, stop them when the agent itself is gone.
+// During the coordinator's maintenance window (Registered and
+// CoordinatorMessage.maintenance) that silence counts from the window's end
+// when it is later (common/silence_deadline.h), so a planned outage of
+// hpcai500d stops nothing. The workers' leases (agent/worker_leases.h),
+// renewed at every heartbeat up to that same deadline, stop them when the
+// agent itself is gone.
 //
 // A pilot agent (--leave-on-stop) leaves instead: when stopped it sends
 // Leaving, stops its workers and delivers their last events and exits
@@ -65,8 +69,9 @@ class Agent {
   // attempts its workers still run.
   v1::AgentMessage RegisterMessage();
   // Until when the coordinator keeps this node without a word from it: the
-  // last word plus its node timeout. The self-fence and the leases both
-  // end there.
+  // last word, or the maintenance window's end when later, plus its node
+  // timeout (SilenceDeadlineMs). The self-fence and the leases both end
+  // there.
   int64_t FenceDeadlineMs() const;
   // Stops every worker (Supervisor::FenceAll) once FenceDeadlineMs() has
   // passed; logs once per fencing.
@@ -86,9 +91,10 @@ class Agent {
   // Only touched by the Run thread.
   WorkerLeases leases_;  // before supervisor_, which borrows it
   Supervisor supervisor_;
-  int64_t last_heard_ms_ = 0;  // the last message from the coordinator
-  int64_t fence_timeout_ms_;   // the last Registered.node_timeout_ms
-  int64_t leave_by_ms_ = 0;    // leaving: when to give up; 0: not leaving
+  int64_t last_heard_ms_ = 0;         // the last message from the coordinator
+  int64_t fence_timeout_ms_;          // the last Registered.node_timeout_ms
+  int64_t maintenance_until_ms_ = 0;  // the window's end; 0: none
+  int64_t leave_by_ms_ = 0;  // leaving: when to give up; 0: not leaving
 };
 
 }  // namespace hpcai500::agent

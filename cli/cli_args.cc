@@ -9,6 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cli/command_table.h"
 #include "cli/history.h"
@@ -35,7 +37,7 @@ struct RawCliArgs {
   bool json = false;
   std::string workload, config, name, state, limit, offset, user, queue, since,
       until, reason, timeout, window, baseline, tolerance, min_history, junit,
-      markdown, json_file, request_id;
+      markdown, json_file, request_id, for_duration;
   std::vector<std::string> references, metrics;
 };
 
@@ -76,6 +78,7 @@ const std::vector<CommandFlag>& CommandFlags() {
       {"json-file", &RawCliArgs::json_file},
       {"min-history", &RawCliArgs::min_history},
       {"request-id", &RawCliArgs::request_id},
+      {"for", &RawCliArgs::for_duration},
   };
   return *kFlags;
 }
@@ -112,9 +115,11 @@ void AddCommand(CLI::App& app, const CliCommand& command, RawCliArgs& raw) {
   sub->allow_extras();
   sub->fallthrough();
   sub->add_option("args", raw.args.positional);
-  for (const std::string& name : command.flags) {
-    if (const CommandFlag* flag = FindCommandFlag(name)) {
-      AddCommandFlag(*sub, *flag, raw);
+  for (const std::string& listed : command.flags) {
+    if (const CommandFlag* flag = FindCommandFlag(CommandFlagName(listed))) {
+      CommandFlag here = *flag;
+      if (IsOptionalFlag(listed)) here.required = false;
+      AddCommandFlag(*sub, here, raw);
     }
   }
 }
@@ -319,7 +324,10 @@ absl::Status ConvertCheckTimeout(const std::string& text,
 // RUN into args.run_id.
 absl::Status ConvertPositional(const CliCommand& command, CliArgs& args) {
   const std::vector<std::string>& expected = command.args;
-  if (args.positional.size() < expected.size()) {
+  const size_t required = static_cast<size_t>(
+      std::count_if(expected.begin(), expected.end(),
+                    [](const std::string& arg) { return arg[0] != '['; }));
+  if (args.positional.size() < required) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", command.name, "' needs ", absl::StrJoin(expected, " ")));
   }
@@ -328,24 +336,56 @@ absl::Status ConvertPositional(const CliCommand& command, CliArgs& args) {
         absl::StrCat("unexpected argument '", args.positional[expected.size()],
                      "' after '", command.name, "'"));
   }
-  for (size_t i = 0; i < expected.size(); ++i) {
+  for (size_t i = 0; i < args.positional.size(); ++i) {
     const std::string& given = args.positional[i];
-    if (expected[i] == kRunArg) {
+    absl::string_view spelled = expected[i];
+    absl::ConsumePrefix(&spelled, "[");
+    absl::ConsumeSuffix(&spelled, "]");
+    if (spelled == kRunArg) {
       ASSIGN_OR_RETURN(args.run_id, ParseRunId(given));
-    } else if (absl::AsciiStrToLower(expected[i]) == expected[i] &&
-               given != expected[i]) {
+      continue;
+    }
+    if (absl::AsciiStrToLower(spelled) != spelled) continue;
+    const std::vector<absl::string_view> words = absl::StrSplit(spelled, '|');
+    if (std::find(words.begin(), words.end(), given) == words.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("'", command.name, "' knows only '", expected[i],
-                       "', got '", given, "'"));
+          absl::StrCat("'", command.name, "' knows only '",
+                       absl::StrJoin(words, "' or '"), "', got '", given, "'"));
     }
   }
+  return absl::OkStatus();
+}
+
+// maintenance: --for (a duration) only and always with `start`, --reason
+// only with it.
+absl::Status ConvertMaintenance(const RawCliArgs& raw, CliArgs& args) {
+  const bool start = args.command == kMaintenanceCommand &&
+                     !args.positional.empty() && args.positional[0] == "start";
+  if (!start) {
+    if (!raw.for_duration.empty() ||
+        (args.command == kMaintenanceCommand && !raw.reason.empty())) {
+      return absl::InvalidArgumentError(
+          "--for and --reason: only with 'maintenance start'");
+    }
+    return absl::OkStatus();
+  }
+  if (raw.for_duration.empty()) {
+    return absl::InvalidArgumentError(
+        "'maintenance start' needs --for DURATION (such as 30m or 2h)");
+  }
+  ASSIGN_OR_RETURN(int64_t seconds, DurationSeconds(raw.for_duration, "--for"));
+  if (seconds < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--for: must be at least 1 second, got '", raw.for_duration, "'"));
+  }
+  args.maintenance_ms = seconds * 1000;
   return absl::OkStatus();
 }
 
 }  // namespace
 
 bool IsCommandFlag(absl::string_view flag) {
-  return FindCommandFlag(flag) != nullptr;
+  return FindCommandFlag(CommandFlagName(flag)) != nullptr;
 }
 
 absl::StatusOr<CliArgs> ParseCliArgs(
@@ -386,6 +426,7 @@ absl::StatusOr<CliArgs> ParseCliArgs(
     }
   }
   RETURN_IF_ERROR(ConvertPositional(*FindCliCommand(parsed.command), parsed));
+  RETURN_IF_ERROR(ConvertMaintenance(raw, parsed));
   return std::move(parsed);
 }
 

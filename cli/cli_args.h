@@ -41,12 +41,13 @@ struct CliArgs {
   v1::RunState state = v1::RUN_STATE_UNSPECIFIED;  // list, history; any
   // list, audit, history: 0 means 100; leaderboard: 0 means every row.
   int limit = 0;
-  int offset = 0;        // leaderboard
-  std::string user;      // history
-  std::string queue;     // history
-  int64_t since_ms = 0;  // history: --since as Unix ms; 0: unset
-  int64_t until_ms = 0;  // history: --until as Unix ms; 0: unset
-  std::string reason;    // invalidate, drain
+  int offset = 0;              // leaderboard
+  std::string user;            // history
+  std::string queue;           // history
+  int64_t since_ms = 0;        // history: --since as Unix ms; 0: unset
+  int64_t until_ms = 0;        // history: --until as Unix ms; 0: unset
+  std::string reason;          // invalidate, drain, maintenance start
+  int64_t maintenance_ms = 0;  // maintenance start: --for
   // submit: --request-id; empty: a new one each invocation.
   std::string request_id;
   RegressOptions regress;
@@ -64,8 +65,9 @@ absl::StatusOr<CliArgs> ParseCliArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& coordinator_env);
 
-// Whether `flag` (without dashes) is a command flag ParseCliArgs knows how
-// to read; the command table names only such flags.
+// Whether `flag` (without dashes, with or without the command table's
+// optional mark) is a command flag ParseCliArgs knows how to read; the
+// command table names only such flags.
 bool IsCommandFlag(absl::string_view flag);
 
 }  // namespace hpcai500

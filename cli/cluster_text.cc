@@ -61,7 +61,22 @@ std::string FormatNodes(const v1::ListNodesResponse& nodes,
       "name",  "address", "slots",  "cpus",      "gpus",
       "state", "devices", "driver", "last seen", "labels"};
   if (any_reason) header.push_back("reason");
-  return FormatTable(header, rows, /*right_aligned=*/{2, 3, 4});
+  std::string text = FormatTable(header, rows, /*right_aligned=*/{2, 3, 4});
+  if (nodes.maintenance().until_ms() > 0) {
+    absl::StrAppend(&text, FormatMaintenance(nodes.maintenance(), zone));
+  }
+  return text;
+}
+
+std::string FormatMaintenance(const v1::MaintenanceWindow& window,
+                              absl::TimeZone zone) {
+  if (window.until_ms() == 0) return "no maintenance window\n";
+  return absl::StrCat(
+      "maintenance window: on until ", FormatTimeMs(window.until_ms(), zone),
+      ", started by ", window.started_by().empty() ? "-" : window.started_by(),
+      window.reason().empty() ? "" : absl::StrCat(": ", window.reason()),
+      "\n  (agents keep their workers while hpcai500d is away, and no node "
+      "is lost for silence, until its end plus the node timeout)\n");
 }
 
 std::string FormatQueues(const v1::ListQueuesResponse& queues) {

@@ -183,6 +183,25 @@ const std::vector<CliCommand>& CliCommands() {
          return Commands(call.client, call.out, call.err)
              .Resume(call.args.positional[0]);
        }},
+      {kMaintenanceCommand,
+       {"[start|end]"},
+       {"json", "for", "reason?"},
+       "maintenance [--json]\n"
+       "maintenance start --for DURATION [--reason TEXT]\n"
+       "maintenance end",
+       "show, start (for 30m, 2h, ...; at most 7\n"
+       "days) or end the coordinator's maintenance\n"
+       "window: until its end, agents cut off from\n"
+       "a stopped hpcai500d keep their workers, and\n"
+       "no node is lost for silence (admin only)",
+       [](const CommandCall& call) {
+         Commands commands(call.client, call.out, call.err);
+         if (call.args.positional.empty()) {
+           return commands.Maintenance(call.args.json);
+         }
+         return commands.SetMaintenance(call.args.maintenance_ms,
+                                        call.args.reason);
+       }},
       {"queues",
        {},
        {"json"},

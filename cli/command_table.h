@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "cli/cli_args.h"
 #include "cli/coordinator_client.h"
 
@@ -23,8 +25,22 @@ namespace hpcai500 {
 // lower-case name is a word that must be given as it is (baseline promote).
 inline constexpr char kRunArg[] = "RUN";
 inline constexpr char kSpecArg[] = "SPEC";
+// An argument in brackets is optional, and words apart by '|' are the
+// choices of one (maintenance [start|end]).
 // The command that prints the usage (as --help does).
 inline constexpr char kHelpCommand[] = "help";
+inline constexpr char kMaintenanceCommand[] = "maintenance";
+
+// A flag a command lists as "NAME?" is optional for it even where the flag
+// is required by the others (maintenance start's --reason, drain's is
+// required). The flag's name, and whether it is marked so:
+inline absl::string_view CommandFlagName(absl::string_view listed) {
+  absl::ConsumeSuffix(&listed, "?");
+  return listed;
+}
+inline bool IsOptionalFlag(absl::string_view listed) {
+  return absl::EndsWith(listed, "?");
+}
 
 // What a handler is lent while it runs.
 struct CommandCall {
@@ -38,8 +54,9 @@ struct CommandCall {
 
 struct CliCommand {
   std::string name;
-  std::vector<std::string> args;   // its positional arguments, in order
-  std::vector<std::string> flags;  // the command flags it takes (no dashes)
+  std::vector<std::string> args;  // its positional arguments, in order
+  // The command flags it takes (no dashes; "NAME?": optional here).
+  std::vector<std::string> flags;
   // Its lines in UsageText: the synopsis (lines apart by "\n"), then the
   // description, indented to one column; both empty when the row before
   // describes it too (hold RUN, release RUN).

@@ -136,6 +136,29 @@ int Commands::Resume(const std::string& name) {
                 /*json=*/false, FormatResumed);
 }
 
+int Commands::Maintenance(bool json) {
+  v1::ListNodesResponse nodes;
+  grpc::Status status =
+      client_.Unary(&v1::ClientService::StubInterface::ListNodes,
+                    v1::ListNodesRequest(), &nodes);
+  if (!status.ok()) return client_.ReportError("maintenance", status);
+  return json ? PrintJson(nodes.maintenance())
+              : Print(FormatMaintenance(nodes.maintenance(),
+                                        client_.options().time_zone));
+}
+
+int Commands::SetMaintenance(int64_t duration_ms, const std::string& reason) {
+  v1::SetMaintenanceRequest request;
+  request.set_duration_ms(duration_ms);
+  request.set_reason(reason);
+  const absl::TimeZone zone = client_.options().time_zone;
+  return Answer(duration_ms > 0 ? "maintenance start" : "maintenance end",
+                &v1::ClientService::StubInterface::SetMaintenance, request,
+                /*json=*/false, [&](const v1::MaintenanceWindow& window) {
+                  return FormatMaintenance(window, zone);
+                });
+}
+
 int Commands::Queues(bool json) {
   return Answer("queues", &v1::ClientService::StubInterface::ListQueues,
                 v1::ListQueuesRequest(), json, FormatQueues);

@@ -44,6 +44,11 @@ class Commands {
   // Drains node `name` with `reason`, or resumes it.
   int Drain(const std::string& name, const std::string& reason);
   int Resume(const std::string& name);
+  // The maintenance window (FormatMaintenance; the ListNodesResponse's as
+  // JSON with `json`); SetMaintenance starts one for `duration_ms` from now
+  // with `reason`, or with 0 ends it, and prints it.
+  int Maintenance(bool json);
+  int SetMaintenance(int64_t duration_ms, const std::string& reason);
   // The queues with their nodes, runs and priorities.
   int Queues(bool json);
   // Takes run_id's result off the leaderboard with `reason`.

@@ -251,6 +251,23 @@ grpc::Status ClientServiceImpl::ResumeNode(grpc::ServerContext* context,
       "", response);
 }
 
+grpc::Status ClientServiceImpl::SetMaintenance(
+    grpc::ServerContext* context, const v1::SetMaintenanceRequest* request,
+    v1::MaintenanceWindow* response) {
+  return AuthorizedChange(
+      *access_, *context, Action::kManageNodes,
+      request->duration_ms() > 0 ? "maintenance start" : "maintenance end",
+      request->duration_ms() > 0
+          ? absl::StrCat("the coordinator for ", request->duration_ms() / 1000,
+                         " s")
+          : std::string("the coordinator"),
+      [&](const Principal& who) {
+        return coordinator_->SetMaintenance(request->duration_ms(),
+                                            request->reason(), who.user);
+      },
+      request->reason(), response);
+}
+
 grpc::Status ClientServiceImpl::ListQueues(grpc::ServerContext* context,
                                            const v1::ListQueuesRequest*,
                                            v1::ListQueuesResponse* response) {

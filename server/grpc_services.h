@@ -79,6 +79,9 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   grpc::Status ResumeNode(grpc::ServerContext* context,
                           const v1::ResumeNodeRequest* request,
                           v1::Node* response) override;
+  grpc::Status SetMaintenance(grpc::ServerContext* context,
+                              const v1::SetMaintenanceRequest* request,
+                              v1::MaintenanceWindow* response) override;
   grpc::Status ListQueues(grpc::ServerContext* context,
                           const v1::ListQueuesRequest* request,
                           v1::ListQueuesResponse* response) override;

@@ -42,7 +42,7 @@ enum class Action {
   kSubmit,        // submit a run
   kChangeOwnRun,  // cancel, hold or release a run the caller submitted
   kChangeAnyRun,  // cancel, hold or release anybody's run
-  kManageNodes,   // drain and resume nodes
+  kManageNodes,   // drain and resume nodes, maintenance windows
   kAudit,         // read the audit trail
   kInvalidate,    // take a result off the leaderboard
   kRegisterNode,  // an agent's stream

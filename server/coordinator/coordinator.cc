@@ -40,7 +40,8 @@ Coordinator::Coordinator(Store* store, Clock* clock, const Registry* registry,
       options_(options),
       scheduler_(options.queues.empty() ? Scheduler()
                                         : Scheduler(options.queues)),
-      intake_(store, clock) {}
+      intake_(store, clock),
+      maintenance_(store) {}
 
 Coordinator::~Coordinator() { Shutdown(); }
 
@@ -48,6 +49,7 @@ absl::Status Coordinator::Restore() {
   absl::MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
   RETURN_IF_ERROR(intake_.Restore());
+  RETURN_IF_ERROR(maintenance_.Restore());
   ASSIGN_OR_RETURN(std::vector<v1::Node> nodes, store_->ListNodes());
   for (v1::Node& info : nodes) {
     OfferNodeLocked(info);
@@ -439,6 +441,7 @@ absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {
   for (const auto& [name, node] : nodes_.nodes()) {
     *response.add_nodes() = NodeViewLocked(node);
   }
+  *response.mutable_maintenance() = maintenance_.Shown(clock_->NowMs());
   return response;
 }
 

@@ -33,6 +33,7 @@
 #include "common/scoring.h"
 #include "proto/hpcai500.pb.h"
 #include "server/coordinator/event_intake.h"
+#include "server/coordinator/maintenance.h"
 #include "server/coordinator/node_table.h"
 #include "server/coordinator/queues.h"
 #include "server/coordinator/run_reads.h"
@@ -130,6 +131,13 @@ class Coordinator final : public LiveRuns {
                                      const std::string& reason);
   absl::StatusOr<v1::Node> ResumeNode(const std::string& name);
 
+  // Starts (`duration_ms` > 0, from now), replaces or ends (0) the
+  // maintenance window (server/coordinator/maintenance.h), recording
+  // `reason` and `by`, and tells every connected agent; returns the window
+  // (until_ms 0 once ended). Errors as Maintenance::Set.
+  absl::StatusOr<v1::MaintenanceWindow> SetMaintenance(
+      int64_t duration_ms, const std::string& reason, const std::string& by);
+
   // The queues with their nodes and runs now.
   v1::ListQueuesResponse ListQueues();
 
@@ -168,9 +176,10 @@ class Coordinator final : public LiveRuns {
   void Disconnect(int64_t session);
 
   // Time-driven work: requeues (or fails) the runs of nodes silent for
-  // node_timeout_ms, stops attempts past their spec's time_limit, scores
-  // runs whose exit grace ran out and forgets nodes down past
-  // node_retention_ms. Call about once a second.
+  // node_timeout_ms (counted from a maintenance window's end when that is
+  // later: common/silence_deadline.h), stops attempts past their spec's
+  // time_limit, scores runs whose exit grace ran out and forgets nodes down
+  // past node_retention_ms. Call about once a second.
   void Tick();
 
   // Wakes every watcher with Unavailable; later watches fail at once.
@@ -327,6 +336,7 @@ class Coordinator final : public LiveRuns {
   std::map<int64_t, RunRecord> runs_ ABSL_GUARDED_BY(mu_);
   NodeTable nodes_ ABSL_GUARDED_BY(mu_);
   EventIntake intake_ ABSL_GUARDED_BY(mu_);
+  Maintenance maintenance_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 
   // Thread-safe themselves (/metrics).

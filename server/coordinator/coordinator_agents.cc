@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/run_state.h"
 #include "common/scoring.h"
+#include "common/silence_deadline.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 #include "server/coordinator/coordinator.h"
@@ -78,6 +79,8 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
       options_.heartbeat_interval_ms);
   registered.mutable_registered()->set_node_timeout_ms(
       options_.node_timeout_ms);
+  registered.mutable_registered()->set_maintenance_until_ms(
+      maintenance_.until_ms());
   channel->Send(registered);
 
   ReconcileLocked(request, channel);
@@ -178,13 +181,38 @@ void Coordinator::Disconnect(int64_t session) {
       options_.node_timeout_ms / 1000));
 }
 
+absl::StatusOr<v1::MaintenanceWindow> Coordinator::SetMaintenance(
+    int64_t duration_ms, const std::string& reason, const std::string& by) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(v1::MaintenanceWindow window,
+                   maintenance_.Set(duration_ms, reason, by, clock_->NowMs()));
+  if (window.until_ms() == 0) {
+    LogInfo(absl::StrCat("maintenance window ended by ", by));
+  } else {
+    LogInfo(absl::StrFormat(
+        "maintenance window on for %d s, by %s (%s): no node is lost for "
+        "silence, and no agent fences, before its end plus the node timeout",
+        duration_ms / 1000, by, reason.empty() ? "no reason given" : reason));
+  }
+  // An agent not connected now hears of it in Registered.
+  v1::CoordinatorMessage told;
+  *told.mutable_maintenance() = window;
+  for (const auto& [name, node] : nodes_.nodes()) {
+    if (node.session != 0) nodes_.Send(name, told);
+  }
+  return window;
+}
+
 void Coordinator::Tick() {
   absl::MutexLock lock(&mu_);
   const int64_t now = clock_->NowMs();
   for (auto& [name, node] : nodes_.nodes()) {
-    const int64_t silent_ms = now - node.info.last_seen_ms();
-    if (silent_ms < options_.node_timeout_ms) continue;
-    LoseRunsOnSilentNodeLocked(name, silent_ms);
+    if (now < SilenceDeadlineMs(node.info.last_seen_ms(),
+                                maintenance_.until_ms(),
+                                options_.node_timeout_ms)) {
+      continue;
+    }
+    LoseRunsOnSilentNodeLocked(name, now - node.info.last_seen_ms());
     if (node.session != 0) {
       // Connected but mute: stop placing runs on it until it speaks again.
       scheduler_.SetSchedulable(name, false);

@@ -305,6 +305,12 @@ class Store {
   absl::StatusOr<std::optional<v1::Baseline>> FindBaseline(
       const std::string& series);
 
+  // The maintenance window (server/coordinator/maintenance.h):
+  // SaveMaintenance replaces it, or with until_ms 0 removes it;
+  // LoadMaintenance gives until_ms 0 when none is stored.
+  absl::Status SaveMaintenance(const v1::MaintenanceWindow& window);
+  absl::StatusOr<v1::MaintenanceWindow> LoadMaintenance();
+
   // Inserts or updates a node by name (connected and used_slots are not
   // stored: they are live state).
   absl::Status SaveNode(const v1::Node& node);

@@ -1,5 +1,5 @@
 // The Store's records beside the runs: event lines, worker exits, nodes,
-// API tokens and the audit trail.
+// API tokens, the audit trail and the maintenance window.
 #include <sqlite3.h>
 
 #include <optional>
@@ -349,6 +349,34 @@ absl::StatusOr<std::vector<v1::AuditEntry>> Store::ListAudit(
   }
   if (rc != SQLITE_DONE) return Error("reading the audit trail");
   return entries;
+}
+
+absl::Status Store::SaveMaintenance(const v1::MaintenanceWindow& window) {
+  absl::MutexLock lock(&mu_);
+  if (window.until_ms() == 0) {
+    return Write("DELETE FROM maintenance", "ending the maintenance window");
+  }
+  return Write(
+      "INSERT OR REPLACE INTO maintenance (id, until_ms, started_ms, reason, "
+      "started_by) VALUES (1, ?, ?, ?, ?)",
+      "storing the maintenance window", window.until_ms(), window.started_ms(),
+      window.reason(), window.started_by());
+}
+
+absl::StatusOr<v1::MaintenanceWindow> Store::LoadMaintenance() {
+  absl::MutexLock lock(&mu_);
+  Statement find(db_,
+                 "SELECT until_ms, started_ms, reason, started_by FROM "
+                 "maintenance WHERE id = 1");
+  v1::MaintenanceWindow window;
+  const int rc = find.Step();
+  if (rc == SQLITE_DONE) return window;
+  if (rc != SQLITE_ROW) return Error("reading the maintenance window");
+  window.set_until_ms(find.Int(0));
+  window.set_started_ms(find.Int(1));
+  window.set_reason(find.Text(2));
+  window.set_started_by(find.Text(3));
+  return window;
 }
 
 }  // namespace hpcai500

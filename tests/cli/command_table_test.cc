@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "cli/cli_args.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -34,7 +35,9 @@ TEST(CommandTable, EveryCommandIsInTheUsageWithEachFlagItTakes) {
     EXPECT_THAT(described->synopsis, HasSubstr(command.name + " "));
     for (const std::string& flag : command.flags) {
       EXPECT_TRUE(IsCommandFlag(flag)) << command.name << " --" << flag;
-      EXPECT_THAT(described->synopsis, HasSubstr("--" + flag)) << command.name;
+      EXPECT_THAT(described->synopsis,
+                  HasSubstr(absl::StrCat("--", CommandFlagName(flag))))
+          << command.name;
     }
     const std::string first_line =
         described->synopsis.substr(0, described->synopsis.find('\n'));
@@ -69,6 +72,32 @@ TEST(CommandTable, RunArgumentsAreRunIdsAndWordsMustMatch) {
   EXPECT_THAT(
       ParseCliArgs({"drain", "node-a"}, std::nullopt).status().message(),
       HasSubstr("--reason"));
+}
+
+TEST(CommandTable, MaintenanceTakesAnOptionalWordAndForOnlyWithStart) {
+  auto parsed = ParseCliArgs({"maintenance"}, std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->positional.empty());
+  parsed = ParseCliArgs({"maintenance", "start", "--for", "30m"}, std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();  // --reason is optional here
+  EXPECT_EQ(parsed->maintenance_ms, 30 * 60 * 1000);
+  parsed = ParseCliArgs({"maintenance", "end"}, std::nullopt);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->maintenance_ms, 0);
+  EXPECT_THAT(
+      ParseCliArgs({"maintenance", "stop"}, std::nullopt).status().message(),
+      HasSubstr("knows only 'start' or 'end', got 'stop'"));
+  EXPECT_THAT(
+      ParseCliArgs({"maintenance", "start"}, std::nullopt).status().message(),
+      HasSubstr("--for"));
+  EXPECT_THAT(ParseCliArgs({"maintenance", "end", "--for", "5m"}, std::nullopt)
+                  .status()
+                  .message(),
+              HasSubstr("only with 'maintenance start'"));
+  EXPECT_FALSE(
+      ParseCliArgs({"maintenance", "start", "--for", "0s"}, std::nullopt).ok());
+  EXPECT_FALSE(
+      ParseCliArgs({"maintenance", "start", "end"}, std::nullopt).ok());
 }
 
 }  // namespace

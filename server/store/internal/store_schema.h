@@ -203,6 +203,18 @@ CREATE TABLE submit_requests (
 );
 CREATE INDEX submit_requests_by_time ON submit_requests(created_ms);
 )sql",
+    // 11: the coordinator's maintenance window (`hpcai500 maintenance`): at
+    // most one row, kept while the window is on, so that it outlives the
+    // restart of hpcai500d it is there for.
+    R"sql(
+CREATE TABLE maintenance (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  until_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  started_by TEXT NOT NULL
+);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

@@ -1002,6 +1002,62 @@ TEST_F(CoordinatorTest, HeartbeatsAreAnsweredAndRegisteredNamesTheTimeout) {
   EXPECT_TRUE(agent_a_.sent.back().has_heartbeat());
 }
 
+// A maintenance window is stored, survives a restart of hpcai500d, reaches
+// the agents, and keeps silent nodes (and their runs) until its end plus
+// the node timeout, not longer.
+TEST_F(CoordinatorTest,
+       MaintenanceWindowKeepsSilentNodesUntilItsEndPlusTimeout) {
+  const v1::AttemptKey key = StartTwoNodeRun();
+  const int64_t until = clock_.now_ms + 600'000;
+  absl::StatusOr<v1::MaintenanceWindow> window =
+      coordinator_->SetMaintenance(600'000, "upgrade", "root");
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_EQ(window->until_ms(), until);
+  ASSERT_TRUE(agent_b_.sent.back().has_maintenance());
+  EXPECT_EQ(agent_b_.sent.back().maintenance().until_ms(), until);
+
+  OpenCoordinator();  // hpcai500d restarted; no agent is back yet
+  v1::MaintenanceWindow shown = coordinator_->ListNodes()->maintenance();
+  EXPECT_EQ(shown.until_ms(), until);
+  EXPECT_EQ(shown.reason(), "upgrade");
+  EXPECT_EQ(shown.started_by(), "root");
+  FakeAgent c;
+  Register("c", &c);
+  EXPECT_EQ(c.sent.front().registered().maintenance_until_ms(), until);
+
+  clock_.now_ms = until + 59'000;
+  coordinator_->Tick();
+  EXPECT_EQ(reads_->GetRun(key.run_id())->state(), v1::RUN_STATE_RUNNING);
+  EXPECT_EQ(coordinator_->ListNodes()->maintenance().until_ms(), 0);  // over
+  clock_.now_ms = until + 61'000;
+  coordinator_->Tick();
+  v1::Run run = *reads_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_QUEUED);
+  EXPECT_THAT(run.attempts(0).error(), HasSubstr("silent"));
+}
+
+TEST_F(CoordinatorTest, MaintenanceWindowEndsAndRefusesBadDurations) {
+  session_a_ = Register("a", &agent_a_);
+  EXPECT_EQ(coordinator_->SetMaintenance(-1, "", "root").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->SetMaintenance(kMaxMaintenanceMs + 1, "", "root")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(coordinator_->SetMaintenance(60'000, "", "root").ok());
+  absl::StatusOr<v1::MaintenanceWindow> ended =
+      coordinator_->SetMaintenance(0, "", "root");
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->until_ms(), 0);
+  ASSERT_TRUE(agent_a_.sent.back().has_maintenance());
+  EXPECT_EQ(agent_a_.sent.back().maintenance().until_ms(), 0);
+  OpenCoordinator();
+  EXPECT_EQ(store_->LoadMaintenance()->until_ms(), 0);
+  FakeAgent again;
+  Register("a", &again);
+  EXPECT_EQ(again.sent.front().registered().maintenance_until_ms(), 0);
+}
+
 TEST_F(CoordinatorTest, RunLargerThanTheClusterIsRefusedAtSubmit) {
   Register("a", &agent_a_);
   Register("b", &agent_b_);

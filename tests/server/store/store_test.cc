@@ -23,9 +23,10 @@ namespace {
 // Turns a file of the current schema back into version 2: undoes
 // migrations 3 (spec columns), 4 (exits, resume points), 5 (users,
 // invalidation, tokens, audit), 6 (queues, holds, node states, inventory),
-// 7 (the leaderboard table), 8 (its level column), 9 (regress baselines)
-// and 10 (submit request ids).
-constexpr char kUndoVersions3To10[] =
+// 7 (the leaderboard table), 8 (its level column), 9 (regress baselines),
+// 10 (submit request ids) and 11 (the maintenance window).
+constexpr char kUndoVersions3To11[] =
+    "DROP TABLE maintenance; "
     "DROP TABLE submit_requests; "
     "DROP TABLE regress_baselines; "
     "DROP TABLE leaderboard; "
@@ -503,7 +504,7 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      kUndoVersions3To10 +
+      kUndoVersions3To11 +
       std::string("ALTER TABLE results DROP COLUMN energy_joules; "
                   "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                   "PRAGMA user_version = 1;"));
@@ -538,6 +539,27 @@ std::vector<int64_t> Ids(const absl::StatusOr<std::vector<v1::Run>>& runs) {
     for (const v1::Run& run : *runs) ids.push_back(run.id());
   }
   return ids;
+}
+
+TEST_F(StoreTest, KeepsTheMaintenanceWindowAcrossReopeningUntilItEnds) {
+  {
+    auto store = *Store::Open(path_);
+    EXPECT_EQ(store->LoadMaintenance()->until_ms(), 0);
+    v1::MaintenanceWindow window;
+    window.set_until_ms(5000);
+    window.set_started_ms(1000);
+    window.set_reason("upgrade");
+    window.set_started_by("root");
+    ASSERT_TRUE(store->SaveMaintenance(window).ok());
+  }
+  auto store = *Store::Open(path_);
+  v1::MaintenanceWindow loaded = *store->LoadMaintenance();
+  EXPECT_EQ(loaded.until_ms(), 5000);
+  EXPECT_EQ(loaded.started_ms(), 1000);
+  EXPECT_EQ(loaded.reason(), "upgrade");
+  EXPECT_EQ(loaded.started_by(), "root");
+  ASSERT_TRUE(store->SaveMaintenance(v1::MaintenanceWindow()).ok());
+  EXPECT_EQ(store->LoadMaintenance()->until_ms(), 0);
 }
 
 TEST_F(StoreTest, KeepsQueuesHoldsNodeStatesAndInventoriesAcrossReopening) {
@@ -636,7 +658,7 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(kUndoVersions3To10 + std::string("PRAGMA user_version = 2;"));
+  RewriteFile(kUndoVersions3To11 + std::string("PRAGMA user_version = 2;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -940,7 +962,8 @@ TEST_F(StoreTest, VersionSixFileGetsItsLeaderboardFilled) {
                   {ok(1), PlannedRun{v1::RUN_STATE_FAILED, 0}});
   }
   RewriteFile(
-      "DROP TABLE submit_requests; DROP TABLE regress_baselines; "
+      "DROP TABLE maintenance; DROP TABLE submit_requests; "
+      "DROP TABLE regress_baselines; "
       "DROP TABLE leaderboard; PRAGMA user_version = 6;");
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
@@ -960,7 +983,8 @@ TEST_F(StoreTest, VersionSevenFileGetsItsLeaderboardRowsRewritten) {
     AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(5)});
   }
   RewriteFile(
-      "DROP TABLE submit_requests; DROP TABLE regress_baselines; "
+      "DROP TABLE maintenance; DROP TABLE submit_requests; "
+      "DROP TABLE regress_baselines; "
       "DROP INDEX leaderboard_level_order; "
       "ALTER TABLE leaderboard DROP COLUMN level; "
       "UPDATE leaderboard SET row = x''; PRAGMA user_version = 7;");
