@@ -55,23 +55,6 @@ std::string SchedulerCancelled(const std::optional<LaunchProcess>& launch) {
 
 }  // namespace
 
-std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events) {
-  std::vector<v1::AgentMessage> batches;
-  size_t bytes = 0;
-  for (v1::Event& event : events) {
-    if (batches.empty() ||
-        batches.back().events().events_size() >=
-            static_cast<int>(kMaxBatchEvents) ||
-        bytes + event.line().size() > kMaxBatchBytes) {
-      batches.emplace_back().mutable_events();
-      bytes = 0;
-    }
-    bytes += event.line().size();
-    *batches.back().mutable_events()->add_events() = std::move(event);
-  }
-  return batches;
-}
-
 Supervisor::Supervisor(SupervisorOptions options, ProcessLauncher* processes,
                        Clock* clock)
     : options_(std::move(options)), processes_(processes), clock_(clock) {}
@@ -426,9 +409,7 @@ Supervisor::Rank* Supervisor::FindRank(const v1::AttemptKey& key, int rank) {
 
 void Supervisor::HandleAcks(const v1::Acks& acks) {
   if (acks.acks_size() > 0 || acks.exits_size() > 0) {
-    // Progress: the coordinator stores again; the wait starts over.
-    if (unacked_since_ms_ != 0) unacked_since_ms_ = clock_->NowMs();
-    resend_after_ms_ = kFirstResendMs;
+    resend_.NoteProgress(clock_->NowMs());
   }
   for (const v1::Ack& ack : acks.acks()) {
     if (Rank* rank = FindRank(ack.key(), ack.rank())) {
@@ -645,7 +626,7 @@ void Supervisor::MarkDoneWhenDelivered(Attempt& attempt, Rank& rank) {
 }
 
 std::vector<v1::AgentMessage> Supervisor::Resend() {
-  resent_ms_ = clock_->NowMs();
+  resend_.NoteSent(clock_->NowMs());
   std::vector<v1::Event> events;
   std::vector<v1::AgentMessage> exits;
   for (const auto& [key, attempt] : attempts_) {
@@ -675,21 +656,7 @@ std::vector<v1::AgentMessage> Supervisor::ResendOverdue() {
                 (rank.report && !rank.exit_acked);
     }
   }
-  const int64_t now = clock_->NowMs();
-  if (!waiting) {
-    unacked_since_ms_ = 0;
-    resend_after_ms_ = kFirstResendMs;
-    return {};
-  }
-  if (unacked_since_ms_ == 0) unacked_since_ms_ = now;
-  if (now - std::max(unacked_since_ms_, resent_ms_) < resend_after_ms_) {
-    return {};
-  }
-  LogWarning(
-      absl::StrCat("no acknowledgement from the coordinator for ",
-                   (now - std::max(unacked_since_ms_, resent_ms_)) / 1000,
-                   " s: sending what it has not acknowledged again"));
-  resend_after_ms_ = std::min(resend_after_ms_ * 2, kMaxResendMs);
+  if (!resend_.Due(waiting, clock_->NowMs())) return {};
   return Resend();
 }
 

@@ -27,6 +27,7 @@
 
 #include "absl/strings/string_view.h"
 #include "agent/assignment.h"
+#include "agent/delivery.h"
 #include "agent/event_tailer.h"
 #include "agent/launch_process.h"
 #include "agent/launcher.h"
@@ -39,10 +40,6 @@
 
 namespace hpcai500::agent {
 
-// Limits of one Events message.
-inline constexpr size_t kMaxBatchEvents = 256;
-inline constexpr size_t kMaxBatchBytes = 1 << 20;
-
 // A rank of a launcher run that ended without a final state (no run_stop
 // event) is reported only once its launch's outcome can be known: on rank
 // 0's node this long after mpirun or srun ended (an agent stopping with its
@@ -51,10 +48,6 @@ inline constexpr size_t kMaxBatchBytes = 1 << 20;
 // step first.
 inline constexpr int64_t kLauncherSettleMs = 2000;
 inline constexpr int64_t kFollowerSettleMs = 5000;
-
-// Splits events, in order, into Events messages of at most kMaxBatchEvents
-// events and about kMaxBatchBytes of lines each.
-std::vector<v1::AgentMessage> BatchEvents(std::vector<v1::Event> events);
 
 struct SupervisorOptions {
   std::string address;  // this node's address: where rendezvous ports live
@@ -120,13 +113,10 @@ class Supervisor {
   // wait from then.
   std::vector<v1::AgentMessage> Resend();
 
-  // On a live stream: what Resend() gives, when something sent waited
-  // kFirstResendMs for an acknowledgement and none came (the coordinator
-  // could not store it: a full disk), then again after twice as long, up to
-  // kMaxResendMs; empty otherwise. Any acknowledgement restarts the wait.
+  // On a live stream: what Resend() gives, when something sent waits for
+  // an acknowledgement and ResendClock says it is due (none came: the
+  // coordinator could not store it, a full disk); empty otherwise.
   std::vector<v1::AgentMessage> ResendOverdue();
-  static constexpr int64_t kFirstResendMs = 5'000;
-  static constexpr int64_t kMaxResendMs = 60'000;
 
   // The attempts with ranks not done (for Register): `ranks` are those whose
   // worker still runs, `exited_ranks` those that ended and whose exit the
@@ -224,11 +214,7 @@ class Supervisor {
   // Resend(), so a refusal survives a broken stream.
   std::map<std::tuple<int64_t, int32_t, int32_t>, v1::WorkerExited> refused_;
   std::map<Key, PortReservation> reservations_;
-  // ResendOverdue's clock: since when something sent waits for an
-  // acknowledgement (0: nothing does), the last resend, the next wait.
-  int64_t unacked_since_ms_ = 0;
-  int64_t resent_ms_ = 0;
-  int64_t resend_after_ms_ = kFirstResendMs;
+  ResendClock resend_;  // when ResendOverdue sends again
 };
 
 }  // namespace hpcai500::agent

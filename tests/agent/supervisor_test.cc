@@ -479,15 +479,15 @@ TEST_F(SupervisorTest, UnacknowledgedEventsAndExitsAreSentAgainWithBackOff) {
                EventLineText(1, 0) + EventLineText(2, 0));
   EXPECT_EQ(EventSeqs(supervisor->Poll()), (std::vector<int64_t>{1, 2}));
   EXPECT_TRUE(supervisor->ResendOverdue().empty());  // the wait starts
-  clock_.now_ms += Supervisor::kFirstResendMs - 1;
+  clock_.now_ms += ResendClock::kFirstResendMs - 1;
   EXPECT_TRUE(supervisor->ResendOverdue().empty());
   clock_.now_ms += 1;
   EXPECT_EQ(EventSeqs(supervisor->ResendOverdue()),
             (std::vector<int64_t>{1, 2}));
   // Then after twice as long.
-  clock_.now_ms += Supervisor::kFirstResendMs;
+  clock_.now_ms += ResendClock::kFirstResendMs;
   EXPECT_TRUE(supervisor->ResendOverdue().empty());
-  clock_.now_ms += Supervisor::kFirstResendMs;
+  clock_.now_ms += ResendClock::kFirstResendMs;
   EXPECT_EQ(EventSeqs(supervisor->ResendOverdue()),
             (std::vector<int64_t>{1, 2}));
 
@@ -499,7 +499,7 @@ TEST_F(SupervisorTest, UnacknowledgedEventsAndExitsAreSentAgainWithBackOff) {
   EXPECT_EQ(exits[0].last_seq(), 2);
   // An acknowledgement is progress: the wait starts over from the first.
   supervisor->HandleAcks(EventAck(key, 0, 2));
-  clock_.now_ms += Supervisor::kFirstResendMs - 1;
+  clock_.now_ms += ResendClock::kFirstResendMs - 1;
   EXPECT_TRUE(supervisor->ResendOverdue().empty());
   clock_.now_ms += 1;
   std::vector<v1::AgentMessage> again = supervisor->ResendOverdue();
@@ -509,7 +509,7 @@ TEST_F(SupervisorTest, UnacknowledgedEventsAndExitsAreSentAgainWithBackOff) {
   // Everything acknowledged: nothing waits, nothing is sent.
   supervisor->HandleAcks(ExitAck(key, 0));
   supervisor->Poll();
-  clock_.now_ms += Supervisor::kMaxResendMs;
+  clock_.now_ms += ResendClock::kMaxResendMs;
   EXPECT_TRUE(supervisor->ResendOverdue().empty());
 }
 
