@@ -37,7 +37,7 @@ struct RawCliArgs {
   bool json = false;
   std::string workload, config, name, state, limit, offset, user, queue, since,
       until, reason, timeout, window, baseline, tolerance, min_history, junit,
-      markdown, json_file, request_id, for_duration;
+      markdown, json_file, request_id, for_duration, max_cv;
   std::vector<std::string> references, metrics;
 };
 
@@ -72,6 +72,7 @@ const std::vector<CommandFlag>& CommandFlags() {
       {"baseline", &RawCliArgs::baseline},
       {"reference", &RawCliArgs::references},
       {"tolerance", &RawCliArgs::tolerance},
+      {"max-cv", &RawCliArgs::max_cv},
       {"metric", &RawCliArgs::metrics},
       {"junit", &RawCliArgs::junit},
       {"markdown", &RawCliArgs::markdown},
@@ -284,7 +285,8 @@ absl::Status ConvertMetrics(const std::vector<std::string>& values,
   return absl::OkStatus();
 }
 
-// regress's --window, --baseline, --tolerance, --reference and --metric.
+// regress's --window, --baseline, --tolerance, --max-cv, --reference and
+// --metric.
 absl::Status ConvertRegressFlags(const RawCliArgs& raw,
                                  RegressOptions& options) {
   if (!raw.window.empty()) {
@@ -302,7 +304,11 @@ absl::Status ConvertRegressFlags(const RawCliArgs& raw,
   }
   if (!raw.tolerance.empty()) {
     ASSIGN_OR_RETURN(options.tolerance_pct,
-                     ParseRegressTolerance(raw.tolerance));
+                     ParseRegressPercent("--tolerance", raw.tolerance));
+  }
+  if (!raw.max_cv.empty()) {
+    ASSIGN_OR_RETURN(options.max_cv_pct,
+                     ParseRegressPercent("--max-cv", raw.max_cv));
   }
   return ConvertMetrics(raw.metrics, options.metrics);
 }

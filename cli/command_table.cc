@@ -273,10 +273,10 @@ const std::vector<CliCommand>& CliCommands() {
        }},
       {"regress",
        {kSpecArg},
-       {"baseline", "window", "min-history", "tolerance", "reference", "metric",
-        "json", "json-file", "junit", "markdown"},
+       {"baseline", "window", "min-history", "tolerance", "max-cv", "reference",
+        "metric", "json", "json-file", "junit", "markdown"},
        "regress SPEC|SUITE [--baseline last-good|RUN|FILE] [--window N]\n"
-       "        [--min-history K] [--tolerance PCT]\n"
+       "        [--min-history K] [--tolerance PCT] [--max-cv PCT]\n"
        "        [--reference METRIC=VALUE]... [--metric M]... [--json]\n"
        "        [--json-file FILE] [--junit FILE] [--markdown FILE]",
        "submit --wait, then judge each spec's\n"
@@ -291,6 +291,10 @@ const std::vector<CliCommand>& CliCommands() {
        "it is PCT% (default 5). A move outside the\n"
        "band in the bad direction regresses, and so\n"
        "does missing a target the baseline reached.\n"
+       "A spec with repetitions reports their\n"
+       "spread (CV); above --max-cv (default 2%,\n"
+       "the leaderboard's) throughput is marked\n"
+       "unrepeatable: a move within it is noise.\n"
        "M: throughput, flops, valid_flops, quality,\n"
        "time_to_target (default all but flops).\n"
        "--json: the report on stdout, the live log\n"

@@ -123,6 +123,8 @@ grpc::Status CoordinatorClient::LeaderboardPaged(
         Unary(&v1::ClientService::StubInterface::Leaderboard, page, &response);
     if (!status.ok()) return status;
     board->set_total(response.total());
+    board->set_throughput_cv_limit(response.throughput_cv_limit());
+    board->set_epochs_to_target_cv_limit(response.epochs_to_target_cv_limit());
     const int count = response.rows_size();
     for (v1::LeaderboardRow& row : *response.mutable_rows()) {
       *board->add_rows() = std::move(row);

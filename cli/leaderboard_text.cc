@@ -1,9 +1,11 @@
 #include "cli/leaderboard_text.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/format.h"
 
 namespace hpcai500 {
@@ -11,6 +13,25 @@ namespace {
 
 std::string RankText(const v1::LeaderboardRow& row) {
   return row.ranked() && row.rank() > 0 ? absl::StrCat(row.rank()) : "-";
+}
+
+// The throughput CV of the repetitions ("1.4%", "3.1% !" above the
+// coordinator's limit), "-" for a single run.
+std::string SpreadText(const v1::LeaderboardRow& row) {
+  if (row.runs() < 2) return "-";
+  return absl::StrCat(absl::StrFormat("%.1f%%", 100 * row.throughput_cv()),
+                      row.unrepeatable() ? " !" : "");
+}
+
+// The convergence check's verdict, with what Valid FLOPS was divided by
+// ("normalized /1.08"); "-" where no reference exists.
+std::string ConvergenceText(const v1::LeaderboardRow& row) {
+  const v1::ConvergenceCheck& check = row.convergence();
+  if (check.verdict().empty() || check.verdict() == "unchecked") return "-";
+  if (check.factor() > 1) {
+    return absl::StrFormat("%s /%.2f", check.verdict(), check.factor());
+  }
+  return check.verdict();
 }
 
 }  // namespace
@@ -32,7 +53,8 @@ std::string FormatLeaderboard(const v1::LeaderboardResponse& board,
     it->second.push_back({RankText(row), row.system(), row.name(), row.config(),
                           FormatFlops(row.valid_flops()),
                           FormatQualityVsTarget(row.quality(), row.target()),
-                          absl::StrCat(row.runs()),
+                          absl::StrCat(row.runs()), SpreadText(row),
+                          ConvergenceText(row),
                           row.ranked() ? "ranked" : "unranked"});
   }
   std::string text;
@@ -42,9 +64,21 @@ std::string FormatLeaderboard(const v1::LeaderboardResponse& board,
     }
     absl::StrAppend(
         &text, FormatTable({"rank", "system", "name", "config", "Valid FLOPS",
-                            "quality / target", "runs", "status"},
+                            "quality / target", "runs", "spread", "convergence",
+                            "status"},
                            tables[workloads[i]],
-                           /*right_aligned=*/{0, 4, 5, 6}));
+                           /*right_aligned=*/{0, 4, 5, 6, 7}));
+  }
+  if (std::any_of(
+          board.rows().begin(), board.rows().end(),
+          [](const v1::LeaderboardRow& row) { return row.unrepeatable(); })) {
+    absl::StrAppend(
+        &text, absl::StrFormat(
+                   "\n! unrepeatable: the repetitions' throughput varies by "
+                   "more than %.1f%% (or epochs to target by more than "
+                   "%.1f%%)\n",
+                   100 * board.throughput_cv_limit(),
+                   100 * board.epochs_to_target_cv_limit()));
   }
   if (board.rows_size() < board.total()) {
     absl::StrAppend(&text, "\nrows ", offset + 1, "-",

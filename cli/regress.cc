@@ -29,6 +29,20 @@ bool MostReachedTarget(const std::vector<v1::Run>& runs) {
   return !runs.empty() && 2 * reached > runs.size();
 }
 
+// The coefficient of variation in percent of the runs that have the metric;
+// empty below two.
+std::optional<double> SpreadOf(const std::vector<v1::Run>& runs,
+                               RegressMetric metric) {
+  std::vector<double> values;
+  for (const v1::Run& run : runs) {
+    if (std::optional<double> value = RegressMetricValue(run, metric)) {
+      values.push_back(*value);
+    }
+  }
+  if (values.size() < 2) return std::nullopt;
+  return 100 * CoefficientOfVariation(values);
+}
+
 // The median of the runs that have the metric; empty when none has.
 std::optional<double> MedianOf(const std::vector<v1::Run>& runs,
                                RegressMetric metric) {
@@ -237,6 +251,12 @@ RegressReport CompareRegress(
     MetricComparison comparison;
     comparison.metric = metric;
     comparison.value = MedianOf(current, metric);
+    comparison.spread_pct = SpreadOf(current, metric);
+    comparison.unrepeatable = comparison.spread_pct.has_value() &&
+                              *comparison.spread_pct > options.max_cv_pct &&
+                              (metric == RegressMetric::kThroughput ||
+                               metric == RegressMetric::kFlops ||
+                               metric == RegressMetric::kValidFlops);
     if (auto value = fixed.find(metric); value != fixed.end()) {
       comparison.baseline = value->second;
       comparison.from_reference = true;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/regress_band.h"
+#include "common/scoring.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -52,6 +53,10 @@ struct RegressOptions {
   // The fixed band without enough history: a move of more than this percent
   // in the bad direction regresses.
   double tolerance_pct = 5;
+  // Repetitions whose throughput (and FLOPS, Valid FLOPS) varies by more
+  // than this coefficient of variation, in percent, are unrepeatable: the
+  // leaderboard's default limit (hpcai500d --max-throughput-cv).
+  double max_cv_pct = kDefaultMaxThroughputCvPct;
   BandOptions band;                    // its fixed_pct is tolerance_pct
   std::vector<RegressMetric> metrics;  // empty: all but flops
   std::string junit_path;              // empty: no JUnit file
@@ -81,6 +86,11 @@ struct MetricComparison {
   // This submission's runs (median over repetitions); empty for time to
   // target when none reached the target.
   std::optional<double> value;
+  // The coefficient of variation of this submission's repetitions, in
+  // percent; empty below two values.
+  std::optional<double> spread_pct;
+  // Throughput, FLOPS and Valid FLOPS: spread_pct above max_cv_pct.
+  bool unrepeatable = false;
   std::optional<double> change_pct;  // empty without a positive baseline
   // Around the baseline; set whenever baseline and value are.
   std::optional<ToleranceBand> band;

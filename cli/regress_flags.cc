@@ -109,14 +109,15 @@ absl::StatusOr<int> ParseRegressWindow(absl::string_view text) {
   return window;
 }
 
-absl::StatusOr<double> ParseRegressTolerance(absl::string_view text) {
-  double tolerance = 0;
-  if (!absl::SimpleAtod(text, &tolerance) || !std::isfinite(tolerance) ||
-      tolerance < 0) {
+absl::StatusOr<double> ParseRegressPercent(absl::string_view flag,
+                                           absl::string_view text) {
+  double percent = 0;
+  if (!absl::SimpleAtod(text, &percent) || !std::isfinite(percent) ||
+      percent < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--tolerance must be a percentage of at least 0, got '", text, "'"));
+        flag, " must be a percentage of at least 0, got '", text, "'"));
   }
-  return tolerance;
+  return percent;
 }
 
 absl::Status AddRegressReference(absl::string_view text,

@@ -31,8 +31,10 @@ absl::Status ParseRegressBaseline(absl::string_view text,
 absl::StatusOr<int> ParseRegressMinHistory(absl::string_view text);
 // "--window": an integer >= 1.
 absl::StatusOr<int> ParseRegressWindow(absl::string_view text);
-// "--tolerance": a finite percentage >= 0.
-absl::StatusOr<double> ParseRegressTolerance(absl::string_view text);
+// A percentage (--tolerance, --max-cv): a finite number >= 0; the error
+// names `flag`.
+absl::StatusOr<double> ParseRegressPercent(absl::string_view flag,
+                                           absl::string_view text);
 // "--reference METRIC=VALUE" into options.references (each metric once).
 absl::Status AddRegressReference(absl::string_view text,
                                  RegressOptions& options);

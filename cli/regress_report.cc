@@ -80,6 +80,10 @@ nlohmann::ordered_json ReportJson(const RegressReport& report) {
         {"verdict", JsonVerdictName(comparison.verdict)},
     };
     if (comparison.value.has_value()) metric["value"] = *comparison.value;
+    if (comparison.spread_pct.has_value()) {
+      metric["spread_pct"] = *comparison.spread_pct;
+      metric["unrepeatable"] = comparison.unrepeatable;
+    }
     if (comparison.baseline.has_value()) {
       metric["baseline"] = *comparison.baseline;
       metric["from"] = comparison.from_reference ? "reference" : "runs";
@@ -219,6 +223,16 @@ std::string FormatRegressReport(const RegressReport& report) {
   if (!report.regressed()) {
     absl::StrAppendFormat(&text, "no regression (tolerance %g%%)\n",
                           report.tolerance_pct);
+  }
+  for (const MetricComparison& comparison : report.metrics) {
+    if (comparison.unrepeatable) {
+      absl::StrAppendFormat(
+          &text,
+          "unrepeatable %s: its %d repetitions vary by %.1f%% (CV, above "
+          "--max-cv): a move within that is noise\n",
+          RegressMetricName(comparison.metric), report.run_ids.size(),
+          *comparison.spread_pct);
+    }
   }
   for (const MetricComparison& comparison : report.metrics) {
     if (comparison.verdict == RegressVerdict::kRegressed) {

@@ -1,5 +1,6 @@
 #include "common/registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -164,6 +165,67 @@ std::string SetConfigKey(ConfigInfo& c, std::string_view key,
   return "";
 }
 
+// "3, 4, 3.5 ..." (commas or spaces between), each a positive number.
+bool ParseEpochList(std::string_view s, std::vector<double>* out) {
+  out->clear();
+  size_t pos = 0;
+  while (pos < s.size()) {
+    if (s[pos] == ' ' || s[pos] == ',' || s[pos] == '\t') {
+      ++pos;
+      continue;
+    }
+    size_t end = s.find_first_of(" ,\t", pos);
+    if (end == std::string_view::npos) end = s.size();
+    double epochs = 0;
+    if (!ParseDouble(s.substr(pos, end - pos), &epochs) || epochs <= 0) {
+      return false;
+    }
+    out->push_back(epochs);
+    pos = end;
+  }
+  return !out->empty();
+}
+
+std::string SetReferenceKey(ReferenceConvergence& r, std::string_view key,
+                            std::string_view value) {
+  if (key == "global_batch") {
+    return ParseInt(value, &r.global_batch) && r.global_batch > 0
+               ? ""
+               : "global_batch is not a positive integer";
+  }
+  if (key == "epochs_to_target") {
+    return ParseEpochList(value, &r.epochs)
+               ? ""
+               : "epochs_to_target is not a list of positive numbers";
+  }
+  if (key == "made_by") {
+    r.made_by = value;
+    return "";
+  }
+  return "unknown rcp key '" + std::string(key) + "'";
+}
+
+// The rules every reference point keeps: "" or the first broken one.
+std::string CheckReferences(const std::vector<ReferenceConvergence>& refs) {
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const ReferenceConvergence& r = refs[i];
+    const std::string name = "rcp " + r.workload + "/" + r.config;
+    if (r.global_batch <= 0 || r.epochs.size() < 3 || r.made_by.empty()) {
+      return name +
+             ": needs global_batch, made_by and at least 3 epochs_to_target "
+             "(the check drops the fastest and the slowest)";
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (refs[j].workload == r.workload && refs[j].config == r.config &&
+          refs[j].global_batch == r.global_batch) {
+        return name + ": two points for global_batch " +
+               std::to_string(r.global_batch);
+      }
+    }
+  }
+  return "";
+}
+
 // The rules a config must keep once all its keys are read: "" when it
 // keeps them, else the first broken one naming the config.
 std::string CheckConfigs(const std::vector<ConfigInfo>& configs) {
@@ -201,7 +263,12 @@ std::string CheckConfigs(const std::vector<ConfigInfo>& configs) {
 std::optional<Registry> Registry::Parse(std::string_view text,
                                         std::string* error) {
   Registry reg;
-  enum class Section { kNone, kWorkload, kConfig } section = Section::kNone;
+  enum class Section {
+    kNone,
+    kWorkload,
+    kConfig,
+    kReference
+  } section = Section::kNone;
   int lineno = 0;
   auto fail = [&](const std::string& why) {
     *error = "registry line " + std::to_string(lineno) + ": " + why;
@@ -241,6 +308,21 @@ std::optional<Registry> Registry::Parse(std::string_view text,
         if (reg.FindConfig(c.workload, c.name)) return fail("duplicate config");
         reg.configs_.push_back(c);
         section = Section::kConfig;
+      } else if (header.rfind("rcp ", 0) == 0) {
+        std::string_view full = Trim(header.substr(4));
+        const size_t slash = full.find('/');
+        ReferenceConvergence r;
+        if (slash != std::string_view::npos) {
+          r.workload = full.substr(0, slash);
+          r.config = full.substr(slash + 1);
+        }
+        if (!reg.FindConfig(r.workload, r.config)) {
+          return fail(
+              "rcp header must be [rcp WORKLOAD/CONFIG] of a config "
+              "declared above");
+        }
+        reg.references_.push_back(r);
+        section = Section::kReference;
       } else {
         return fail("unknown section '" + std::string(header) + "'");
       }
@@ -260,10 +342,17 @@ std::optional<Registry> Registry::Parse(std::string_view text,
       case Section::kConfig:
         why = SetConfigKey(reg.configs_.back(), key, value);
         break;
+      case Section::kReference:
+        why = SetReferenceKey(reg.references_.back(), key, value);
+        break;
     }
     if (!why.empty()) return fail(why);
   }
   if (std::string why = CheckConfigs(reg.configs_); !why.empty()) {
+    *error = why;
+    return std::nullopt;
+  }
+  if (std::string why = CheckReferences(reg.references_); !why.empty()) {
     *error = why;
     return std::nullopt;
   }
@@ -298,6 +387,19 @@ const ConfigInfo* Registry::FindConfig(std::string_view workload,
     if (c.workload == workload && c.name == config) return &c;
   }
   return nullptr;
+}
+
+std::vector<ReferenceConvergence> Registry::References(
+    std::string_view workload, std::string_view config) const {
+  std::vector<ReferenceConvergence> found;
+  for (const ReferenceConvergence& r : references_) {
+    if (r.workload == workload && r.config == config) found.push_back(r);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const ReferenceConvergence& a, const ReferenceConvergence& b) {
+              return a.global_batch < b.global_batch;
+            });
+  return found;
 }
 
 }  // namespace hpcai500

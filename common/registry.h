@@ -64,6 +64,19 @@ struct ConfigInfo {
   int64_t box_head_width = 0;
 };
 
+// A reference convergence point (MLCommons' RCP): how many epochs reference
+// runs of one config at one global batch size took to first reach its
+// target, and how those runs were made. docs/design.md "Convergence check".
+struct ReferenceConvergence {
+  std::string workload;
+  std::string config;
+  int64_t global_batch = 0;  // per-rank batch x ranks
+  // Epochs to target of each reference run (at least 3: the check drops the
+  // fastest and the slowest).
+  std::vector<double> epochs;
+  std::string made_by;  // the command, date and machine that made them
+};
+
 class Registry {
  public:
   // Parses registry text. Returns nullopt and sets *error (naming the line)
@@ -87,9 +100,15 @@ class Registry {
   const std::vector<WorkloadInfo>& workloads() const { return workloads_; }
   const std::vector<ConfigInfo>& configs() const { return configs_; }
 
+  // The reference convergence points of one config, by global batch
+  // (smallest first); empty when it has none.
+  std::vector<ReferenceConvergence> References(std::string_view workload,
+                                               std::string_view config) const;
+
  private:
   std::vector<WorkloadInfo> workloads_;
   std::vector<ConfigInfo> configs_;
+  std::vector<ReferenceConvergence> references_;
 };
 
 }  // namespace hpcai500

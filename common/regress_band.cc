@@ -77,6 +77,16 @@ std::optional<double> TimeToTargetSeconds(const v1::Run& run) {
   return std::nullopt;
 }
 
+std::optional<double> EpochsToTarget(const v1::Run& run) {
+  if (!run.has_score()) return std::nullopt;
+  for (const v1::EpochSummary& epoch : run.epochs()) {
+    if (epoch.accuracy() >= 0 && epoch.accuracy() >= run.score().target()) {
+      return epoch.epoch();
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<double> RegressMetricValue(const v1::Run& run,
                                          RegressMetric metric) {
   const v1::Score& score = run.score();

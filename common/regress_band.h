@@ -48,6 +48,9 @@ std::string RegressSeriesKey(const v1::RunSpec& spec);
 // the first evaluated epoch whose quality reached the score's target;
 // nullopt when no epoch reached it or the run has no score.
 std::optional<double> TimeToTargetSeconds(const v1::Run& run);
+// The number of the first evaluated epoch whose quality reached the score's
+// target (MLPerf's epochs to converge); nullopt as TimeToTargetSeconds.
+std::optional<double> EpochsToTarget(const v1::Run& run);
 // The metric's value in a scored run; nullopt for time to target when the
 // run never reached its target (throughput is 0 without training time).
 std::optional<double> RegressMetricValue(const v1::Run& run,

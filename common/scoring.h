@@ -87,6 +87,18 @@ struct Aggregate {
 // all values. An empty input gives zeros.
 Aggregate AggregateRepetitions(const std::vector<double>& values);
 
+// The largest coefficient of variation, in percent, of a submission's
+// repetitions' throughput before it is marked unrepeatable: the
+// leaderboard's default (hpcai500d --max-throughput-cv) and regress's
+// (--max-cv). MLPerf and SPEC report spread without such a mark; 2% is what
+// repeated runs on a quiet node keep (docs/design.md "Repeatability").
+inline constexpr double kDefaultMaxThroughputCvPct = 2;
+
+// How much repetitions of one measurement agree: the sample standard
+// deviation over the mean (0.02 is 2%); 0 for fewer than two values or a
+// mean of 0.
+double CoefficientOfVariation(const std::vector<double>& values);
+
 }  // namespace hpcai500
 
 #endif  // HPCAI500_COMMON_SCORING_H_

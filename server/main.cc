@@ -102,10 +102,11 @@ absl::Status RunServer(const ServerOptions& flags) {
   }
   RunReads reads(
       store.get(), &Registry::Builtin(), coordinator.get(),
-      flags.http_public ? RunReads::ReadRule()
-                        : [&access](absl::string_view bearer) {
-                            return access.AuthorizeRead(bearer);
-                          });
+      flags.http_public
+          ? RunReads::ReadRule()
+          : [&access](absl::string_view
+                          bearer) { return access.AuthorizeRead(bearer); },
+      flags.spread);
   ClientServiceImpl client_service(coordinator.get(), &reads, &access);
   AgentServiceImpl agent_service(
       coordinator.get(), &access,

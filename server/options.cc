@@ -24,6 +24,7 @@ const char kServerUsage[] =
     "                 [--queues FILE] [--heartbeat-interval-s N]\n"
     "                 [--max-queued-per-user N] [--node-retention-hours N]\n"
     "                 [--max-agent-streams N]\n"
+    "                 [--max-throughput-cv PCT] [--max-epochs-cv PCT]\n"
     "                 [--ignore-sigterm]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
@@ -51,6 +52,10 @@ const char kServerUsage[] =
     "--node-retention-hours: a node down (disconnected, or its agent left)\n"
     "and running nothing is forgotten after this long without word from its\n"
     "agent, unless drained; 0 keeps nodes for ever (default 24)\n"
+    "--max-throughput-cv, --max-epochs-cv: the leaderboard marks a\n"
+    "submission unrepeatable when the coefficient of variation of its\n"
+    "repetitions' throughput or epochs to target is above this percent\n"
+    "(defaults 2 and 10)\n"
     "--ignore-sigterm: only SIGINT stops it (in a Slurm batch step, where\n"
     "scancel and the time limit send SIGTERM to every process of the job\n"
     "at once, the job script records the cancel first, then stops it)\n";
@@ -72,13 +77,28 @@ absl::Status ParseBoundedInt(absl::string_view flag, const std::string& text,
   return absl::OkStatus();
 }
 
+// `text` as a percent in [0, 100] into *fraction (2 -> 0.02); else
+// InvalidArgument as ParseBoundedInt.
+absl::Status ParsePercent(absl::string_view flag, const std::string& text,
+                          double* fraction) {
+  if (text.empty()) return absl::OkStatus();
+  double percent = 0;
+  if (!absl::SimpleAtod(text, &percent) || !(percent >= 0 && percent <= 100)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flag ", flag, ": must be a percent from 0 to 100, got '", text, "'"));
+  }
+  *fraction = percent / 100;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ServerOptions> ParseServerOptions(
     const std::vector<std::string>& args) {
   ServerOptions flags;
   std::string node_timeout, max_connections, heartbeat_interval, max_queued,
-      node_retention, max_agent_streams, max_per_client;
+      node_retention, max_agent_streams, max_per_client, max_throughput_cv,
+      max_epochs_cv;
   std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
   AddValueFlag(*app, "grpc", &flags.grpc);
   AddValueFlag(*app, "http", &flags.http);
@@ -93,6 +113,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   AddValueFlag(*app, "node-retention-hours", &node_retention);
   AddValueFlag(*app, "max-agent-streams", &max_agent_streams);
   AddValueFlag(*app, "http-max-connections-per-client", &max_per_client);
+  AddValueFlag(*app, "max-throughput-cv", &max_throughput_cv);
+  AddValueFlag(*app, "max-epochs-cv", &max_epochs_cv);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
   AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
@@ -119,6 +141,10 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   RETURN_IF_ERROR(ParseBoundedInt("--node-retention-hours", node_retention, 0,
                                   87'600, "0 (keep for ever)..87600 hours",
                                   &flags.node_retention_hours));
+  RETURN_IF_ERROR(ParsePercent("--max-throughput-cv", max_throughput_cv,
+                               &flags.spread.throughput_cv));
+  RETURN_IF_ERROR(ParsePercent("--max-epochs-cv", max_epochs_cv,
+                               &flags.spread.epochs_to_target_cv));
   // Refused here, before anything is opened, with the usage text.
   RETURN_IF_ERROR(
       HeartbeatIntervalMs(int64_t{flags.node_timeout_s} * 1000,

@@ -13,6 +13,7 @@
 #include "server/auth/access_control.h"
 #include "server/coordinator/coordinator.h"
 #include "server/http/http_server.h"
+#include "server/store/leaderboard.h"
 
 namespace hpcai500 {
 
@@ -37,6 +38,9 @@ struct ServerOptions {
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   int http_max_connections_per_client =
       HttpServer::kDefaultMaxConnectionsPerClient;
+  // The leaderboard's repeatability marks (--max-throughput-cv,
+  // --max-epochs-cv, in percent on the command line).
+  SpreadLimits spread;
   bool http_public = false;
   bool insecure = false;
   bool ignore_sigterm = false;

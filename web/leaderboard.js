@@ -123,12 +123,64 @@ function devicesCell(tr, row) {
   return td;
 }
 
+// The repetitions' spread as the coordinator judged it: "CV 1.4%" of
+// throughput (and of epochs to target when known); '' for one run.
+export function spreadText(row) {
+  if (!(row.runs > 1)) return '';
+  const percent = (cv) => `${(100 * (Number(cv) || 0)).toFixed(1)}%`;
+  let text = `throughput CV ${percent(row.throughput_cv)}`;
+  if (Number(row.epochs_to_target_cv) > 0) {
+    text += `, epochs CV ${percent(row.epochs_to_target_cv)}`;
+  }
+  return row.unrepeatable ? `${text} — unrepeatable` : text;
+}
+
+// The convergence check against the reference points (MLCommons' RCP
+// check): '' without a reference, else its verdict and, when Valid FLOPS
+// was normalised, by what.
+export function convergenceText(row) {
+  const check = row.convergence || {};
+  if (!check.verdict || check.verdict === 'unchecked') return '';
+  const factor = Number(check.factor) || 1;
+  const reference = Number(check.reference_epochs) || 0;
+  const epochs = Number(row.epochs_to_target) || 0;
+  switch (check.verdict) {
+    case 'normalized':
+      return `converged in ${epochs.toFixed(2)} epochs, faster than the ` +
+          `reference's ${reference.toFixed(2)}: normalised ÷${
+                 factor.toFixed(3)}`;
+    case 'review':
+      return `converged in ${epochs.toFixed(2)} epochs, beyond the ` +
+          `reference's fastest ${(Number(check.min_epochs) || 0).toFixed(2)}:` +
+          ` for review, normalised ÷${factor.toFixed(3)}`;
+    case 'pass':
+      return `convergence checked (${epochs.toFixed(2)} epochs, ` +
+          `reference ${reference.toFixed(2)})`;
+    default:
+      return `convergence: ${check.verdict}`;
+  }
+}
+
 function validFlopsCell(tr, row) {
   const td = cell(tr, formatFlops(row.valid_flops), 'num');
   if (row.runs > 1) {
     const spread = `${formatFlops(row.valid_flops_min)} – ` +
         `${formatFlops(row.valid_flops_max)}, ${row.runs} runs`;
     td.appendChild(element('div', spread, 'muted spread'));
+    const cv = element(
+        'div', spreadText(row),
+        row.unrepeatable ? 'muted cv unrepeatable' : 'muted cv');
+    cv.title = 'Coefficient of variation over the repetitions; marked ' +
+        'unrepeatable above the coordinator\'s limit';
+    td.appendChild(cv);
+  }
+  const convergence = convergenceText(row);
+  if (convergence) {
+    const verdict = (row.convergence || {}).verdict;
+    td.appendChild(element(
+        'div', convergence,
+        verdict === 'pass' ? 'muted convergence' :
+                             `muted convergence ${verdict}`));
   }
   return td;
 }

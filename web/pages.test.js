@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
 import {historySeries} from './history.js';
-import {formatDuration, leaderboardPath, PAGE_SIZE} from './leaderboard.js';
+import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, spreadText} from './leaderboard.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
 import {scalingPoints} from './scaling.js';
 
@@ -150,4 +150,37 @@ test('formatDuration switches to minutes and hours', () => {
   assert.equal(formatDuration(12.3), '12.30 s');
   assert.equal(formatDuration(95), '1m 35s');
   assert.equal(formatDuration(7300), '2h 1m');
+});
+
+test('spreadText shows the repetitions\' CV and marks an unrepeatable row', () => {
+  assert.equal(spreadText({runs: 1, throughput_cv: 0}), '');
+  assert.equal(
+      spreadText({runs: 3, throughput_cv: 0.0141}), 'throughput CV 1.4%');
+  assert.equal(
+      spreadText({
+        runs: 5,
+        throughput_cv: 0.031,
+        epochs_to_target_cv: 0.2485,
+        unrepeatable: true,
+      }),
+      'throughput CV 3.1%, epochs CV 24.9% — unrepeatable');
+});
+
+test('convergenceText says what the reference check did to Valid FLOPS', () => {
+  assert.equal(convergenceText({}), '');
+  assert.equal(convergenceText({convergence: {verdict: 'unchecked'}}), '');
+  assert.equal(
+      convergenceText({
+        epochs_to_target: 32,
+        convergence:
+            {verdict: 'normalized', factor: 34.5 / 32, reference_epochs: 34.5},
+      }),
+      'converged in 32.00 epochs, faster than the reference\'s 34.50: ' +
+          'normalised ÷1.078');
+  assert.match(
+      convergenceText({
+        epochs_to_target: 26,
+        convergence: {verdict: 'review', factor: 1.327, min_epochs: 30.94},
+      }),
+      /beyond the reference's fastest 30.94: for review/);
 });

@@ -16,11 +16,12 @@
 namespace hpcai500 {
 
 RunReads::RunReads(Store* store, const Registry* registry, LiveRuns* live,
-                   ReadRule may_read)
+                   ReadRule may_read, SpreadLimits spread)
     : store_(store),
       registry_(registry),
       live_(live),
-      may_read_(std::move(may_read)) {}
+      may_read_(std::move(may_read)),
+      spread_(spread) {}
 
 absl::StatusOr<v1::Run> CurrentRun(LiveRuns& live, Store& store,
                                    int64_t run_id) {
@@ -52,7 +53,11 @@ absl::StatusOr<v1::ListRunsResponse> RunReads::ListRuns(
 absl::StatusOr<v1::LeaderboardResponse> RunReads::Leaderboard(
     const v1::LeaderboardRequest& request) {
   RETURN_IF_ERROR(ValidateLeaderboardRequest(request, *registry_));
-  return store_->Leaderboard(request);  // its own table and connection
+  // Its own table and connection.
+  ASSIGN_OR_RETURN(v1::LeaderboardResponse response,
+                   store_->Leaderboard(request));
+  MarkSpread(spread_, response);
+  return response;
 }
 
 absl::StatusOr<std::vector<EventLine>> StoredEventLines(

@@ -22,6 +22,7 @@
 #include "common/registry.h"
 #include "proto/hpcai500.pb.h"
 #include "server/http/coordinator_view.h"
+#include "server/store/leaderboard.h"
 #include "server/store/store.h"
 
 namespace hpcai500 {
@@ -49,7 +50,7 @@ class RunReads final : public CoordinatorView {
   // `store`, `registry` and `live` are borrowed and must outlive this.
   // Without `may_read`, every request may read.
   RunReads(Store* store, const Registry* registry, LiveRuns* live,
-           ReadRule may_read = nullptr);
+           ReadRule may_read = nullptr, SpreadLimits spread = {});
 
   // CoordinatorView (server/http/coordinator_view.h says what each answers).
   absl::StatusOr<v1::Run> GetRun(int64_t run_id) override;
@@ -71,6 +72,7 @@ class RunReads final : public CoordinatorView {
   const Registry* const registry_;
   LiveRuns* const live_;
   const ReadRule may_read_;
+  const SpreadLimits spread_;
 };
 
 // Run `run_id` as `live` holds it in memory (newer than its stored row),

@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "common/json.h"
 #include "common/run_state.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/http/run_history.h"
 
@@ -164,6 +165,17 @@ absl::StatusOr<v1::RunState> ParseStateParam(const std::string& text) {
   return state;
 }
 
+// The query parameter `submission`: a positive id, else InvalidArgument.
+absl::StatusOr<int64_t> ParseSubmissionParam(absl::string_view value) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(value, &id) || id <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "query parameter 'submission': must be a positive integer, got '",
+        value, "'"));
+  }
+  return id;
+}
+
 // GET /api/v1/runs's query as a ListRunsRequest (since and until in Unix
 // ms, as `hpcai500 history --json` prints them); InvalidArgument naming a
 // parameter with a bad value.
@@ -194,12 +206,7 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
       request.set_state(*state);
     }
     if (key == "submission") {
-      int64_t id = 0;
-      if (!absl::SimpleAtoi(value, &id) || id <= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "query parameter 'submission': must be a positive integer, got '",
-            value, "'"));
-      }
+      ASSIGN_OR_RETURN(const int64_t id, ParseSubmissionParam(value));
       request.set_submission_id(id);
     }
     if (key == "before") {
@@ -215,10 +222,10 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
 }
 
 // GET /api/v1/leaderboard's query as a LeaderboardRequest: workload,
-// config, level, ranked, the order (sort=COLUMN, order=asc|desc) and the
-// page (limit, absent or 0 for every row; offset). InvalidArgument naming a
-// page parameter that is not a non-negative integer or an order that is
-// neither asc nor desc; the coordinator checks the rest.
+// config, level, ranked, submission (its one row), the order (sort=COLUMN,
+// order=asc|desc) and the page (limit, absent or 0 for every row; offset).
+// InvalidArgument naming a page parameter that is not a non-negative integer or
+// an order that is neither asc nor desc; the coordinator checks the rest.
 absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
     const QueryParams& params) {
   v1::LeaderboardRequest request;
@@ -228,6 +235,10 @@ absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
     if (key == "level") request.set_level(value);
     if (key == "ranked") request.set_ranked(value);
     if (key == "sort") request.set_sort(value);
+    if (key == "submission") {
+      ASSIGN_OR_RETURN(const int64_t id, ParseSubmissionParam(value));
+      request.set_submission_id(id);
+    }
     if (key == "order") {
       if (value != "asc" && value != "desc") {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -486,8 +497,9 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
                                   unsigned version) const {
   absl::string_view route = path.substr(kApiPrefix.size());
   if (route == "leaderboard") {
-    auto params = ParseQuery(query, {"workload", "config", "level", "ranked",
-                                     "sort", "order", "limit", "offset"});
+    auto params =
+        ParseQuery(query, {"workload", "config", "level", "ranked", "sort",
+                           "order", "limit", "offset", "submission"});
     if (!params.ok()) return JsonErrorFor(params.status(), version);
     auto request = ParseLeaderboardQuery(*params);
     if (!request.ok()) return JsonErrorFor(request.status(), version);

@@ -8,8 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/convergence.h"
+#include "common/regress_band.h"
 #include "common/scoring.h"
 #include "common/spec.h"
+#include "common/vocabulary.h"
 
 namespace hpcai500 {
 namespace {
@@ -116,10 +119,65 @@ void RankRows(std::vector<v1::LeaderboardRow>& rows) {
   for (v1::LeaderboardRow& row : rows) row.set_rank(row.ranked() ? ++rank : 0);
 }
 
+// The global batch a run trained with: its per-rank batch (the worker's
+// default when the spec leaves it 0) x ranks.
+int64_t GlobalBatch(const v1::RunSpec& spec, const Registry& registry) {
+  int64_t per_rank = spec.batch_size();
+  if (per_rank <= 0) {
+    const ConfigInfo* config =
+        registry.FindConfig(spec.workload(), spec.config());
+    std::optional<Precision> precision = Parse<Precision>(spec.precision());
+    per_rank =
+        config == nullptr
+            ? 0
+            : DefaultBatchSize(*config, precision.value_or(Precision::kFp32));
+  }
+  return per_rank * std::max(1, spec.nodes()) *
+         std::max(1, spec.ranks_per_node());
+}
+
+// Repeatability and convergence of the submission `sorted` (by id) on
+// `row`; the check's factor divides the row's Valid FLOPS.
+void JudgeRepetitions(const std::vector<const v1::Run*>& sorted,
+                      const Registry& registry, v1::LeaderboardRow& row) {
+  std::vector<double> throughput, reached;
+  std::vector<std::optional<double>> epochs;
+  const int64_t global_batch = GlobalBatch(sorted.front()->spec(), registry);
+  for (const v1::Run* run : sorted) {
+    throughput.push_back(
+        RegressMetricValue(*run, RegressMetric::kThroughput).value_or(0));
+    epochs.push_back(EpochsToTarget(*run));
+    if (epochs.back().has_value()) reached.push_back(*epochs.back());
+  }
+  row.set_throughput_cv(CoefficientOfVariation(throughput));
+  row.set_epochs_to_target_cv(CoefficientOfVariation(reached));
+  const v1::RunSpec& spec = sorted.front()->spec();
+  const ConvergenceResult check =
+      CheckConvergence(epochs, global_batch,
+                       registry.References(spec.workload(), spec.config()));
+  row.set_epochs_to_target(
+      check.mean_epochs > 0
+          ? check.mean_epochs
+          : (reached.empty() ? 0 : AggregateRepetitions(reached).mean));
+  v1::ConvergenceCheck& out = *row.mutable_convergence();
+  out.set_verdict(ConvergenceVerdictName(check.verdict));
+  out.set_global_batch(global_batch);
+  out.set_factor(check.factor);
+  if (check.reference.has_value()) {
+    out.set_reference_epochs(check.reference->mean);
+    out.set_min_epochs(check.reference->min_epochs);
+    out.set_reference(check.reference->source);
+  }
+  row.set_valid_flops_unnormalized(row.valid_flops());
+  row.set_valid_flops(row.valid_flops() / check.factor);
+  row.set_valid_flops_min(row.valid_flops_min() / check.factor);
+  row.set_valid_flops_max(row.valid_flops_max() / check.factor);
+}
+
 }  // namespace
 
 std::optional<v1::LeaderboardRow> SubmissionRow(
-    const std::vector<const v1::Run*>& members) {
+    const std::vector<const v1::Run*>& members, const Registry& registry) {
   if (members.empty() || !Complete(members) ||
       members.front()->spec().workload() == kNoopWorkload) {
     return std::nullopt;
@@ -176,7 +234,33 @@ std::optional<v1::LeaderboardRow> SubmissionRow(
                              : inventory->devices(0).model());
     *row.mutable_versions() = inventory->versions();
   }
+  JudgeRepetitions(sorted, registry, row);
   return row;
+}
+
+std::string LeaderboardRulesDigest() {
+  // Bump when SubmissionRow computes a row differently: every stored row is
+  // then written again by the next hpcai500d to open the file.
+  constexpr int kRowFormat = 2;  // 2: spread and convergence check
+  // FNV-1a, 64 bits: stable across builds (std::hash need not be).
+  uint64_t hash = 14695981039346656037ull;
+  const std::string_view registry = Registry::BuiltinText();
+  const std::string rules = absl::StrCat(
+      kRowFormat, "\n", absl::string_view(registry.data(), registry.size()));
+  for (const char c : rules) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  }
+  return absl::StrCat(kRowFormat, ":", absl::Hex(hash, absl::kZeroPad16));
+}
+
+void MarkSpread(const SpreadLimits& limits, v1::LeaderboardResponse& response) {
+  response.set_throughput_cv_limit(limits.throughput_cv);
+  response.set_epochs_to_target_cv_limit(limits.epochs_to_target_cv);
+  for (v1::LeaderboardRow& row : *response.mutable_rows()) {
+    row.set_unrepeatable(row.throughput_cv() > limits.throughput_cv ||
+                         row.epochs_to_target_cv() >
+                             limits.epochs_to_target_cv);
+  }
 }
 
 absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
@@ -270,7 +354,14 @@ v1::LeaderboardResponse BuildLeaderboard(
   v1::LeaderboardResponse response;
   for (auto& [group, rows] : groups) {
     RankRows(rows);
-    for (v1::LeaderboardRow& row : rows) *response.add_rows() = std::move(row);
+    for (v1::LeaderboardRow& row : rows) {
+      // One submission's row keeps its rank among all the others.
+      if (request.submission_id() > 0 &&
+          row.submission_id() != request.submission_id()) {
+        continue;
+      }
+      *response.add_rows() = std::move(row);
+    }
   }
   response.set_total(response.rows_size());
   SortLeaderboardRows(*response.mutable_rows(), request.sort(),

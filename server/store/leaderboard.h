@@ -13,11 +13,13 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/registry.h"
+#include "common/scoring.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -52,9 +54,31 @@ absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
 // least one), rank unset; nullopt while it is not listed: a submission is
 // listed once it has all its repetitions and every one succeeded with a
 // score that no admin invalidated. A noop submission (kNoopWorkload) is
-// never listed: it measures dispatch, not a benchmark.
+// never listed: it measures dispatch, not a benchmark. The row carries the
+// repetitions' spread (throughput and epochs-to-target CV) and the
+// convergence check against `registry`'s reference points for the config
+// (common/convergence.h), whose factor divides its Valid FLOPS.
 std::optional<v1::LeaderboardRow> SubmissionRow(
-    const std::vector<const v1::Run*>& members);
+    const std::vector<const v1::Run*>& members,
+    const Registry& registry = Registry::Builtin());
+
+// The store_facts key of LeaderboardRulesDigest.
+inline constexpr char kLeaderboardRulesKey[] = "leaderboard_rules";
+// What the rows SubmissionRow computes depend on besides the runs: the
+// built-in registry's text (targets, reference convergence points) and the
+// row format's version. A store whose rows were written under another
+// digest writes them again when it opens.
+std::string LeaderboardRulesDigest();
+
+// The repeatability limits a coordinator serves its leaderboard with
+// (hpcai500d --max-throughput-cv, --max-epochs-cv): fractions, 0.02 is 2%.
+struct SpreadLimits {
+  double throughput_cv = kDefaultMaxThroughputCvPct / 100;
+  double epochs_to_target_cv = 0.10;
+};
+// Sets the response's limits and marks each row whose CV exceeds one
+// unrepeatable.
+void MarkSpread(const SpreadLimits& limits, v1::LeaderboardResponse& response);
 
 // Orders `rows` (each with its rank) by the column `key` (one of
 // kLeaderboardSortKeys; empty: left as they are), ascending or not; ties

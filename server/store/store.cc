@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/store/internal/sqlite_read_pool.h"
 #include "server/store/internal/store_queries.h"
@@ -172,6 +173,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
   RETURN_IF_ERROR(store->Exec("PRAGMA foreign_keys=ON"));
   if (access == Access::kOwner) {
     RETURN_IF_ERROR(store->Migrate());
+    RETURN_IF_ERROR(store->RefillLeaderboardOnNewRules());
   } else {
     Statement get(db, "PRAGMA user_version");
     if (!get.prepared() || get.Step() != SQLITE_ROW ||
@@ -327,6 +329,29 @@ absl::Status Store::Migrate() {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Store::RefillLeaderboardOnNewRules() {
+  const std::string rules = LeaderboardRulesDigest();
+  Statement get(db_, "SELECT value FROM store_facts WHERE key = ?");
+  const int rc = get.BindAll(std::string(kLeaderboardRulesKey)).Step();
+  if (rc == SQLITE_ROW && get.Text(0) == rules) return absl::OkStatus();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    return Error("reading the leaderboard's rules");
+  }
+  if (rc == SQLITE_ROW) {  // a file of no rules yet is new or migrating
+    LogInfo(absl::StrCat("database ", path_,
+                         ": the leaderboard's rules changed (the registry's "
+                         "references or the row format); writing every row "
+                         "again"));
+  }
+  return InTransaction([&]() -> absl::Status {
+    RETURN_IF_ERROR(FillLeaderboard());
+    return Write(
+        "INSERT OR REPLACE INTO store_facts (key, value) VALUES (?, ?)",
+        "storing the leaderboard's rules", std::string(kLeaderboardRulesKey),
+        rules);
+  });
 }
 
 absl::Status Store::FillRunSpecColumns() {

@@ -371,6 +371,9 @@ class Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Migration kLeaderboardLevelVersion: a row for each listed submission.
   absl::Status FillLeaderboard() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At open: FillLeaderboard when the file's rows were computed by other
+  // rules than this binary's (LeaderboardRulesDigest), then records these.
+  absl::Status RefillLeaderboardOnNewRules() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Migration kSpecColumnsVersion: copies name, workload and config from
   // each stored run's spec into the run's columns.
   absl::Status FillRunSpecColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -125,6 +125,9 @@ class FakeClientService final : public v1::ClientService::Service {
       *response->add_rows() = leaderboard_.rows(i);
     }
     response->set_total(rows);
+    response->set_throughput_cv_limit(leaderboard_.throughput_cv_limit());
+    response->set_epochs_to_target_cv_limit(
+        leaderboard_.epochs_to_target_cv_limit());
     return grpc::Status::OK;
   }
 
@@ -640,6 +643,12 @@ TEST_F(CliTest, LeaderboardPrintsARankedTable) {
     first->set_target(0.9);
     first->set_runs(3);
     first->set_ranked(true);
+    first->set_throughput_cv(0.031);
+    first->set_unrepeatable(true);
+    first->mutable_convergence()->set_verdict("normalized");
+    first->mutable_convergence()->set_factor(1.08);
+    service_.leaderboard_.set_throughput_cv_limit(0.02);
+    service_.leaderboard_.set_epochs_to_target_cv_limit(0.10);
     v1::LeaderboardRow* second = service_.leaderboard_.add_rows();
     second->set_rank(0);
     second->set_system("local-cpu");
@@ -656,11 +665,13 @@ TEST_F(CliTest, LeaderboardPrintsARankedTable) {
             kExitOk);
   EXPECT_EQ(out_.str(),
             "rank  system     name          config                Valid FLOPS"
-            "  quality / target  runs  status\n"
+            "  quality / target  runs  spread  convergence       status\n"
             "   1  cluster-a  fmnist        fashion_mnist         1.23 TFLOPS"
-            "   0.9123 / 0.9000     3  ranked\n"
+            "   0.9123 / 0.9000     3  3.1% !  normalized /1.08  ranked\n"
             "   -  local-cpu  fmnist-smoke  fashion_mnist_smoke  45.60 GFLOPS"
-            "   0.8100 / 0.8000     1  unranked\n");
+            "   0.8100 / 0.8000     1       -  -                 unranked\n"
+            "\n! unrepeatable: the repetitions' throughput varies by more "
+            "than 2.0% (or epochs to target by more than 10.0%)\n");
   absl::MutexLock lock(&service_.mu_);
   ASSERT_EQ(service_.leaderboard_requests_.size(), 1u);
   EXPECT_EQ(service_.leaderboard_requests_[0].workload(),

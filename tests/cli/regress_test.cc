@@ -229,6 +229,39 @@ TEST(CompareRegress, BaselineIsTheMedianOfTheSeries) {
   EXPECT_FALSE(report.regressed());
 }
 
+// The repetitions' spread, as the leaderboard judges it: 2% CV by default.
+TEST(CompareRegress, RepetitionsThatVaryMoreThanMaxCvAreUnrepeatable) {
+  RegressOptions options;
+  const std::vector<v1::Run> baseline = {ScoredRun(1, 100)};
+  // 96, 100, 104 samples/s: a 4% CV.
+  RegressReport noisy =
+      CompareRegress({ScoredRun(7, 96), ScoredRun(8, 100), ScoredRun(9, 104)},
+                     baseline, options);
+  const MetricComparison& throughput = Find(noisy, RegressMetric::kThroughput);
+  ASSERT_TRUE(throughput.spread_pct.has_value());
+  EXPECT_NEAR(*throughput.spread_pct, 4, 1e-9);
+  EXPECT_TRUE(throughput.unrepeatable);
+  EXPECT_FALSE(Find(noisy, RegressMetric::kQuality).unrepeatable)
+      << "only throughput-like metrics are marked";
+  EXPECT_THAT(FormatRegressReport(noisy),
+              HasSubstr("unrepeatable throughput: its 3 repetitions vary by "
+                        "4.0% (CV, above --max-cv)"));
+  const nlohmann::json json = nlohmann::json::parse(RegressReportJson(noisy));
+  EXPECT_EQ(json["metrics"][0]["metric"], "throughput");
+  EXPECT_EQ(json["metrics"][0]["unrepeatable"], true);
+
+  options.max_cv_pct = 5;
+  EXPECT_FALSE(Find(CompareRegress({ScoredRun(7, 96), ScoredRun(8, 100),
+                                    ScoredRun(9, 104)},
+                                   baseline, options),
+                    RegressMetric::kThroughput)
+                   .unrepeatable);
+  // One run has no spread.
+  EXPECT_FALSE(Find(CompareRegress({ScoredRun(9, 100)}, baseline, options),
+                    RegressMetric::kThroughput)
+                   .spread_pct.has_value());
+}
+
 TEST(CompareRegress, DefaultMetricsAreAllButFlops) {
   RegressReport report =
       CompareRegress({ScoredRun(9, 200)}, {ScoredRun(1, 200)}, {});
@@ -648,12 +681,12 @@ TEST(RegressFlags, BadValuesAreNamed) {
               HasSubstr("--window must be an integer of at least 1, got '0'"));
   EXPECT_FALSE(ParseRegressWindow("two").ok());
   EXPECT_EQ(*ParseRegressWindow("3"), 3);
-  EXPECT_THAT(ParseRegressTolerance("-1").status().message(),
+  EXPECT_THAT(ParseRegressPercent("--tolerance", "-1").status().message(),
               HasSubstr("--tolerance must be a percentage of at least 0"));
-  EXPECT_FALSE(ParseRegressTolerance("nan").ok());
-  EXPECT_FALSE(ParseRegressTolerance("inf").ok());
-  EXPECT_FALSE(ParseRegressTolerance("5%").ok());
-  EXPECT_EQ(*ParseRegressTolerance("2.5"), 2.5);
+  EXPECT_FALSE(ParseRegressPercent("--tolerance", "nan").ok());
+  EXPECT_FALSE(ParseRegressPercent("--tolerance", "inf").ok());
+  EXPECT_FALSE(ParseRegressPercent("--tolerance", "5%").ok());
+  EXPECT_EQ(*ParseRegressPercent("--tolerance", "2.5"), 2.5);
   EXPECT_THAT(ParseRegressMetric("speed").status().message(),
               HasSubstr("unknown metric 'speed' (known: throughput, flops, "
                         "valid_flops, quality, time_to_target)"));

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace hpcai500 {
 namespace {
 
@@ -152,6 +156,65 @@ TEST(Registry, BuiltinExtremeWeatherConfigsAreImplementedWithYears) {
       Registry::Builtin().FindConfig("extreme_weather", "ewa_smoke");
   ASSERT_NE(smoke, nullptr);
   EXPECT_GT(smoke->generate_samples, 0);
+}
+
+constexpr char kConfigText[] =
+    "[workload w]\nmetric = top1\n[config w/c]\nepochs = 4\n"
+    "batch_size = 8\ntarget = 0.5\n";
+
+TEST(Registry, ReadsReferenceConvergencePointsByBatch) {
+  std::string error;
+  auto reg = Registry::Parse(
+      std::string(kConfigText) +
+          "[rcp w/c]\nglobal_batch = 128\nepochs_to_target = 3, 4, 3.5\n"
+          "made_by = bench/make_rcp.sh c 128\n"
+          "[rcp w/c]\nglobal_batch = 64\nepochs_to_target = 2 2 3 2\n"
+          "made_by = by hand\n",
+      &error);
+  ASSERT_TRUE(reg.has_value()) << error;
+  const std::vector<ReferenceConvergence> refs = reg->References("w", "c");
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].global_batch, 64);  // smallest batch first
+  EXPECT_EQ(refs[0].epochs, (std::vector<double>{2, 2, 3, 2}));
+  EXPECT_EQ(refs[1].epochs, (std::vector<double>{3, 4, 3.5}));
+  EXPECT_EQ(refs[1].made_by, "bench/make_rcp.sh c 128");
+  EXPECT_TRUE(reg->References("w", "other").empty());
+}
+
+TEST(Registry, RefusesReferencePointsItCannotUse) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"[rcp w/nope]\n", "declared above"},
+      {"[rcp w/c]\nglobal_batch = 8\nepochs_to_target = 3, 4\n"
+       "made_by = x\n",
+       "at least 3"},
+      {"[rcp w/c]\nglobal_batch = 8\nepochs_to_target = 3, -4, 5\n",
+       "positive numbers"},
+      {"[rcp w/c]\nglobal_batch = 0\n", "positive integer"},
+      {"[rcp w/c]\nglobal_batch = 8\nepochs_to_target = 3 4 5\n", "made_by"},
+      {"[rcp w/c]\nglobal_batch = 8\nepochs_to_target = 3 4 5\nmade_by = "
+       "x\n[rcp w/c]\nglobal_batch = 8\nepochs_to_target = 3 4 5\nmade_by "
+       "= x\n",
+       "two points for global_batch 8"},
+      {"[rcp w/c]\ncolour = blue\n", "unknown rcp key 'colour'"},
+  };
+  for (const auto& [text, why] : cases) {
+    std::string error;
+    EXPECT_FALSE(
+        Registry::Parse(std::string(kConfigText) + text, &error).has_value())
+        << text;
+    EXPECT_NE(error.find(why), std::string::npos) << text << ": " << error;
+  }
+}
+
+TEST(Registry, BuiltinReferencePointsSayHowTheyWereMade) {
+  const Registry& reg = Registry::Builtin();
+  const std::vector<ReferenceConvergence> refs =
+      reg.References("image_classification", "fashion_mnist_smoke");
+  ASSERT_FALSE(refs.empty());
+  for (const ReferenceConvergence& r : refs) {
+    EXPECT_NE(r.made_by.find("bench/make_rcp.sh"), std::string::npos)
+        << r.made_by;
+  }
 }
 
 }  // namespace

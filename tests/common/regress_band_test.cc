@@ -165,6 +165,12 @@ TEST(TimeToTargetSeconds, NoneWhenNoEpochReachedTheTarget) {
   EXPECT_EQ(TimeToTargetSeconds(unscored), std::nullopt);
 }
 
+TEST(EpochsToTarget, TheFirstEvaluatedEpochThatReachedTheTarget) {
+  v1::Run run = RunWithEpochs({10, 12, 11, 9}, {0.5, -1, 0.71, 0.8});
+  EXPECT_EQ(EpochsToTarget(run), 3);
+  EXPECT_EQ(EpochsToTarget(RunWithEpochs({10, 10}, {0.5, 0.69})), std::nullopt);
+}
+
 TEST(RegressMetric, NamesRoundTripAndUnknownOnesAreNamed) {
   for (RegressMetric metric : AllRegressMetrics()) {
     EXPECT_EQ(ParseRegressMetric(RegressMetricName(metric)).value(), metric);

@@ -194,6 +194,15 @@ TEST(AggregateRepetitions, DropsBestAndWorstFromThreeOn) {
   EXPECT_DOUBLE_EQ(AggregateRepetitions({}).mean, 0.0);
 }
 
+TEST(CoefficientOfVariation, SampleDeviationOverTheMean) {
+  // Mean 100, sample deviation 2 (the n - 1 denominator): 2%.
+  EXPECT_NEAR(CoefficientOfVariation({98, 100, 102}), 0.02, 1e-12);
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation({5, 5, 5}), 0);
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation({7}), 0);  // one run: no spread
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation({}), 0);
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation({-1, 1}), 0);  // mean 0
+}
+
 // One rank-0 event line at `time_ms` (epoch < 0: no epoch_num).
 EventLine Event(int64_t time_ms, const std::string& key,
                 const std::string& value_json, int epoch) {

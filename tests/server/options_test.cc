@@ -24,6 +24,8 @@ TEST(ParseServerOptions, FillsDefaults) {
   EXPECT_EQ(options->max_agent_streams, 10'000);  // more than Frontier's nodes
   EXPECT_EQ(options->http_max_connections_per_client, 32);
   EXPECT_EQ(options->http_max_connections, HttpServer::kDefaultMaxConnections);
+  EXPECT_DOUBLE_EQ(options->spread.throughput_cv, 0.02);
+  EXPECT_DOUBLE_EQ(options->spread.epochs_to_target_cv, 0.10);
   EXPECT_FALSE(options->http_public || options->insecure ||
                options->ignore_sigterm || options->help);
 }
@@ -55,6 +57,9 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
                           "0",
                           "--http-max-connections",
                           "9",
+                          "--max-throughput-cv",
+                          "3.5",
+                          "--max-epochs-cv=20",
                           "--http-public",
                           "--insecure",
                           "--ignore-sigterm"});
@@ -72,6 +77,8 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
   EXPECT_EQ(options->http_max_connections, 9);
   EXPECT_EQ(options->max_agent_streams, 20'000);
   EXPECT_EQ(options->http_max_connections_per_client, 4);
+  EXPECT_DOUBLE_EQ(options->spread.throughput_cv, 0.035);
+  EXPECT_DOUBLE_EQ(options->spread.epochs_to_target_cv, 0.20);
   EXPECT_TRUE(options->http_public && options->insecure &&
               options->ignore_sigterm);
 }
@@ -88,6 +95,9 @@ TEST(ParseServerOptions, RefusesNamingTheFlag) {
            {{"--max-queued-per-user", "-1"}, "--max-queued-per-user"},
            {{"--node-retention-hours", "87601"}, "--node-retention-hours"},
            {{"--max-agent-streams", "0"}, "--max-agent-streams: must be 1"},
+           {{"--max-throughput-cv", "101"},
+            "--max-throughput-cv: must be a percent from 0 to 100"},
+           {{"--max-epochs-cv", "x"}, "--max-epochs-cv"},
            {{"--no-such-flag"}, "no-such-flag"},
            // A heartbeat must fit three times into the node timeout.
            {{"--node-timeout-s", "10", "--heartbeat-interval-s", "5"},

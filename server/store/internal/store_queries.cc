@@ -13,7 +13,8 @@ std::string WhereClause(const std::vector<std::string>& conditions) {
   return absl::StrCat("WHERE ", absl::StrJoin(conditions, " AND "), " ");
 }
 
-// The leaderboard request's workload and config filters, as conditions on
+// The leaderboard request's filters (workload, config, level, ranked,
+// submission), as conditions on
 // the leaderboard table with their text parameters.
 std::vector<std::string> LeaderboardFilters(
     const v1::LeaderboardRequest& request, std::vector<std::string>& params) {
@@ -33,6 +34,10 @@ std::vector<std::string> LeaderboardFilters(
   if (!request.ranked().empty()) {
     conditions.push_back(
         absl::StrCat("unranked = ", request.ranked() == kRankedFilter ? 0 : 1));
+  }
+  if (request.submission_id() > 0) {
+    conditions.push_back(
+        absl::StrCat("submission_id = ", request.submission_id()));
   }
   return conditions;
 }

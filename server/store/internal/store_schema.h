@@ -215,6 +215,17 @@ CREATE TABLE maintenance (
   started_by TEXT NOT NULL
 );
 )sql",
+    // 12: facts about the store as a whole, by key; first
+    // "leaderboard_rules": the digest of what the leaderboard's rows were
+    // computed by (Store::kLeaderboardRulesKey), so that a binary with other
+    // rules (the registry's reference convergence points, a row format)
+    // writes every row again when it opens the file.
+    R"sql(
+CREATE TABLE store_facts (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

@@ -1229,6 +1229,11 @@ TEST_F(LeaderboardTest, AggregatesRepetitionsIntoOneRow) {
       reads_->GetRun(submitted.run_ids(0))->score().valid_flops();
   EXPECT_DOUBLE_EQ(row.valid_flops(), vflops);  // identical repetitions
   EXPECT_DOUBLE_EQ(row.valid_flops_min(), vflops);
+  // Served with the coordinator's repeatability limits; identical
+  // repetitions do not vary.
+  EXPECT_DOUBLE_EQ(board.throughput_cv_limit(), 0.02);
+  EXPECT_DOUBLE_EQ(row.throughput_cv(), 0);
+  EXPECT_FALSE(row.unrepeatable());
 }
 
 TEST_F(LeaderboardTest, SubmissionWithAFailedRunIsNotListed) {

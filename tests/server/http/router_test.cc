@@ -121,6 +121,18 @@ TEST_F(HttpRouterTest, LeaderboardPassesLevelRankedAndOrder) {
   EXPECT_FALSE(view_.last_leaderboard_request().ascending());
 }
 
+TEST_F(HttpRouterTest, LeaderboardOfOneSubmission) {
+  HttpResponse response =
+      router_->Handle(Get("/api/v1/leaderboard?submission=7"));
+  EXPECT_EQ(response.result(), http::status::ok) << response.body();
+  EXPECT_EQ(view_.last_leaderboard_request().submission_id(), 7);
+  response = router_->Handle(Get("/api/v1/leaderboard?submission=x"));
+  EXPECT_EQ(response.result(), http::status::bad_request);
+  EXPECT_NE(BodyJson(response)["error"].get<std::string>().find("'submission'"),
+            std::string::npos)
+      << response.body();
+}
+
 TEST_F(HttpRouterTest, LeaderboardOrderOtherThanAscOrDescIs400) {
   HttpResponse response =
       router_->Handle(Get("/api/v1/leaderboard?sort=flops&order=up"));

@@ -1,6 +1,8 @@
 #include "server/store/leaderboard.h"
 
+#include <cmath>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -282,6 +284,124 @@ TEST(Leaderboard, BadLevelRankedOrSortIsInvalidArgumentNamingIt) {
   good.set_ranked(kRankedFilter);
   good.set_sort("valid_flops_per_watt");
   EXPECT_TRUE(ValidateLeaderboardRequest(good, registry).ok());
+}
+
+// A run of submission 9 (five repetitions) that first reached its target
+// after `epochs_to_target` epochs, trained `samples` in 100 s.
+v1::Run RepetitionRun(int64_t id, int epochs_to_target, int64_t samples) {
+  v1::Run run = ScoredRun(id, 9, 100, "image_classification", 5);
+  run.mutable_spec()->set_batch_size(32);
+  run.mutable_spec()->set_nodes(1);
+  run.mutable_spec()->set_ranks_per_node(2);  // global batch 64
+  run.mutable_score()->set_samples(samples);
+  run.mutable_score()->set_train_seconds(100);
+  for (int epoch = 1; epoch <= 6; ++epoch) {
+    v1::EpochSummary* summary = run.add_epochs();
+    summary->set_epoch(epoch);
+    summary->set_accuracy(epoch >= epochs_to_target ? 0.75 : 0.5);
+  }
+  return run;
+}
+
+// A registry whose config "cfg" has one reference point at global batch 64:
+// ten runs of 30..39 epochs (mean 34.5 without the extremes; the checker's
+// fastest acceptable mean for five runs is 30.94).
+Registry WithReference() {
+  std::string error;
+  std::optional<Registry> registry = Registry::Parse(
+      "[workload image_classification]\nmetric = top1\n"
+      "[config image_classification/cfg]\nepochs = 40\nbatch_size = 32\n"
+      "target = 0.7\n"
+      "[rcp image_classification/cfg]\nglobal_batch = 64\n"
+      "epochs_to_target = 30 31 32 33 34 35 36 37 38 39\nmade_by = test\n",
+      &error);
+  EXPECT_TRUE(registry.has_value()) << error;
+  return *std::move(registry);
+}
+
+TEST(Leaderboard, RowCarriesTheRepetitionsSpread) {
+  std::vector<v1::Run> runs;
+  const int epochs[] = {3, 3, 4, 3, 5};
+  const int64_t samples[] = {9800, 10000, 10200, 10000, 10000};
+  for (int i = 0; i < 5; ++i) {
+    runs.push_back(RepetitionRun(i + 1, epochs[i], samples[i]));
+  }
+  std::vector<const v1::Run*> members;
+  for (const v1::Run& run : runs) members.push_back(&run);
+  const std::optional<v1::LeaderboardRow> row =
+      SubmissionRow(members, WithReference());
+  ASSERT_TRUE(row.has_value());
+  // Throughput 98, 100, 102, 100, 100 samples/s: sample deviation
+  // sqrt(8 / 4) over 100.
+  EXPECT_NEAR(row->throughput_cv(), std::sqrt(2.0) / 100, 1e-12);
+  EXPECT_NEAR(row->epochs_to_target_cv(), std::sqrt(0.8) / 3.6, 1e-12);
+  EXPECT_DOUBLE_EQ(row->epochs_to_target(), 10.0 / 3);  // 3, 3, 4
+
+  v1::LeaderboardResponse response;
+  *response.add_rows() = *row;
+  MarkSpread({.throughput_cv = 0.02, .epochs_to_target_cv = 0.5}, response);
+  EXPECT_FALSE(response.rows(0).unrepeatable());
+  EXPECT_DOUBLE_EQ(response.throughput_cv_limit(), 0.02);
+  MarkSpread({.throughput_cv = 0.01, .epochs_to_target_cv = 0.5}, response);
+  EXPECT_TRUE(response.rows(0).unrepeatable()) << "1.4% is above 1%";
+  MarkSpread({.throughput_cv = 0.02, .epochs_to_target_cv = 0.2}, response);
+  EXPECT_TRUE(response.rows(0).unrepeatable()) << "epochs spread 24.8%";
+}
+
+TEST(Leaderboard, ConvergenceCheckNormalisesAFasterSubmission) {
+  const Registry registry = WithReference();
+  auto row_of = [&](std::vector<int> epochs) {
+    std::vector<v1::Run> runs;
+    for (size_t i = 0; i < epochs.size(); ++i) {
+      runs.push_back(
+          RepetitionRun(static_cast<int64_t>(i) + 1, epochs[i], 10000));
+      runs.back().clear_epochs();
+      for (int epoch = 1; epoch <= 45; ++epoch) {
+        v1::EpochSummary* summary = runs.back().add_epochs();
+        summary->set_epoch(epoch);
+        summary->set_accuracy(epoch >= epochs[i] ? 0.75 : 0.5);
+      }
+    }
+    std::vector<const v1::Run*> members;
+    for (const v1::Run& run : runs) members.push_back(&run);
+    return *SubmissionRow(members, registry);
+  };
+  const v1::LeaderboardRow slow = row_of({35, 36, 37, 40, 33});
+  EXPECT_EQ(slow.convergence().verdict(), "pass");
+  EXPECT_DOUBLE_EQ(slow.valid_flops(), 100);
+  EXPECT_EQ(slow.convergence().global_batch(), 64);
+  EXPECT_EQ(slow.convergence().reference(), "global batch 64");
+
+  const v1::LeaderboardRow fast = row_of({32, 31, 32, 32, 36});
+  EXPECT_EQ(fast.convergence().verdict(), "normalized");
+  EXPECT_DOUBLE_EQ(fast.convergence().factor(), 34.5 / 32);
+  EXPECT_DOUBLE_EQ(fast.convergence().reference_epochs(), 34.5);
+  EXPECT_NEAR(fast.convergence().min_epochs(), 30.9355, 1e-3);
+  EXPECT_DOUBLE_EQ(fast.valid_flops_unnormalized(), 100);
+  EXPECT_DOUBLE_EQ(fast.valid_flops(), 100 * 32 / 34.5);
+  EXPECT_DOUBLE_EQ(fast.valid_flops_max(), 100 * 32 / 34.5);
+
+  EXPECT_EQ(row_of({25, 26, 27, 20, 30}).convergence().verdict(), "review");
+
+  // Without a reference point the check is off and nothing changes.
+  std::vector<v1::Run> runs = {RepetitionRun(1, 2, 100)};
+  runs[0].mutable_spec()->set_repetitions(1);
+  const std::optional<v1::LeaderboardRow> unchecked =
+      SubmissionRow({&runs[0]}, Registry::Builtin());
+  ASSERT_TRUE(unchecked.has_value());
+  EXPECT_EQ(unchecked->convergence().verdict(), "unchecked");
+  EXPECT_DOUBLE_EQ(unchecked->valid_flops(), 100);
+}
+
+TEST(Leaderboard, SubmissionFilterKeepsTheRowsRankAmongAll) {
+  const std::vector<v1::Run> runs = {ScoredRun(1, 1, 10), ScoredRun(2, 2, 30),
+                                     ScoredRun(3, 3, 20)};
+  v1::LeaderboardRequest request;
+  request.set_submission_id(1);
+  const v1::LeaderboardResponse board = BuildLeaderboard(runs, request);
+  ASSERT_EQ(board.rows_size(), 1);
+  EXPECT_EQ(board.rows(0).submission_id(), 1);
+  EXPECT_EQ(board.rows(0).rank(), 3);
 }
 
 }  // namespace

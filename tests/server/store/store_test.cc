@@ -25,7 +25,8 @@ namespace {
 // invalidation, tokens, audit), 6 (queues, holds, node states, inventory),
 // 7 (the leaderboard table), 8 (its level column), 9 (regress baselines),
 // 10 (submit request ids) and 11 (the maintenance window).
-constexpr char kUndoVersions3To11[] =
+constexpr char kUndoVersions3To12[] =
+    "DROP TABLE store_facts; "
     "DROP TABLE maintenance; "
     "DROP TABLE submit_requests; "
     "DROP TABLE regress_baselines; "
@@ -504,7 +505,7 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      kUndoVersions3To11 +
+      kUndoVersions3To12 +
       std::string("ALTER TABLE results DROP COLUMN energy_joules; "
                   "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                   "PRAGMA user_version = 1;"));
@@ -658,7 +659,7 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(kUndoVersions3To11 + std::string("PRAGMA user_version = 2;"));
+  RewriteFile(kUndoVersions3To12 + std::string("PRAGMA user_version = 2;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -962,7 +963,8 @@ TEST_F(StoreTest, VersionSixFileGetsItsLeaderboardFilled) {
                   {ok(1), PlannedRun{v1::RUN_STATE_FAILED, 0}});
   }
   RewriteFile(
-      "DROP TABLE maintenance; DROP TABLE submit_requests; "
+      "DROP TABLE store_facts; DROP TABLE maintenance; "
+      "DROP TABLE submit_requests; "
       "DROP TABLE regress_baselines; "
       "DROP TABLE leaderboard; PRAGMA user_version = 6;");
   if (HasFatalFailure()) return;
@@ -983,7 +985,8 @@ TEST_F(StoreTest, VersionSevenFileGetsItsLeaderboardRowsRewritten) {
     AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(5)});
   }
   RewriteFile(
-      "DROP TABLE maintenance; DROP TABLE submit_requests; "
+      "DROP TABLE store_facts; DROP TABLE maintenance; "
+      "DROP TABLE submit_requests; "
       "DROP TABLE regress_baselines; "
       "DROP INDEX leaderboard_level_order; "
       "ALTER TABLE leaderboard DROP COLUMN level; "
@@ -999,6 +1002,35 @@ TEST_F(StoreTest, VersionSevenFileGetsItsLeaderboardRowsRewritten) {
   EXPECT_EQ(board.rows(0).device_model(), "GPU-hardware");
   EXPECT_EQ(board.rows(0).versions().at("nccl"), "2.hardware");
   ExpectLeaderboardMatchesBuild(*store);
+}
+
+// A file whose rows were computed by other rules (another registry's
+// reference points, an older row format) gets every row written again when
+// this binary opens it; a file under these rules is left alone.
+TEST_F(StoreTest, RowsOfOtherLeaderboardRulesAreWrittenAgainAtOpen) {
+  {
+    auto store = *Store::Open(path_);
+    auto ok = [](double v) { return PlannedRun{v1::RUN_STATE_SUCCEEDED, v}; };
+    AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(3)});
+  }
+  RewriteFile(
+      "UPDATE leaderboard SET row = x'ff'; "
+      "UPDATE store_facts SET value = 'older rules';");
+  if (HasFatalFailure()) return;
+  {
+    auto store = *Store::Open(path_);
+    const v1::LeaderboardResponse board = *store->Leaderboard({});
+    ASSERT_EQ(board.rows_size(), 1);
+    EXPECT_DOUBLE_EQ(board.rows(0).valid_flops(), 3);
+    EXPECT_EQ(board.rows(0).convergence().verdict(), "unchecked");
+    ExpectLeaderboardMatchesBuild(*store);
+  }
+  // Same rules: the rows are not computed again (an emptied row stays so).
+  RewriteFile("UPDATE leaderboard SET row = x'ff';");
+  if (HasFatalFailure()) return;
+  auto store = *Store::Open(path_);
+  EXPECT_EQ(store->Leaderboard({}).status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST_F(StoreTest, ListRunsAttachesEachRunItsOwnAttemptsAndScore) {
