@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/error_cause.h"
 #include "common/status_macros.h"
 #include "server/store/internal/sqlite_read_pool.h"
 #include "server/store/internal/store_queries.h"
@@ -235,7 +236,9 @@ absl::Status Store::Error(sqlite3* db, const std::string& what) const {
   const std::string message =
       absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db));
   if (!IsTransient(code)) return absl::InternalError(message);
-  absl::Status error = absl::UnavailableError(message);
+  // Marked so that clients are told it is the store, not the connection.
+  absl::Status error =
+      WithCause(absl::UnavailableError(message), v1::ErrorCause::CAUSE_STORE);
   NoteWrite(code, error);
   return error;
 }
