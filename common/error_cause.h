@@ -1,11 +1,11 @@
 // Why a call failed where its code alone does not say: an ErrorCause
 // (proto/status_details.proto) carried inside hpcai500d as an absl::Status
-// payload, from the store that refused a write (Store::Error marks each
-// UNAVAILABLE error CAUSE_STORE) to the one mapping of
-// statuses (ToGrpcStatus), and on the wire in gRPC's status details
-// as a google.rpc.Status, which the CLI reads. So the CLI tells "the
-// coordinator cannot store now" from "the connection failed" by what the
-// server said, not by the wording of a message.
+// payload, from the store that refused a write (Store::Error and
+// Store::Exec mark each UNAVAILABLE error CAUSE_STORE) to the one mapping of
+// statuses (ToGrpcStatus), and on the wire in gRPC's status details as a
+// google.rpc.Status, which the CLI reads. So the CLI tells "the coordinator
+// cannot store now" from "the connection failed" by what the server said,
+// not by the wording of a message.
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_COMMON_ERROR_CAUSE_H_

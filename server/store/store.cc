@@ -292,7 +292,8 @@ absl::Status Store::Exec(const std::string& sql) {
     const int code = sqlite3_extended_errcode(db_);
     const std::string error = absl::StrCat("database ", path_, ": ", text);
     if (!IsTransient(code)) return absl::FailedPreconditionError(error);
-    absl::Status unavailable = absl::UnavailableError(error);
+    absl::Status unavailable =
+        WithCause(absl::UnavailableError(error), v1::ErrorCause::CAUSE_STORE);
     NoteWrite(code, unavailable);
     return unavailable;
   }
