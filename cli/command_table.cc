@@ -239,8 +239,8 @@ const std::vector<CliCommand>& CliCommands() {
        {"limit", "json"},
        "audit [--limit K] [--json]",
        "the newest K (default 100) audited calls:\n"
-       "who did what, from where, allowed or not\n"
-       "(admin tokens only)",
+       "who did what, from where, allowed or not;\n"
+       "and failed TLS handshakes (admin tokens only)",
        [](const CommandCall& call) {
          return Commands(call.client, call.out, call.err)
              .Audit(call.args.limit, call.args.json);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "cli/exit_codes.h"
+#include "common/error_cause.h"
 #include "common/request_id.h"
 
 namespace hpcai500 {
@@ -67,9 +68,9 @@ int CoordinatorClient::ReportError(absl::string_view what,
                                    const grpc::Status& status) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     const std::string& message = status.error_message();
-    // hpcai500d's store errors name the database (nothing was stored); the
-    // rest are the connection's.
-    if (absl::StartsWith(message, "database ")) {
+    // hpcai500d marks the answers its store could not make (nothing was
+    // stored); the rest are the connection's.
+    if (CauseOf(status) == v1::ErrorCause::CAUSE_STORE) {
       err_ << "hpcai500: " << what << ": the coordinator at "
            << options_.coordinator << " cannot store now: " << message
            << " (retry later)\n";

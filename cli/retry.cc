@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <random>
 
+#include "common/error_cause.h"
+
 namespace hpcai500 {
 
 bool IsRetryable(const grpc::Status& status) {
+  if (CauseOf(status) == v1::ErrorCause::CAUSE_STORE) return false;
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
 }

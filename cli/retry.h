@@ -32,7 +32,10 @@ struct RetryPolicy {
 };
 
 // Whether a call that ended with `status` may not have been answered and
-// is worth sending again: UNAVAILABLE and DEADLINE_EXCEEDED.
+// is worth sending again: UNAVAILABLE and DEADLINE_EXCEEDED, but not an
+// answer hpcai500d marked as its store's (CAUSE_STORE, common/error_cause.h):
+// that one was answered, and a full disk stays full for longer than the
+// retries would wait.
 bool IsRetryable(const grpc::Status& status);
 
 // The wait before try `next_try` (2 for the first retry) without the random

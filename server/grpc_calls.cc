@@ -87,12 +87,6 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
-}
-
 // The caller a call's metadata vouches for (AccessControl::Authenticate). A
 // refusal is logged and audited, naming `method` and `peer`.
 absl::StatusOr<Principal> AuthenticateCall(

@@ -1,6 +1,7 @@
-// What every gRPC call of hpcai500d shares: the one mapping of statuses,
-// the message cap, and who the caller is: the auth interceptor vouches for
-// it, Authorize checks its role, a stream authenticates itself.
+// What every gRPC call of hpcai500d shares: the one mapping of statuses
+// (common/error_cause.h), the message cap, and who the caller is: the auth
+// interceptor vouches for it, Authorize checks its role, a stream authenticates
+// itself.
 //
 // Thread-safe.
 #ifndef HPCAI500_SERVER_GRPC_CALLS_H_
@@ -15,15 +16,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/error_cause.h"  // ToGrpcStatus, the one mapping of statuses
 #include "server/auth/access_control.h"
 
 namespace hpcai500 {
 
 // The largest message a client or an agent may send (a batch of events).
 inline constexpr int kMaxReceiveMessageBytes = 8 * 1024 * 1024;
-
-// The one mapping from absl::Status to grpc::Status (same code, same text).
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // The caller a call's metadata (`authorization: Bearer <token>`) vouches
 // for (AccessControl::Authenticate). A refusal is logged and audited,

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,7 +25,9 @@
 #include "common/token.h"
 #include "server/auth/access_control.h"
 #include "server/auth/auth.h"
+#include "server/auth/grpc_log.h"
 #include "server/auth/tls.h"
+#include "server/auth/tls_failures.h"
 #include "server/auth/token_command.h"
 #include "server/coordinator/coordinator.h"
 #include "server/coordinator/run_reads.h"
@@ -100,13 +103,17 @@ absl::Status RunServer(const ServerOptions& flags) {
         "--insecure: auth is off and hpcai500d listens beyond "
         "loopback; every caller is an admin");
   }
+  // Declared before the servers: it outlives every handshake they make.
+  TlsFailureAudit tls_failures(&access, &clock);
+  std::optional<GrpcLogRoute> grpc_log;
+  if (!tls.cert_pem.empty()) grpc_log.emplace(&tls_failures);
   RunReads reads(
       store.get(), &Registry::Builtin(), coordinator.get(),
       flags.http_public
           ? RunReads::ReadRule()
           : [&access](absl::string_view
                           bearer) { return access.AuthorizeRead(bearer); },
-      flags.spread);
+      [&tls_failures] { return tls_failures.MetricsText(); }, flags.spread);
   ClientServiceImpl client_service(coordinator.get(), &reads, &access);
   AgentServiceImpl agent_service(
       coordinator.get(), &access,
@@ -125,9 +132,14 @@ absl::Status RunServer(const ServerOptions& flags) {
   HttpServer http(&reads, flags.web_dir, /*threads=*/2,
                   flags.http_max_connections,
                   flags.http_max_connections_per_client);
-  absl::Status started = tls.cert_pem.empty()
-                             ? absl::OkStatus()
-                             : http.UseTls(tls.cert_pem, tls.key_pem);
+  absl::Status started =
+      tls.cert_pem.empty()
+          ? absl::OkStatus()
+          : http.UseTls(tls.cert_pem, tls.key_pem,
+                        [&tls_failures](const std::string& peer,
+                                        const std::string& reason) {
+                          tls_failures.Record(kHttpsPort, peer, reason);
+                        });
   if (started.ok()) started = http.Start(flags.http);
   if (!started.ok()) {
     server->Shutdown();
@@ -141,6 +153,7 @@ absl::Status RunServer(const ServerOptions& flags) {
   std::thread ticker([&] {
     while (!stopping.load()) {
       coordinator->Tick();
+      tls_failures.Flush();
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
   });

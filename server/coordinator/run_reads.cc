@@ -16,11 +16,13 @@
 namespace hpcai500 {
 
 RunReads::RunReads(Store* store, const Registry* registry, LiveRuns* live,
-                   ReadRule may_read, SpreadLimits spread)
+                   ReadRule may_read, MoreMetrics more_metrics,
+                   SpreadLimits spread)
     : store_(store),
       registry_(registry),
       live_(live),
       may_read_(std::move(may_read)),
+      more_metrics_(std::move(more_metrics)),
       spread_(spread) {}
 
 absl::StatusOr<v1::Run> CurrentRun(LiveRuns& live, Store& store,
@@ -146,7 +148,11 @@ absl::StatusOr<v1::ListNodesResponse> RunReads::ListNodes() {
   return live_->ListNodes();
 }
 
-std::string RunReads::MetricsText() { return live_->MetricsText(); }
+std::string RunReads::MetricsText() {
+  std::string text = live_->MetricsText();
+  if (more_metrics_) text += more_metrics_();
+  return text;
+}
 
 absl::Status RunReads::Health() {
   const StoreHealth health = store_->Health();

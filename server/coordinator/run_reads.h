@@ -46,11 +46,16 @@ class RunReads final : public CoordinatorView {
   // Who may read the pages and the JSON API: the status for a request
   // showing `bearer` (CoordinatorView::AuthorizeRead).
   using ReadRule = std::function<absl::Status(absl::string_view bearer)>;
+  // Metrics kept outside the coordinator (Prometheus text), e.g. the failed
+  // TLS handshakes (server/auth/tls_failures.h).
+  using MoreMetrics = std::function<std::string()>;
 
   // `store`, `registry` and `live` are borrowed and must outlive this.
-  // Without `may_read`, every request may read.
+  // Without `may_read`, every request may read. /metrics is the
+  // coordinator's, then `more_metrics`' when set.
   RunReads(Store* store, const Registry* registry, LiveRuns* live,
-           ReadRule may_read = nullptr, SpreadLimits spread = {});
+           ReadRule may_read = nullptr, MoreMetrics more_metrics = nullptr,
+           SpreadLimits spread = {});
 
   // CoordinatorView (server/http/coordinator_view.h says what each answers).
   absl::StatusOr<v1::Run> GetRun(int64_t run_id) override;
@@ -72,6 +77,7 @@ class RunReads final : public CoordinatorView {
   const Registry* const registry_;
   LiveRuns* const live_;
   const ReadRule may_read_;
+  const MoreMetrics more_metrics_;
   const SpreadLimits spread_;
 };
 

@@ -128,16 +128,37 @@ Stream MakeStream(tcp::socket socket, asio::ssl::context* tls) {
   }
 }
 
+// Tells `on_failure` (when set) that the handshake on `socket` failed with
+// `error`, naming the peer as gRPC names peers.
+void ReportTlsFailure(const HttpServer::TlsFailureHook& on_failure,
+                      const tcp::socket& socket,
+                      const beast::error_code& error) {
+  if (!on_failure) return;
+  beast::error_code no_peer;
+  const tcp::endpoint peer = socket.remote_endpoint(no_peer);
+  std::string name = "unknown";
+  if (!no_peer) {
+    name = peer.address().is_v4()
+               ? absl::StrCat("ipv4:", peer.address().to_string(), ":",
+                              peer.port())
+               : absl::StrCat("ipv6:[", peer.address().to_string(),
+                              "]:", peer.port());
+  }
+  on_failure(name, error.message());
+}
+
 // One connection: (over TLS, a handshake first, then) read a request, answer
 // it, repeat while keep-alive holds. Runs on its own strand, so its handlers
 // never overlap. It counts itself in `open` while it lives.
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, asio::ssl::context* tls, const HttpRouter* router,
-          std::shared_ptr<std::atomic<int>> open,
+  Session(tcp::socket socket, asio::ssl::context* tls,
+          const HttpServer::TlsFailureHook* on_tls_failure,
+          const HttpRouter* router, std::shared_ptr<std::atomic<int>> open,
           std::shared_ptr<void> client_slot)
       : stream_(MakeStream<Stream>(std::move(socket), tls)),
+        on_tls_failure_(on_tls_failure),
         router_(router),
         open_(std::move(open)),
         client_slot_(std::move(client_slot)) {}
@@ -155,7 +176,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
           asio::ssl::stream_base::server,
           [self = this->shared_from_this()](beast::error_code error) {
             // Not TLS (plain HTTP, say) or an unknown CA: nothing to answer.
-            if (error) return self->CloseSocket();
+            if (error) {
+              ReportTlsFailure(*self->on_tls_failure_,
+                               beast::get_lowest_layer(self->stream_).socket(),
+                               error);
+              return self->CloseSocket();
+            }
             self->Read();
           });
     } else {
@@ -235,7 +261,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   Stream stream_;
-  const HttpRouter* const router_;  // Borrowed from the server.
+  // Borrowed from the server.
+  const HttpServer::TlsFailureHook* const on_tls_failure_;
+  const HttpRouter* const router_;
   const CountedSlot open_;
   const std::shared_ptr<void> client_slot_;  // its client's count
   beast::flat_buffer buffer_;
@@ -251,8 +279,10 @@ class RefusedConnection
     : public std::enable_shared_from_this<RefusedConnection<Stream>> {
  public:
   RefusedConnection(tcp::socket socket, asio::ssl::context* tls,
+                    const HttpServer::TlsFailureHook* on_tls_failure,
                     std::shared_ptr<std::atomic<int>> refusing)
       : stream_(MakeStream<Stream>(std::move(socket), tls)),
+        on_tls_failure_(on_tls_failure),
         refusing_(std::move(refusing)) {}
 
   void Run() {
@@ -268,7 +298,12 @@ class RefusedConnection
       stream_.async_handshake(
           asio::ssl::stream_base::server,
           [self = this->shared_from_this()](beast::error_code error) {
-            if (error) return self->Close();
+            if (error) {
+              ReportTlsFailure(*self->on_tls_failure_,
+                               beast::get_lowest_layer(self->stream_).socket(),
+                               error);
+              return self->Close();
+            }
             self->Write();
           });
     } else {
@@ -310,6 +345,8 @@ class RefusedConnection
   void Close() { beast::get_lowest_layer(stream_).close(); }
 
   Stream stream_;
+  // Borrowed from the server.
+  const HttpServer::TlsFailureHook* const on_tls_failure_;
   const CountedSlot refusing_;
   HttpResponse response_;  // Kept alive while it is written.
   char discard_[4096];
@@ -317,17 +354,19 @@ class RefusedConnection
 
 // Serves (or refuses, over the limit) one accepted connection as a Stream.
 template <class Stream>
-void Serve(tcp::socket socket, asio::ssl::context* tls, bool refuse,
+void Serve(tcp::socket socket, asio::ssl::context* tls,
+           const HttpServer::TlsFailureHook* on_tls_failure, bool refuse,
            const HttpRouter* router, std::shared_ptr<std::atomic<int>> open,
            std::shared_ptr<std::atomic<int>> refusing,
            std::shared_ptr<void> client_slot) {
   if (refuse) {
-    std::make_shared<RefusedConnection<Stream>>(std::move(socket), tls,
-                                                std::move(refusing))
+    std::make_shared<RefusedConnection<Stream>>(
+        std::move(socket), tls, on_tls_failure, std::move(refusing))
         ->Run();
   } else {
-    std::make_shared<Session<Stream>>(std::move(socket), tls, router,
-                                      std::move(open), std::move(client_slot))
+    std::make_shared<Session<Stream>>(std::move(socket), tls, on_tls_failure,
+                                      router, std::move(open),
+                                      std::move(client_slot))
         ->Run();
   }
 }
@@ -345,7 +384,8 @@ HttpServer::HttpServer(CoordinatorView* view, std::string web_dir, int threads,
 HttpServer::~HttpServer() { Stop(); }
 
 absl::Status HttpServer::UseTls(const std::string& cert_chain_pem,
-                                const std::string& private_key_pem) {
+                                const std::string& private_key_pem,
+                                TlsFailureHook on_failure) {
   absl::MutexLock lock(&mu_);
   if (started_ || stopped_) {
     return absl::FailedPreconditionError(
@@ -355,6 +395,7 @@ absl::Status HttpServer::UseTls(const std::string& cert_chain_pem,
       NewHttpsContext(cert_chain_pem, private_key_pem);
   if (!context.ok()) return context.status();
   tls_ = *std::move(context);
+  on_tls_failure_ = std::move(on_failure);
   return absl::OkStatus();
 }
 
@@ -437,11 +478,13 @@ void HttpServer::Accept() {
     if (refuse && refusing_->load() >= max_connections_) {
       // The socket closes as it goes out of scope.
     } else if (tls_ != nullptr) {
-      Serve<TlsStream>(std::move(socket), tls_.get(), refuse, &router_,
-                       open_connections_, refusing_, std::move(client_slot));
+      Serve<TlsStream>(std::move(socket), tls_.get(), &on_tls_failure_, refuse,
+                       &router_, open_connections_, refusing_,
+                       std::move(client_slot));
     } else {
-      Serve<PlainStream>(std::move(socket), nullptr, refuse, &router_,
-                         open_connections_, refusing_, std::move(client_slot));
+      Serve<PlainStream>(std::move(socket), nullptr, &on_tls_failure_, refuse,
+                         &router_, open_connections_, refusing_,
+                         std::move(client_slot));
     }
     Accept();
   });

@@ -10,6 +10,7 @@
 #define HPCAI500_SERVER_HTTP_HTTP_SERVER_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +29,11 @@ namespace hpcai500 {
 
 class HttpServer {
  public:
+  // Told of each failed TLS handshake: the peer ("ipv4:10.0.0.5:41234",
+  // "ipv6:[::1]:41234") and OpenSSL's reason. Called on a server thread.
+  using TlsFailureHook =
+      std::function<void(const std::string& peer, const std::string& reason)>;
+
   // Limits on what one request may send.
   static constexpr size_t kMaxHeaderBytes = 64 * 1024;
   static constexpr size_t kMaxBodyBytes = 64 * 1024;
@@ -51,10 +57,13 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Serves HTTPS with this certificate chain (leaf first) and private key,
-  // both PEM text, instead of HTTP. Call before Start. InvalidArgument when
+  // both PEM text, instead of HTTP; each handshake that fails (not TLS, an
+  // alert from a client that does not trust the certificate, a timeout) is
+  // told to `on_failure` when set. Call before Start. InvalidArgument when
   // OpenSSL refuses them, FailedPrecondition once started.
   absl::Status UseTls(const std::string& cert_chain_pem,
-                      const std::string& private_key_pem);
+                      const std::string& private_key_pem,
+                      TlsFailureHook on_failure = nullptr);
 
   // Listens on "HOST:PORT" ("[::1]:PORT" for IPv6; port 0 picks a free one)
   // and starts serving. InvalidArgument for a malformed address,
@@ -101,6 +110,7 @@ class HttpServer {
   std::atomic<int> port_{0};
   // Set by UseTls before Start (null: plain HTTP); read-only once started.
   std::unique_ptr<boost::asio::ssl::context> tls_;
+  TlsFailureHook on_tls_failure_;
 
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/error_cause.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/store/internal/sqlite_read_pool.h"
@@ -237,7 +238,9 @@ absl::Status Store::Error(sqlite3* db, const std::string& what) const {
   const std::string message =
       absl::StrCat("database ", path_, ": ", what, ": ", sqlite3_errmsg(db));
   if (!IsTransient(code)) return absl::InternalError(message);
-  absl::Status error = absl::UnavailableError(message);
+  // Marked so that clients are told it is the store, not the connection.
+  absl::Status error =
+      WithCause(absl::UnavailableError(message), v1::ErrorCause::CAUSE_STORE);
   NoteWrite(code, error);
   return error;
 }
@@ -291,7 +294,8 @@ absl::Status Store::Exec(const std::string& sql) {
     const int code = sqlite3_extended_errcode(db_);
     const std::string error = absl::StrCat("database ", path_, ": ", text);
     if (!IsTransient(code)) return absl::FailedPreconditionError(error);
-    absl::Status unavailable = absl::UnavailableError(error);
+    absl::Status unavailable =
+        WithCause(absl::UnavailableError(error), v1::ErrorCause::CAUSE_STORE);
     NoteWrite(code, unavailable);
     return unavailable;
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "cli/commands.h"
+#include "common/error_cause.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -476,6 +477,33 @@ TEST_F(CliTest, SubmitIsNotRetriedWhenTheCoordinatorAnswered) {
     absl::MutexLock lock(&service_.mu_);
     EXPECT_EQ(service_.request_ids_.size(), 1u);
   }
+}
+
+TEST_F(CliTest, SubmitToACoordinatorThatCannotStoreExitsUnavailableAtOnce) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.submit_status_ = ToGrpcStatus(
+        WithCause(absl::UnavailableError("storing a submission: disk is full"),
+                  v1::ErrorCause::CAUSE_STORE));
+  }
+  EXPECT_EQ(Run({"submit", spec_path_}), kExitUnavailable);
+  EXPECT_THAT(err_.str(), HasSubstr("cannot store now: storing a submission: "
+                                    "disk is full (retry later)"));
+  EXPECT_TRUE(waits_.empty()) << err_.str();
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.request_ids_.size(), 1u);
+}
+
+TEST_F(CliTest, UnavailableWithoutTheStoreMarkIsTheConnectionsWhateverItSays) {
+  {
+    absl::MutexLock lock(&service_.mu_);
+    service_.submit_status_ =
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "database x: disk is full");
+  }
+  EXPECT_EQ(Run({"submit", spec_path_}), kExitUnavailable);
+  EXPECT_THAT(err_.str(), HasSubstr("cannot reach the coordinator"));
+  EXPECT_THAT(err_.str(), Not(HasSubstr("cannot store now")));
+  EXPECT_EQ(waits_.size(), 5u);  // retried as a connection failure
 }
 
 TEST_F(CliTest, SubmitRefusesAMalformedRequestIdBeforeSending) {

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/error_cause.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -25,6 +26,35 @@ TEST(Retry, OnlyAnErrorThatMayHaveLostTheAnswerIsRetried) {
         grpc::StatusCode::RESOURCE_EXHAUSTED, grpc::StatusCode::INTERNAL}) {
     EXPECT_FALSE(IsRetryable(grpc::Status(answered, ""))) << answered;
   }
+}
+
+TEST(Retry, AnAnswerTheStoreCouldNotMakeIsNotRetried) {
+  EXPECT_FALSE(IsRetryable(ToGrpcStatus(WithCause(
+      absl::UnavailableError("database full"), v1::ErrorCause::CAUSE_STORE))));
+  // The same code without the mark: the connection's, retried.
+  EXPECT_TRUE(
+      IsRetryable(ToGrpcStatus(absl::UnavailableError("database full"))));
+}
+
+TEST(ErrorCause, SurvivesTheMappingToGrpcAsAGoogleRpcStatus) {
+  const absl::Status marked =
+      WithCause(absl::UnavailableError("full"), v1::ErrorCause::CAUSE_STORE);
+  EXPECT_EQ(CauseOf(marked), v1::ErrorCause::CAUSE_STORE);
+  const grpc::Status status = ToGrpcStatus(marked);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(status.error_message(), "full");
+  EXPECT_EQ(CauseOf(status), v1::ErrorCause::CAUSE_STORE);
+  v1::RpcStatus details;  // google.rpc.Status's layout
+  ASSERT_TRUE(details.ParseFromString(status.error_details()));
+  EXPECT_EQ(details.code(), 14);
+  EXPECT_EQ(details.message(), "full");
+  ASSERT_EQ(details.details_size(), 1);
+  EXPECT_EQ(details.details(0).type_url(),
+            "type.googleapis.com/hpcai500.v1.ErrorCause");
+  // Unmarked statuses carry no details at all.
+  EXPECT_EQ(ToGrpcStatus(absl::UnavailableError("x")).error_details(), "");
+  EXPECT_EQ(CauseOf(grpc::Status(grpc::StatusCode::UNAVAILABLE, "x", "junk")),
+            v1::ErrorCause::CAUSE_UNSPECIFIED);
 }
 
 TEST(Retry, BackoffDoublesUpToItsBound) {

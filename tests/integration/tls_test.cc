@@ -136,5 +136,63 @@ TEST_F(TlsTest, HttpsServesTheLeaderboardAndPlainHttpGetsNothing) {
   EXPECT_EQ(status, 0);  // no HTTP answer at all
 }
 
+// The audit rows of failed handshakes (`hpcai500 audit --json`), as
+// "PORT|PEER|DETAIL" lines.
+std::string TlsFailureRows(TestCluster& cluster) {
+  CommandResult audit = cluster.Cli({"audit", "--json"});
+  if (audit.exit_code != 0 || !nlohmann::json::accept(audit.out)) return "";
+  std::string rows;
+  for (const nlohmann::json& entry :
+       nlohmann::json::parse(audit.out).value("entries", nlohmann::json())) {
+    if (entry.value("action", "") != "tls_handshake_failed") continue;
+    rows += entry.value("target", "") + "|" + entry.value("peer", "") + "|" +
+            entry.value("detail", "") + "\n";
+  }
+  return rows;
+}
+
+TEST_F(TlsTest, FailedHandshakesAreAuditedAndCounted) {
+  // A plaintext CLI and an agent whose certificate another CA signed, on
+  // the gRPC port; plain HTTP on the HTTPS port.
+  EXPECT_EQ(CliWithout({"nodes"}).exit_code, kExitUnavailable);
+  cluster_.LaunchAgent("node-a", 1,
+                       {"--tls-ca", certs_->path("ca.pem"), "--tls-cert",
+                        certs_->path("other-node-a.pem"), "--tls-key",
+                        certs_->path("other-node-a.key")});
+  int status = -1;
+  cluster_.HttpGet("/api/v1/leaderboard", &status);
+  EXPECT_EQ(status, 0);
+
+  std::string rows;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        rows = TlsFailureRows(cluster_);
+        return rows.find("grpc port|unknown|") != std::string::npos &&
+               rows.find("wrong version number") != std::string::npos &&
+               rows.find("certificate verify failed") != std::string::npos &&
+               rows.find("https port|ipv4:127.0.0.1:") != std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << rows << ReadFile(cluster_.dir() + "/hpcai500d.log");
+  EXPECT_THAT(ReadFile(cluster_.dir() + "/hpcai500d.log"),
+              HasSubstr("TLS handshake failed on the https port from "
+                        "ipv4:127.0.0.1:"));
+
+  CommandResult metrics = RunCommand(
+      {"/usr/bin/curl", "-sS", "--fail", "--cacert", certs_->path("ca.pem"),
+       "https://127.0.0.1:" + std::to_string(cluster_.http_port()) +
+           "/metrics"},
+      std::chrono::seconds(30));
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  // At least the plaintext CLI and one try of the agent; plain HTTP once.
+  EXPECT_THAT(metrics.out,
+              ::testing::ContainsRegex(
+                  "hpcai500_tls_handshake_failures_total\\{port=\"grpc\"\\} "
+                  "([2-9]|[1-9][0-9]+)\n"));
+  EXPECT_THAT(
+      metrics.out,
+      HasSubstr("hpcai500_tls_handshake_failures_total{port=\"https\"} 1\n"));
+}
+
 }  // namespace
 }  // namespace hpcai500::testing
