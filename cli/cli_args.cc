@@ -35,9 +35,11 @@ struct RawCliArgs {
   std::string coordinator;
   bool wait = false;
   bool json = false;
+  bool dry_run = false;
   std::string workload, config, name, state, limit, offset, user, queue, since,
       until, reason, timeout, window, baseline, tolerance, min_history, junit,
-      markdown, json_file, request_id, for_duration, max_cv;
+      markdown, json_file, request_id, for_duration, max_cv, nodes,
+      ranks_per_node, precision, compression, scaling;
   std::vector<std::string> references, metrics;
 };
 
@@ -80,6 +82,12 @@ const std::vector<CommandFlag>& CommandFlags() {
       {"min-history", &RawCliArgs::min_history},
       {"request-id", &RawCliArgs::request_id},
       {"for", &RawCliArgs::for_duration},
+      {"nodes", &RawCliArgs::nodes},
+      {"ranks-per-node", &RawCliArgs::ranks_per_node},
+      {"precision", &RawCliArgs::precision},
+      {"compression", &RawCliArgs::compression},
+      {"scaling", &RawCliArgs::scaling},
+      {"dry-run", &RawCliArgs::dry_run},
   };
   return *kFlags;
 }
@@ -425,6 +433,9 @@ absl::StatusOr<CliArgs> ParseCliArgs(
   RETURN_IF_ERROR(ConvertHistoryTimes(raw, parsed));
   RETURN_IF_ERROR(ConvertRegressFlags(raw, parsed.regress));
   RETURN_IF_ERROR(ConvertCheckTimeout(raw.timeout, parsed.check));
+  RETURN_IF_ERROR(ParseSweepAxes(raw.nodes, raw.ranks_per_node, raw.precision,
+                                 raw.compression, raw.scaling, parsed.sweep));
+  parsed.sweep.dry_run = raw.dry_run;
   if (!raw.request_id.empty()) {
     if (absl::Status id = CheckRequestId(raw.request_id); !id.ok()) {
       return absl::InvalidArgumentError(

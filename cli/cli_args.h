@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "cli/check.h"
 #include "cli/regress.h"
+#include "cli/sweep.h"
 #include "common/tls_files.h"
 #include "common/token.h"
 #include "proto/hpcai500.pb.h"
@@ -51,6 +52,7 @@ struct CliArgs {
   // submit: --request-id; empty: a new one each invocation.
   std::string request_id;
   RegressOptions regress;
+  SweepOptions sweep;  // sweep: its axes, --scaling, --dry-run
   CheckOptions check;  // --timeout, and json as `json`
 };
 

@@ -5,6 +5,7 @@
 #include "cli/check_command.h"
 #include "cli/commands.h"
 #include "cli/regress_command.h"
+#include "cli/sweep.h"
 #include "cli/watch.h"
 #include "common/token.h"
 
@@ -94,6 +95,27 @@ const std::vector<CliCommand>& CliCommands() {
          return RunWatcher(call.client, call.out, call.err)
              .Submit(call.spec_source, call.spec_yaml, call.args.wait,
                      /*runs=*/nullptr, call.args.request_id);
+       }},
+      {"sweep",
+       {kSpecArg},
+       {"nodes", "ranks-per-node", "precision", "compression", "scaling",
+        "dry-run", "wait", "request-id"},
+       "sweep SPEC [--nodes N,...] [--ranks-per-node R,...]\n"
+       "      [--precision P,...] [--compression C,...]\n"
+       "      [--scaling strong|weak] [--dry-run] [--wait]\n"
+       "      [--request-id ID]",
+       "a scaling study: one run per point of the\n"
+       "axes' product (an axis not given keeps the\n"
+       "spec's value), submitted as one suite and\n"
+       "marked with the sweep's id; weak (default)\n"
+       "keeps the spec's batch per rank, strong its\n"
+       "global batch (batch_size x nodes x ranks\n"
+       "per node) divided over each point's ranks.\n"
+       "--dry-run lists the runs, submits nothing",
+       [](const CommandCall& call) {
+         return SubmitSweep(call.client, call.out, call.err, call.spec_source,
+                            call.spec_yaml, call.args.sweep, call.args.wait,
+                            call.args.request_id);
        }},
       {"watch",
        {kRunArg},
@@ -346,10 +368,11 @@ std::string UsageText() {
       "--tls-ca connects over TLS, trusting only that CA (PEM) for the\n"
       "coordinator's certificate (for hpcai500d --tls-cert).\n"
       "\n"
-      "exit codes (submit --wait, watch): 0 reached the target quality, 1\n"
-      "finished below it, 2 failed or cancelled (or any error), 3 spec\n"
-      "refused; 64 bad command line, 66 unreadable file, 75 no answer from\n"
-      "the coordinator after every retry (submit again with --request-id).\n"
+      "exit codes (submit --wait, sweep --wait, watch): 0 reached the target\n"
+      "quality, 1 finished below it, 2 failed or cancelled (or any error), 3\n"
+      "spec refused; 64 bad command line, 66 unreadable file, 75 no answer\n"
+      "from the coordinator after every retry (submit again with\n"
+      "--request-id).\n"
       "exit codes (check): 0 healthy, 2 unhealthy (the node is unknown, down,\n"
       "drained or draining, or the noop run failed or did not end in time;\n"
       "the output says which) or any error (such as an unreachable\n"

@@ -193,6 +193,8 @@ std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
        }},
       {"queue", StringSetter("queue", &v1::RunSpec::set_queue, spec)},
       {"launcher", StringSetter("launcher", &v1::RunSpec::set_launcher, spec)},
+      {"sweep", StringSetter("sweep", &v1::RunSpec::set_sweep, spec)},
+      {"scaling", StringSetter("scaling", &v1::RunSpec::set_scaling, spec)},
       {"priority",
        [spec](const YAML::Node& n) -> absl::Status {
          ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "priority"));
@@ -293,6 +295,20 @@ absl::Status CheckPlacementFields(const v1::RunSpec& spec) {
   return absl::OkStatus();
 }
 
+// What makes a run a point of a sweep (hpcai500 sweep): the sweep's id, a
+// name, and its scaling mode; both empty for a run submitted alone.
+absl::Status CheckSweepFields(const v1::RunSpec& spec) {
+  if (!spec.sweep().empty()) {
+    RETURN_IF_ERROR(
+        CheckName("sweep", spec.sweep(), 128, /*allow_spaces=*/false));
+  }
+  if (spec.scaling().empty()) return absl::OkStatus();
+  if (spec.sweep().empty()) {
+    return FieldError("scaling", "only a point of a sweep has one (sweep: ID)");
+  }
+  return CheckOneOf<Scaling>(Field("scaling"), spec.scaling());
+}
+
 // The fields that need no registry: sizes, the vocabulary's names and what
 // each needs of the device, seed and system.
 absl::Status CheckRunFields(const v1::RunSpec& spec) {
@@ -318,6 +334,7 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
   RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSpecSeed));
   RETURN_IF_ERROR(ParseLauncher(Field("launcher"), spec.launcher()).status());
   RETURN_IF_ERROR(CheckPlacementFields(spec));
+  RETURN_IF_ERROR(CheckSweepFields(spec));
   return CheckName("system", spec.system(), 128, /*allow_spaces=*/true);
 }
 
@@ -477,6 +494,12 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
   }
   if (spec.has_priority()) {
     out << YAML::Key << "priority" << YAML::Value << spec.priority();
+  }
+  if (!spec.sweep().empty()) {
+    out << YAML::Key << "sweep" << YAML::Value << spec.sweep();
+  }
+  if (!spec.scaling().empty()) {
+    out << YAML::Key << "scaling" << YAML::Value << spec.scaling();
   }
   if (spec.constraints_size() > 0) {
     // In key order, so that the text is the same for the same spec.

@@ -35,6 +35,10 @@ enum class Launcher { kAgent, kMpirun, kSrun };
 // change of the reference recipe. A spec's level and the leaderboard's level
 // filter are checked against these names.
 enum class Level { kHardware, kSystem, kFree };
+// How a scaling sweep (`hpcai500 sweep --scaling`, RunSpec.scaling) sizes the
+// batch as the device count grows: kStrong keeps the global batch and
+// divides it over the ranks, kWeak keeps the per-rank batch.
+enum class Scaling { kStrong, kWeak };
 
 // kNames[i] spells the enum value i. Specialised for each enum above only.
 template <typename Enum>
@@ -67,6 +71,10 @@ template <>
 struct Vocabulary<Level> {
   static constexpr std::array<std::string_view, 3> kNames = {"hardware",
                                                              "system", "free"};
+};
+template <>
+struct Vocabulary<Scaling> {
+  static constexpr std::array<std::string_view, 2> kNames = {"strong", "weak"};
 };
 
 // Every spelling of Enum, in declaration order ("fp32", "bf16", "fp16").

@@ -1,11 +1,13 @@
 // The hpcai500d web pages: a hash router over the views fed by the JSON
 // API. #/ (the default) is the leaderboard, #/runs the queue, #/runs/ID one
-// run, #/submissions/ID one submission's repetitions, #/scaling?system=S&
-// workload=W one system's scaling, #/history/NAME one spec's runs over time,
-// #/nodes the agents. Protobuf JSON prints int64 fields as strings: a page
-// that sorts or adds them converts them with Number() first.
+// run, #/submissions/ID one submission's repetitions, #/scaling the systems
+// and #/scaling?system=S&workload=W one system's scaling, #/history the spec
+// names and #/history/NAME one spec's runs over time, #/nodes the agents.
+// Protobuf JSON prints int64 fields as strings: a page that sorts or adds
+// them converts them with Number() first.
 
 import * as history from './history.js';
+import * as indexes from './indexes.js';
 import * as leaderboard from './leaderboard.js';
 import * as nodes from './nodes.js';
 import * as run from './run.js';
@@ -51,14 +53,21 @@ const ROUTES = [
   {
     pattern: /^#\/scaling\/?(?:\?(.*))?$/,
     section: 'page-scaling',
-    nav: 'leaderboard',
+    nav: 'scaling',
     title: 'hpcai500 scaling',
     load: scaling.load
   },
   {
-    pattern: /^#\/history\/([^/]+)$/,
+    pattern: /^#\/history\/?(?:\?.*)?$/,
     section: 'page-history',
-    nav: 'runs',
+    nav: 'history',
+    title: 'hpcai500 history',
+    load: indexes.loadSeries
+  },
+  {
+    pattern: /^#\/history\/([^/?]+)$/,
+    section: 'page-history',
+    nav: 'history',
     title: 'hpcai500 history',
     load: history.load
   },

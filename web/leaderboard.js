@@ -6,6 +6,7 @@
 
 import {cell, element, formatFlops, formatQuality, formatSeconds, formatTime, getJson, link} from './format.js';
 import {formatVersions} from './inventory.js';
+import {historyHref, scalingHref} from './links.js';
 
 // Rows per page.
 export const PAGE_SIZE = 25;
@@ -111,7 +112,12 @@ function systemCell(tr, row) {
       link(`#/submissions/${encodeURIComponent(row.submission_id)}`, row.name));
   about.appendChild(document.createTextNode(
       ` · ${row.config} · ${row.level}${row.ranked ? '' : ' · unranked'}`));
-  td.appendChild(about);
+  // Where the system's other sizes and the spec's earlier runs are.
+  const pages = element('div', undefined, 'muted row-links');
+  pages.append(
+      link(scalingHref(row.system, row.workload), 'scaling'), ' · ',
+      link(historyHref(row.name), 'history'));
+  td.append(about, pages);
   return td;
 }
 

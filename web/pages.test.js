@@ -5,9 +5,11 @@ import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
 import {historySeries} from './history.js';
+import {filterRows, workloadsOf} from './indexes.js';
 import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, spreadText} from './leaderboard.js';
+import {historyHref, scalingHref} from './links.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
-import {scalingPoints} from './scaling.js';
+import {configurationLabel, configurationSeries, timeShares} from './scaling.js';
 
 // Rows of GET /api/v1/runs/ID/ranks: `speeds[rank]` samples/s every epoch.
 function rankRows(speeds, epochs = 2) {
@@ -64,27 +66,91 @@ test('energyByEpoch sums the ranks and is empty when none measured', () => {
   assert.deepEqual(energyByEpoch([{epoch: 1, rank: 0}]), []);
 });
 
-function run(id, system, nodes, ranks, validFlops) {
-  return {
-    id: String(id),
-    spec: {system, nodes, ranks_per_node: ranks},
-    score: {valid_flops: validFlops},
-  };
-}
+// Configurations as GET /api/v1/scaling serves them.
+const CONFIGURATIONS = [
+  {
+    config: 'fashion_mnist_smoke',
+    precision: 'bf16',
+    compression: 'powersgd',
+    scaling: 'strong',
+    points: [
+      {devices: 1, valid_flops: 100, efficiency: 1},
+      {devices: 2, valid_flops: 180, efficiency: 0.9},
+    ],
+  },
+  {
+    config: 'fashion_mnist_smoke',
+    precision: 'fp32',
+    compression: 'none',
+    scaling: '',
+    points: [{
+      devices: 4,
+      valid_flops: 50,
+      efficiency: 1,
+      compute_seconds: 3,
+      input_seconds: 0,
+      comm_seconds: 1,
+    }],
+  },
+];
 
-test('scalingPoints averages per device count and rates efficiency', () => {
-  const points = scalingPoints(
-      [
-        run(1, 'a', 1, 1, 100), run(2, 'a', 1, 1, 120), run(3, 'a', 1, 2, 200),
-        run(4, 'a', 2, 2, 330), run(5, 'b', 1, 4, 1e9),
-        {id: '6', spec: {system: 'a', nodes: 8}},  // not scored
-      ],
-      'a');
-  assert.deepEqual(points.map((p) => p.devices), [1, 2, 4]);
-  assert.equal(points[0].validFlops, 110);
-  assert.equal(points[0].runs, 2);
-  assert.equal(points[0].efficiency, 1);
-  assert.ok(Math.abs(points[2].efficiency - 330 / 4 / 110) < 1e-12);
+test('configurationLabel names precision, compression and scaling', () => {
+  assert.equal(
+      configurationLabel(CONFIGURATIONS[0], false),
+      'bf16, powersgd compression, strong scaling');
+  assert.equal(
+      configurationLabel(CONFIGURATIONS[1], true),
+      'fashion_mnist_smoke, fp32, no compression, not a sweep');
+});
+
+test('configurationSeries keeps each configuration its own series', () => {
+  const series = configurationSeries(
+      CONFIGURATIONS, (p) => p.valid_flops, (v) => String(v));
+  assert.deepEqual(series.map((s) => s.name), [
+    'bf16, powersgd compression, strong scaling',
+    'fp32, no compression, not a sweep'
+  ]);
+  assert.deepEqual(
+      series[0].points.map((p) => [p.x, p.y]), [[1, 100], [2, 180]]);
+  assert.deepEqual(series[1].points.map((p) => [p.x, p.y]), [[4, 50]]);
+  assert.match(series[1].points[0].label, /4 devices: 50$/);
+});
+
+test('timeShares splits a point\'s epoch time, null when unmeasured', () => {
+  assert.deepEqual(
+      timeShares(CONFIGURATIONS[1].points[0]),
+      {compute: 0.75, input: 0, comm: 0.25});
+  assert.equal(timeShares(CONFIGURATIONS[0].points[0]), null);
+});
+
+test('filterRows keeps a workload and a text in any case', () => {
+  const rows = [
+    {system: 'Alpha', workload: 'image_classification'},
+    {system: 'beta', workload: 'image_classification'},
+    {system: 'alphabet', workload: 'extreme_weather'},
+  ];
+  assert.deepEqual(
+      filterRows(rows, {workload: '', text: 'ALPHA'}, 'system')
+          .map((r) => r.system),
+      ['Alpha', 'alphabet']);
+  assert.deepEqual(
+      filterRows(rows, {workload: 'extreme_weather', text: ''}, 'system')
+          .map((r) => r.system),
+      ['alphabet']);
+  assert.equal(filterRows(rows, {}, 'system').length, 3);
+  assert.deepEqual(
+      workloadsOf(rows), ['extreme_weather', 'image_classification']);
+});
+
+test('scaling and history addresses encode their names', () => {
+  assert.equal(scalingHref(''), '#/scaling');
+  assert.equal(
+      scalingHref('a&b c', 'image_classification'),
+      '#/scaling?system=a%26b+c&workload=image_classification');
+  assert.equal(
+      scalingHref('a', 'w', 's-1'), '#/scaling?system=a&workload=w&sweep=s-1');
+  assert.equal(historyHref(''), '#/history');
+  assert.equal(historyHref('a/b'), '#/history/a%2Fb');
 });
 
 // Runs as GET /api/v1/history serves them: `values` of valid_flops, a band

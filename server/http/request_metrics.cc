@@ -27,9 +27,14 @@ std::string RouteLabel(absl::string_view path) {
   if (!absl::ConsumePrefix(&route, "/api/v1/")) return "page";
   std::vector<absl::string_view> parts = absl::StrSplit(route, '/');
   // runs/ID, runs/ID/ranks, runs/ID/attempts/N/ranks/R/(events|stderr).
-  if (parts.size() == 1 && (parts[0] == "leaderboard" || parts[0] == "runs" ||
-                            parts[0] == "nodes" || parts[0] == "history")) {
+  if (parts.size() == 1 &&
+      (parts[0] == "leaderboard" || parts[0] == "runs" || parts[0] == "nodes" ||
+       parts[0] == "history" || parts[0] == "scaling")) {
     return absl::StrCat("/api/v1/", parts[0]);
+  }
+  if (parts.size() == 2 && parts[0] == "index" &&
+      (parts[1] == "systems" || parts[1] == "series")) {
+    return absl::StrCat("/api/v1/", route);
   }
   if (parts.size() < 2 || parts[0] != "runs" || !IsNumber(parts[1])) {
     return "/api/v1/unknown";

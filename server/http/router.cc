@@ -22,6 +22,7 @@
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "server/http/run_history.h"
+#include "server/http/run_scaling.h"
 
 namespace hpcai500 {
 namespace {
@@ -34,6 +35,8 @@ constexpr char kJsonType[] = "application/json";
 constexpr char kMetricsType[] = "text/plain; version=0.0.4; charset=utf-8";
 constexpr int kDefaultRunsLimit = 100;
 constexpr int kMaxRunsLimit = 1000;
+// The runs a page computed here reads at most (the coordinator's cap).
+constexpr int kComputedRunsLimit = 10'000;
 // The page's files are small; anything bigger is not ours to serve.
 constexpr std::uintmax_t kMaxStaticFileBytes = 8 << 20;
 
@@ -257,6 +260,17 @@ absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
     if (key == "offset") request.set_offset(number);
   }
   return request;
+}
+
+// The newest runs `request` matches, request.limit() of them (0:
+// kComputedRunsLimit), for the pages computed here (history, scaling and
+// the indexes).
+absl::StatusOr<std::vector<v1::Run>> ComputedRuns(CoordinatorView& view,
+                                                  v1::ListRunsRequest request) {
+  if (request.limit() == 0) request.set_limit(kComputedRunsLimit);
+  absl::StatusOr<v1::ListRunsResponse> runs = view.ListRuns(request);
+  if (!runs.ok()) return runs.status();
+  return std::vector<v1::Run>(runs->runs().begin(), runs->runs().end());
 }
 
 bool IsInside(const fs::path& dir, const fs::path& candidate) {
@@ -526,10 +540,19 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
     v1::ListRunsRequest request;
     request.set_name(name->second);
     request.set_limit(kMaxRunsLimit);
-    auto runs = view_->ListRuns(request);
+    auto runs = ComputedRuns(*view_, request);
     if (!runs.ok()) return JsonErrorFor(runs.status(), version);
-    const std::vector<v1::Run> listed(runs->runs().begin(), runs->runs().end());
-    return JsonBody(RunHistoryJson(name->second, listed), version);
+    return JsonBody(RunHistoryJson(name->second, *runs), version);
+  }
+  if (route == "scaling") return ServeScaling(query, version);
+  if (route == "index/systems" || route == "index/series") {
+    auto params = ParseQuery(query, {});
+    if (!params.ok()) return JsonErrorFor(params.status(), version);
+    auto runs = ComputedRuns(*view_, v1::ListRunsRequest());
+    if (!runs.ok()) return JsonErrorFor(runs.status(), version);
+    return JsonBody(route == "index/systems" ? SystemsIndexJson(*runs)
+                                             : SeriesIndexJson(*runs),
+                    version);
   }
   if (absl::ConsumePrefix(&route, "runs/") && !route.empty()) {
     auto params = ParseQuery(query, {});
@@ -545,6 +568,33 @@ HttpResponse HttpRouter::ServeApi(absl::string_view path,
   }
   return JsonError(http::status::not_found, version,
                    absl::StrCat("no such API route: ", path));
+}
+
+HttpResponse HttpRouter::ServeScaling(absl::string_view query,
+                                      unsigned version) const {
+  auto params = ParseQuery(query, {"system", "workload", "sweep"});
+  if (!params.ok()) return JsonErrorFor(params.status(), version);
+  const std::string system = (*params)["system"];
+  const std::string workload = (*params)["workload"];
+  const std::string sweep = (*params)["sweep"];
+  if (system.empty() || workload.empty()) {
+    return JsonError(http::status::bad_request, version,
+                     "query parameters 'system' and 'workload' are required");
+  }
+  v1::ListRunsRequest request;
+  request.set_workload(workload);
+  request.set_state(v1::RUN_STATE_SUCCEEDED);
+  auto runs = ComputedRuns(*view_, request);
+  if (!runs.ok()) return JsonErrorFor(runs.status(), version);
+  // One events read per run drawn: the time split is in the ranks' epochs.
+  std::map<int64_t, v1::RunRanksResponse> ranks;
+  for (const v1::Run& run : *runs) {
+    if (!CountsForScaling(run, system, workload, sweep)) continue;
+    absl::StatusOr<v1::RunRanksResponse> rows = view_->RunRanks(run.id());
+    if (rows.ok()) ranks.emplace(run.id(), *std::move(rows));
+  }
+  return JsonBody(RunScalingJson(system, workload, sweep, *runs, ranks),
+                  version);
 }
 
 HttpResponse HttpRouter::ServeRun(absl::string_view route,

@@ -78,6 +78,8 @@ class HttpRouter {
   HttpResponse ServeApi(absl::string_view path, absl::string_view query,
                         unsigned version) const;
   HttpResponse ServeStatic(absl::string_view path, unsigned version) const;
+  // GET /api/v1/scaling (server/http/run_scaling.h).
+  HttpResponse ServeScaling(absl::string_view query, unsigned version) const;
   // /api/v1/runs/`route`: a run (ID), its ranks' epochs (ID/ranks), or a
   // rank's event log or stderr as a text/plain attachment
   // (ID/attempts/N/ranks/R/events, .../stderr).

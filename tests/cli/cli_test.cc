@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/commands.h"
 #include "common/error_cause.h"
+#include "common/suite.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -408,6 +409,63 @@ TEST_F(CliTest, SubmitSendsTheFileAndPrintsEachRunId) {
   absl::MutexLock lock(&service_.mu_);
   EXPECT_EQ(service_.submitted_yaml_, "name: fmnist-smoke\n");
   EXPECT_TRUE(service_.watched_.empty());
+}
+
+// A spec the builtin registry accepts, for the commands that parse it here.
+constexpr char kSweepSpec[] =
+    "name: fmnist\nworkload: image_classification\n"
+    "config: fashion_mnist_smoke\nlevel: system\nnodes: 1\n"
+    "ranks_per_node: 1\ndevice: cpu\nbatch_size: 64\nprecision: fp32\n"
+    "seed: 1\nsystem: lab\n";
+
+TEST_F(CliTest, SweepDryRunListsThePointsAndSubmitsNothing) {
+  std::ofstream(spec_path_) << kSweepSpec;
+  EXPECT_EQ(Run({"sweep", spec_path_, "--nodes", "1,2,4", "--precision",
+                 "fp32,bf16", "--scaling", "strong", "--dry-run"}),
+            kExitOk)
+      << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("6 runs, strong scaling (global batch "
+                                    "fixed); dry run, nothing submitted"));
+  // 64 over 4 devices: 16 per rank, the global batch still 64.
+  EXPECT_THAT(out_.str(),
+              HasSubstr("\nfmnist-4n1r-bf16-none      4           1        4  "
+                        "bf16       none                 16            64\n"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "");
+}
+
+TEST_F(CliTest, SweepSubmitsOneSuiteOfMarkedPointsAndPrintsTheRunIds) {
+  std::ofstream(spec_path_) << kSweepSpec;
+  SetSubmitted({7, 8});
+  EXPECT_EQ(Run({"sweep", spec_path_, "--nodes", "1,2"}), kExitOk)
+      << err_.str();
+  EXPECT_EQ(out_.str(), "7\n8\n");
+  EXPECT_THAT(err_.str(), HasSubstr("sweep fmnist-"));
+  EXPECT_THAT(err_.str(), HasSubstr(": 2 runs, weak scaling"));
+  absl::MutexLock lock(&service_.mu_);
+  absl::StatusOr<Suite> suite = ParseSuite(service_.submitted_yaml_);
+  ASSERT_TRUE(suite.ok()) << suite.status();
+  ASSERT_EQ(suite->specs.size(), 2u);
+  EXPECT_THAT(suite->name, ::testing::StartsWith("fmnist-"));
+  EXPECT_THAT(suite->specs[1], HasSubstr("name: fmnist-2n1r-fp32-none\n"));
+  EXPECT_THAT(suite->specs[1], HasSubstr("sweep: " + suite->name + "\n"));
+  EXPECT_THAT(suite->specs[1], HasSubstr("scaling: weak\n"));
+}
+
+TEST_F(CliTest, SweepRefusesASpecOrAxisWithAClearError) {
+  std::ofstream(spec_path_) << kSweepSpec;
+  EXPECT_EQ(Run({"sweep", spec_path_, "--nodes", "1,0"}), kExitUsage);
+  EXPECT_THAT(err_.str(),
+              HasSubstr("--nodes: '0' is not a count between 1 and 4096"));
+  EXPECT_EQ(Run({"sweep", spec_path_, "--nodes", "1,3", "--ranks-per-node", "2",
+                 "--scaling", "strong"}),
+            kExitRefused);
+  EXPECT_THAT(err_.str(), HasSubstr("does not divide over 6 ranks"));
+  std::ofstream(spec_path_) << "name: fmnist\n";
+  EXPECT_EQ(Run({"sweep", spec_path_, "--nodes", "1,2"}), kExitRefused);
+  EXPECT_THAT(err_.str(), HasSubstr("refused: field 'workload': is required"));
+  absl::MutexLock lock(&service_.mu_);
+  EXPECT_EQ(service_.submitted_yaml_, "");
 }
 
 TEST_F(CliTest, SubmitRetriesALostAnswerWithTheSameNewRequestId) {
@@ -1174,9 +1232,10 @@ TEST_F(CliTest, UsageErrorNamesTheProblem) {
   EXPECT_THAT(err_.str(), HasSubstr("'list' does not take '--wait'"));
   Run({"frobnicate"});
   EXPECT_THAT(err_.str(), HasSubstr("unknown command 'frobnicate'"));
-  // With an argument too (`hpcai500 sweep x.yaml`): a usage error, never 0.
-  EXPECT_EQ(Run({"sweep", "x.yaml"}), kExitUsage);
-  EXPECT_THAT(err_.str(), HasSubstr("unknown command 'sweep'"));
+  // With an argument too (`hpcai500 frobnicate x.yaml`): a usage error, never
+  // 0.
+  EXPECT_EQ(Run({"frobnicate", "x.yaml"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("unknown command 'frobnicate'"));
   Run({"show", "abc"});
   EXPECT_THAT(err_.str(), HasSubstr("expected a run id"));
 }

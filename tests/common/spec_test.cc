@@ -208,6 +208,26 @@ TEST(RunSpec, LauncherDefaultsToAgentAndRoundTrips) {
   EXPECT_EQ(*ParseLauncher("launcher", ""), Launcher::kAgent);
 }
 
+TEST(RunSpec, SweepPointsCarryTheirSweepAndScalingThroughYaml) {
+  absl::StatusOr<v1::RunSpec> spec =
+      Parse(std::string(kGood) + "sweep: fmnist-20261205\nscaling: strong\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->sweep(), "fmnist-20261205");
+  EXPECT_EQ(spec->scaling(), "strong");
+  absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
+  // A run submitted alone writes neither.
+  EXPECT_EQ(RunSpecToYaml(*Parse(kGood)).find("sweep"), std::string::npos);
+  EXPECT_EQ(RefusalOf("seed: 1\n", "seed: 1\nsweep: a\nscaling: linear\n"),
+            "field 'scaling': must be one of strong, weak; got 'linear'");
+  EXPECT_EQ(RefusalOf("seed: 1\n", "seed: 1\nscaling: weak\n"),
+            "field 'scaling': only a point of a sweep has one (sweep: ID)");
+  EXPECT_EQ(RefusalOf("seed: 1\n", "seed: 1\nsweep: a b\n"),
+            "field 'sweep': character ' ' is not allowed");
+}
+
 TEST(RunSpec, RetriesDefaultToOneAndTimeLimitsTakeUnits) {
   absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
   ASSERT_TRUE(spec.ok()) << spec.status();

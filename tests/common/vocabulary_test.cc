@@ -27,6 +27,7 @@ TEST(Vocabulary, EveryNameParsesBackToItself) {
   ExpectEveryNameRoundTrips<DistBackend>();
   ExpectEveryNameRoundTrips<Launcher>();
   ExpectEveryNameRoundTrips<Level>();
+  ExpectEveryNameRoundTrips<Scaling>();
 }
 
 TEST(Vocabulary, ListsTheWireSpellings) {
@@ -44,6 +45,7 @@ TEST(Vocabulary, NamesLaunchersAndLevelsAsSpecsSpellThem) {
   EXPECT_EQ(JoinNames<Level>(", "), "hardware, system, free");
   EXPECT_EQ(Parse<Level>("free"), Level::kFree);
   EXPECT_FALSE(Parse<Launcher>("torchrun"));
+  EXPECT_EQ(JoinNames<Scaling>(", "), "strong, weak");
 }
 
 TEST(Vocabulary, JoinsAnyListInProse) {

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,8 @@ struct Planned {
   double energy_joules = 0;  // of the whole run; 0: not measured
   int64_t day = 0;           // created kStart + day days
   std::vector<double> rank_speeds;
+  std::string sweep;    // the sweep that submitted it; empty: none
+  std::string scaling;  // strong or weak with a sweep
 };
 
 Planned Plan(std::string name, std::string system,
@@ -134,6 +137,8 @@ std::vector<int64_t> StoreSubmission(Store& store, const Planned& plan) {
     spec.set_epochs(kEpochs);
     spec.set_repetitions(static_cast<int32_t>(plan.valid_flops.size()));
     spec.set_ranked(plan.ranked);
+    spec.set_sweep(plan.sweep);
+    spec.set_scaling(plan.scaling);
     specs.push_back(spec);
   }
   const int64_t created = kStart + plan.day * kDay;
@@ -245,6 +250,7 @@ std::vector<int64_t> StoreSubmission(Store& store, const Planned& plan) {
 struct Seeded {
   int64_t straggler_run = 0;
   std::string scaling_system;
+  std::string scaling_sweep;
   std::string history_name;
 };
 
@@ -304,6 +310,29 @@ Seeded SeedStore(const std::string& db) {
     more.ranks_per_node = devices == 8 ? 4 : devices;
     StoreSubmission(store, more);
   }
+  // And a strong-scaling sweep of alpha (as `hpcai500 sweep` marks its
+  // runs): fp32 at 1, 2 and 4 nodes, bf16 with PowerSGD at 2 and 4, each
+  // configuration its own series beside the bf16 runs above.
+  seeded.scaling_sweep = "alpha-20261205-040000-ab12";
+  for (const auto& [precision, compression, devices, valid_flops] :
+       std::vector<std::tuple<std::string, std::string, int, double>>{
+           {"fp32", "none", 1, 1e12},
+           {"fp32", "none", 2, 1.9e12},
+           {"fp32", "none", 4, 3.6e12},
+           {"bf16", "powersgd", 2, 4e12},
+           {"bf16", "powersgd", 4, 7.6e12}}) {
+    Planned point = Plan(
+        absl::StrCat("alpha-", devices, "n1r-", precision, "-", compression),
+        "alpha", {valid_flops}, 12 + devices);
+    point.precision = precision;
+    point.compression = compression;
+    point.nodes = devices;
+    point.ranks_per_node = 1;
+    point.ranked = false;  // a smoke budget, as sweeps of small configs are
+    point.sweep = seeded.scaling_sweep;
+    point.scaling = "strong";
+    StoreSubmission(store, point);
+  }
 
   // A nightly spec over eight days, the seventh run a regression.
   seeded.history_name = "nightly-smoke";
@@ -353,6 +382,7 @@ TEST(PagesInChromium, LeaderboardRunLiveScalingHistoryAndPhone) {
        "HPCAI500_LIVE_RUN=" + live_run,
        "HPCAI500_STRAGGLER_RUN=" + std::to_string(seeded.straggler_run),
        "HPCAI500_SCALING_SYSTEM=" + seeded.scaling_system,
+       "HPCAI500_SCALING_SWEEP=" + seeded.scaling_sweep,
        "HPCAI500_HISTORY_NAME=" + seeded.history_name,
        "HPCAI500_SCREENSHOTS=" + artifacts,
        std::string("HPCAI500_CHROMIUM=") + kChromium, kPython,

@@ -6,7 +6,9 @@
 // once the link is back the run completes on attempt 2 with no event lost or
 // stored twice. The same 2-node run with `launcher: mpirun`: rank 0's agent
 // starts one mpirun whose rsh agent (netns_rsh.sh) enters the other
-// namespace, and each agent follows the rank on its host.
+// namespace, and each agent follows the rank on its host. And a scaling
+// sweep (`hpcai500 sweep --nodes 1,2`) over the lab: one suite whose runs
+// all succeed, each marked with the sweep, grouped on the scaling API.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -134,6 +136,68 @@ TEST_F(AcrossHosts, TwoNodeRunBetweenNamespacesIsScored) {
   ExpectSucceededOnBothHosts(
       run_id, /*epochs=*/2,
       "none (2 nodes in 2 network namespaces over a bridge)");
+}
+
+TEST_F(AcrossHosts, SweepOverNodesIsOneSuiteWhoseRunsAllSucceed) {
+  StartCluster();
+  if (HasFatalFailure()) return;
+  const std::string spec = cluster_.WriteSpec(
+      "sweep",
+      "name: lab-sweep\nworkload: image_classification\n"
+      "config: fashion_mnist_smoke\nlevel: system\nnodes: 1\n"
+      "ranks_per_node: 1\ndevice: cpu\nbatch_size: 64\nprecision: fp32\n"
+      "seed: 1\nsystem: netns-lab\nepochs: 1\n");
+  const CommandResult sweep =
+      cluster_.Cli({"sweep", spec, "--nodes", "1,2", "--scaling", "strong"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
+  // One suite of two: the sweep's id names it.
+  const std::string prefix = "sweep ";
+  ASSERT_EQ(sweep.err.rfind(prefix, 0), 0u) << sweep.err;
+  const std::string sweep_id =
+      sweep.err.substr(prefix.size(), sweep.err.find(':') - prefix.size());
+  EXPECT_NE(sweep.err.find("suite " + sweep_id + ": 2 submissions, 2 runs"),
+            std::string::npos)
+      << sweep.err;
+  std::vector<std::string> run_ids;
+  for (size_t at = 0, end;
+       (end = sweep.out.find('\n', at)) != std::string::npos; at = end + 1) {
+    run_ids.push_back(sweep.out.substr(at, end - at));
+  }
+  ASSERT_EQ(run_ids.size(), 2u) << sweep.out;
+
+  for (size_t i = 0; i < run_ids.size(); ++i) {
+    const int nodes = static_cast<int>(i) + 1;
+    EXPECT_EQ(cluster_.WaitForEnd(run_ids[i], seconds(300)),
+              "RUN_STATE_SUCCEEDED")
+        << "run " << run_ids[i];
+    const nlohmann::json run = cluster_.ShowRun(run_ids[i]);
+    ASSERT_TRUE(run.is_object()) << run_ids[i];
+    const nlohmann::json& point = run["spec"];
+    EXPECT_EQ(point["sweep"], sweep_id) << run.dump();
+    EXPECT_EQ(point["scaling"], "strong") << run.dump();
+    EXPECT_EQ(point["nodes"], nodes) << run.dump();
+    // Strong scaling: the global batch of 64 divided over the ranks.
+    EXPECT_EQ(point["batch_size"], 64 / nodes) << run.dump();
+    EXPECT_EQ(run["attempts"].back()["nodes"].size(),
+              static_cast<size_t>(nodes))
+        << run.dump();
+    EXPECT_TRUE(run["score"].is_object()) << run.dump();
+  }
+
+  // The scaling API groups the sweep's runs as one configuration.
+  int status = 0;
+  const std::string body = cluster_.HttpGet(
+      "/api/v1/scaling?system=netns-lab&workload=image_classification&sweep=" +
+          sweep_id,
+      &status);
+  ASSERT_EQ(status, 200) << body;
+  const nlohmann::json scaling = nlohmann::json::parse(body);
+  ASSERT_EQ(scaling["configurations"].size(), 1u) << body;
+  const nlohmann::json& points = scaling["configurations"][0]["points"];
+  ASSERT_EQ(points.size(), 2u) << body;
+  EXPECT_EQ(points[0]["devices"], 1);
+  EXPECT_EQ(points[1]["devices"], 2);
+  EXPECT_GT(points[1]["valid_flops"].get<double>(), 0) << body;
 }
 
 TEST_F(AcrossHosts, TwoNodeMpirunRunBetweenNamespacesIsScored) {

@@ -6,7 +6,10 @@ environment:
   HPCAI500_URL            the coordinator's HTTP address
   HPCAI500_LIVE_RUN       a run training now
   HPCAI500_STRAGGLER_RUN  a finished 4-rank run whose rank 3 is slow
-  HPCAI500_SCALING_SYSTEM a system with runs at 1, 2, 4 and 8 devices
+  HPCAI500_SCALING_SYSTEM a system with bf16 runs at 1, 2, 4 and 8 devices
+                          and a strong-scaling sweep of two configurations
+                          (fp32 at 1, 2, 4; bf16 with PowerSGD at 2, 4)
+  HPCAI500_SCALING_SWEEP  that sweep's id
   HPCAI500_HISTORY_NAME   a spec with eight nightly runs, one regressed
   HPCAI500_SCREENSHOTS    where the screenshots go
   HPCAI500_CHROMIUM       the browser
@@ -280,18 +283,112 @@ class PagesInChromium(unittest.TestCase):
             self.assertEqual(stderr, "rank 3: trained\n")
             shot(page, "run-straggler")
 
-    def test_the_scaling_page_plots_valid_flops_and_efficiency_by_devices(
-            self):
+    def test_the_scaling_page_draws_one_series_per_configuration(self):
         system = quoted(ENV["HPCAI500_SCALING_SYSTEM"])
         with opened(f"/#/scaling?system={system}"
                     "&workload=image_classification") as page:
             page.wait_for_selector("#chart-scaling-efficiency svg")
-            self.assertEqual(circles(page, "chart-scaling-vflops"), 4,
-                             "1, 2, 4, 8")
-            self.assertEqual(
-                texts(page, "#scaling table.scaling tbody tr td:first-child"),
-                ["1", "2", "4", "8"])
+            # Never averaged across configurations: fp32 and bf16,
+            # compression on and off, are series of the same charts.
+            names = page.eval_on_selector_all(
+                "#chart-scaling-vflops g[data-series]",
+                "(groups) => groups.map((g) => g.dataset.series)")
+            self.assertEqual(names, [
+                "bf16, no compression, not a sweep",
+                "bf16, powersgd compression, strong scaling",
+                "fp32, no compression, strong scaling",
+            ])
+            self.assertEqual(circles(page, "chart-scaling-vflops"), 4 + 2 + 3)
+            self.assertEqual(circles(page, "chart-scaling-efficiency"), 9)
+            # Each size's time split, from the ranks' epoch stats (70%
+            # compute, 20% input wait, 10% communication in the seeds).
+            self.assertEqual(circles(page, "chart-scaling-comm"), 9)
+            tables = page.eval_on_selector_all(
+                "#scaling table.scaling",
+                "(tables) => tables.map((t) => t.dataset.configuration)")
+            self.assertEqual(tables, names)
+            fp32 = '#scaling table[data-configuration^="fp32"]'
+            self.assertEqual(texts(page, f"{fp32} tbody td:first-child"),
+                             ["1", "2", "4"])
+            row = texts(page, f"{fp32} tbody tr:nth-child(2) td")
+            self.assertEqual(row[3], "95.0%", row)  # 1.9e12 / 2 / 1e12
+            self.assertRegex(row[4], r"\(70\.0%\)")
+            self.assertRegex(row[6], r"\(10\.0%\)")
+            bf16 = '#scaling table[data-configuration^="bf16, no"]'
+            self.assertEqual(texts(page, f"{bf16} tbody td:first-child"),
+                             ["1", "2", "4", "8"])
             shot(page, "scaling")
+
+            # One sweep chosen: its two configurations only.
+            sweep = ENV["HPCAI500_SCALING_SWEEP"]
+            page.click(f'.sweeps a:text-is("{sweep}")')
+            page.wait_for_function(
+                "() => document.querySelectorAll("
+                "'#chart-scaling-vflops g[data-series]').length === 2")
+            self.assertEqual(circles(page, "chart-scaling-vflops"), 5)
+            self.assertRegex(page.url, r"sweep=")
+            shot(page, "scaling-sweep")
+
+    def test_the_top_bar_opens_the_scaling_and_history_indexes(self):
+        with opened("/") as page:
+            page.wait_for_selector("#leaderboard tbody tr")
+            self.assertEqual(texts(page, "header nav a"), [
+                "Leaderboard", "Runs", "Scaling", "History", "Nodes"])
+            page.click('header nav a:text-is("Scaling")')
+            page.wait_for_selector("#scaling-index tbody tr")
+            self.assertEqual(
+                page.get_attribute('nav a[data-nav="scaling"]',
+                                   "aria-current"), "page")
+            listed = texts(page, "#scaling-index tbody td:first-child")
+            self.assertIn("alpha", listed)
+            self.assertEqual(listed, sorted(listed))
+            page.fill('#scaling input[name="q"]', "ALPH")
+            self.assertEqual(
+                texts(page, "#scaling-index tbody td:first-child"), ["alpha"])
+            # The workloads to choose are those with scored runs.
+            self.assertEqual(
+                texts(page, '#scaling select[name="workload"] option'),
+                ["every workload", "image_classification"])
+            page.select_option('#scaling select[name="workload"]',
+                               "image_classification")
+            self.assertEqual(
+                texts(page, "#scaling-index tbody td:first-child"), ["alpha"])
+            shot(page, "scaling-index")
+            page.click('#scaling-index a:text-is("alpha")')
+            page.wait_for_selector("#chart-scaling-vflops svg")
+            self.assertRegex(page.url, r"system=alpha&workload=")
+
+            page.click('header nav a:text-is("History")')
+            page.wait_for_selector("#history-index tbody tr")
+            history = ENV["HPCAI500_HISTORY_NAME"]
+            page.fill('#history input[name="q"]', history[:5])
+            rows = page.eval_on_selector_all(
+                "#history-index tbody tr",
+                "(rows) => rows.map((tr) => [...tr.cells].map("
+                "(td) => td.textContent))")
+            self.assertEqual([r[0] for r in rows], [history], rows)
+            self.assertEqual(rows[0][3], "8 / 8")
+            shot(page, "history-index")
+            page.click(f'#history-index a:text-is("{history}")')
+            page.wait_for_selector("#chart-history-vflops svg")
+
+    def test_leaderboard_rows_link_their_scaling_and_history(self):
+        with opened("/") as page:
+            alpha = page.locator("#leaderboard tbody tr",
+                                 has_text="alpha-bf16").filter(
+                                     has_text="3 runs")
+            alpha.wait_for()
+            self.assertEqual(
+                alpha.locator('a:text-is("scaling")').get_attribute("href"),
+                "#/scaling?system=alpha&workload=image_classification")
+            self.assertEqual(
+                alpha.locator('a:text-is("history")').get_attribute("href"),
+                "#/history/alpha-bf16")
+            alpha.locator('a:text-is("scaling")').click()
+            page.wait_for_selector("#chart-scaling-vflops svg")
+            page.go_back()
+            alpha.locator('a:text-is("history")').click()
+            page.wait_for_selector("#chart-history-vflops svg")
 
     def test_the_history_page_draws_the_served_band_and_marks_the_regression(
             self):
@@ -349,6 +446,8 @@ class PagesInChromium(unittest.TestCase):
                           "#chart-rank-throughput svg"),
             "phone-history": (f"/#/history/{history}",
                               "#chart-history-vflops svg"),
+            "phone-scaling-index": ("/#/scaling", "#scaling-index tbody tr"),
+            "phone-history-index": ("/#/history", "#history-index tbody tr"),
         }
         for name, (path, ready) in pages.items():
             with self.subTest(path=path), opened(path, PHONE) as page:

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/http/run_scaling.h"
 #include "tests/server/http/fake_coordinator_view.h"
 
 namespace hpcai500 {
@@ -319,6 +320,130 @@ TEST_F(HttpRouterTest, HistoryServesEachRunsValuesWithTheLearnedBand) {
   EXPECT_TRUE(runs[0]["metrics"].contains("throughput"));
 }
 
+// A scored run of `system` at nodes x 1 rank with `valid_flops`, in the
+// configuration `precision` / `compression` of sweep `sweep`.
+v1::Run ScalingRun(int64_t id, const std::string& system, int nodes,
+                   const std::string& precision, const std::string& compression,
+                   const std::string& sweep, double valid_flops) {
+  v1::Run run = SampleRun(id);
+  v1::RunSpec& spec = *run.mutable_spec();
+  spec.set_system(system);
+  spec.set_nodes(nodes);
+  spec.set_ranks_per_node(1);
+  spec.set_precision(precision);
+  spec.set_compression(compression);
+  spec.set_sweep(sweep);
+  spec.set_scaling(sweep.empty() ? "" : "weak");
+  run.mutable_score()->set_valid_flops(valid_flops);
+  return run;
+}
+
+TEST_F(HttpRouterTest, ScalingIsPerConfigurationNeverAveragedAcrossThem) {
+  view_.AddRun(ScalingRun(1, "alpha", 1, "fp32", "none", "s1", 1e12));
+  view_.AddRun(ScalingRun(2, "alpha", 2, "fp32", "none", "s1", 1.8e12));
+  view_.AddRun(ScalingRun(3, "alpha", 1, "bf16", "none", "s1", 2e12));
+  view_.AddRun(ScalingRun(4, "alpha", 2, "bf16", "none", "s1", 4e12));
+  // A repetition in a later sweep: averaged with run 2, its configuration's.
+  view_.AddRun(ScalingRun(5, "alpha", 2, "fp32", "none", "s2", 1.6e12));
+  view_.AddRun(ScalingRun(6, "beta", 1, "fp32", "none", "", 9e12));
+  v1::Run failed = ScalingRun(7, "alpha", 4, "fp32", "none", "s2", 0);
+  failed.set_state(v1::RUN_STATE_FAILED);
+  view_.AddRun(failed);
+
+  HttpResponse response = router_->Handle(
+      Get("/api/v1/scaling?system=alpha&workload=image_classification"));
+  ASSERT_EQ(response.result(), http::status::ok) << response.body();
+  EXPECT_EQ(view_.last_list_request().state(), v1::RUN_STATE_SUCCEEDED);
+  EXPECT_EQ(view_.last_list_request().workload(), "image_classification");
+  nlohmann::json json = BodyJson(response);
+  EXPECT_EQ(json["sweeps"], nlohmann::json::parse(R"(["s2", "s1"])"));
+  const nlohmann::json& configurations = json["configurations"];
+  ASSERT_EQ(configurations.size(), 2u) << json.dump();
+  EXPECT_EQ(configurations[0]["precision"], "bf16");
+  EXPECT_EQ(configurations[0]["scaling"], "weak");
+  const nlohmann::json& bf16 = configurations[0]["points"];
+  ASSERT_EQ(bf16.size(), 2u);
+  EXPECT_EQ(bf16[1]["devices"], 2);
+  EXPECT_DOUBLE_EQ(bf16[1]["efficiency"].get<double>(), 1.0);
+  const nlohmann::json& fp32 = configurations[1]["points"];
+  ASSERT_EQ(fp32.size(), 2u) << "the failed run at 4 devices is left out";
+  EXPECT_EQ(fp32[1]["runs"], 2);
+  EXPECT_DOUBLE_EQ(fp32[1]["valid_flops"].get<double>(), 1.7e12);
+  EXPECT_DOUBLE_EQ(fp32[1]["efficiency"].get<double>(), 0.85);
+
+  // One sweep chosen: its runs only.
+  json = BodyJson(router_->Handle(
+      Get("/api/v1/scaling?system=alpha&workload=image_classification&"
+          "sweep=s2")));
+  ASSERT_EQ(json["configurations"].size(), 1u) << json.dump();
+  EXPECT_DOUBLE_EQ(
+      json["configurations"][0]["points"][0]["valid_flops"].get<double>(),
+      1.6e12);
+  EXPECT_EQ(json["sweeps"].size(), 2u) << "every sweep stays choosable";
+
+  for (const char* target :
+       {"/api/v1/scaling", "/api/v1/scaling?system=alpha",
+        "/api/v1/scaling?system=alpha&workload=w&nodes=2"}) {
+    EXPECT_EQ(router_->Handle(Get(target)).result(), http::status::bad_request)
+        << target;
+  }
+}
+
+TEST(RunScalingJson, SplitsEachRanksEpochTimeAtEachSize) {
+  std::vector<v1::Run> runs = {
+      ScalingRun(1, "alpha", 2, "fp32", "none", "s", 1e12)};
+  v1::RunRanksResponse ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::RankEpoch& row = *ranks.add_epochs();
+    row.set_rank(rank);
+    row.set_epoch(1);
+    row.set_compute_seconds(rank == 0 ? 2.0 : 4.0);
+    row.set_input_wait_seconds(0.5);
+    row.set_comm_wait_seconds(rank == 0 ? 1.0 : 0.0);
+  }
+  const nlohmann::json json = nlohmann::json::parse(
+      RunScalingJson("alpha", "image_classification", "", runs, {{1, ranks}}));
+  const nlohmann::json& point = json["configurations"][0]["points"][0];
+  EXPECT_DOUBLE_EQ(point["compute_seconds"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(point["input_seconds"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(point["comm_seconds"].get<double>(), 0.5);
+  // Without the ranks' rows: zeros, not a made-up split.
+  const nlohmann::json bare = nlohmann::json::parse(
+      RunScalingJson("alpha", "image_classification", "", runs, {}));
+  EXPECT_EQ(bare["configurations"][0]["points"][0]["comm_seconds"], 0.0);
+}
+
+TEST_F(HttpRouterTest, IndexesListSystemsWithScoredRunsAndEverySeries) {
+  view_.AddRun(ScalingRun(1, "alpha", 1, "fp32", "none", "", 1e12));
+  view_.AddRun(ScalingRun(2, "alpha", 2, "fp32", "none", "", 2e12));
+  v1::Run beta = ScalingRun(3, "beta", 1, "fp32", "none", "", 0);
+  beta.clear_score();
+  beta.set_state(v1::RUN_STATE_FAILED);
+  beta.mutable_spec()->set_name("beta-nightly");
+  view_.AddRun(beta);
+
+  nlohmann::json systems =
+      BodyJson(router_->Handle(Get("/api/v1/index/systems")));
+  ASSERT_EQ(systems["systems"].size(), 1u) << "beta has no scored run";
+  EXPECT_EQ(systems["systems"][0]["system"], "alpha");
+  EXPECT_EQ(systems["systems"][0]["workload"], "image_classification");
+  EXPECT_EQ(systems["systems"][0]["runs"], 2);
+  EXPECT_EQ(systems["systems"][0]["last_run_id"], 2);
+
+  nlohmann::json series =
+      BodyJson(router_->Handle(Get("/api/v1/index/series")));
+  ASSERT_EQ(series["series"].size(), 2u);
+  EXPECT_EQ(series["series"][0]["name"], "beta-nightly");
+  EXPECT_EQ(series["series"][0]["runs"], 1);
+  EXPECT_EQ(series["series"][0]["scored"], 0);
+  EXPECT_EQ(series["series"][0]["last_state"], "failed");
+  EXPECT_EQ(series["series"][1]["name"], "fmnist-smoke");
+  EXPECT_EQ(series["series"][1]["runs"], 2);
+  EXPECT_EQ(series["series"][1]["last_run_id"], 2);
+  EXPECT_EQ(router_->Handle(Get("/api/v1/index/series?x=1")).result(),
+            http::status::bad_request);
+}
+
 TEST_F(HttpRouterTest, HistoryWithoutANameIs400) {
   for (const char* target :
        {"/api/v1/history", "/api/v1/history?name=", "/api/v1/history?x=1"}) {
@@ -556,6 +681,9 @@ TEST(RouteLabel, NamesRoutesByPattern) {
   EXPECT_EQ(RouteLabel("/api/v1/leaderboard"), "/api/v1/leaderboard");
   EXPECT_EQ(RouteLabel("/api/v1/runs"), "/api/v1/runs");
   EXPECT_EQ(RouteLabel("/api/v1/history"), "/api/v1/history");
+  EXPECT_EQ(RouteLabel("/api/v1/scaling"), "/api/v1/scaling");
+  EXPECT_EQ(RouteLabel("/api/v1/index/series"), "/api/v1/index/series");
+  EXPECT_EQ(RouteLabel("/api/v1/index/nope"), "/api/v1/unknown");
   EXPECT_EQ(RouteLabel("/api/v1/runs/17"), "/api/v1/runs/:id");
   EXPECT_EQ(RouteLabel("/api/v1/runs/17/ranks"), "/api/v1/runs/:id/ranks");
   EXPECT_EQ(RouteLabel("/api/v1/runs/17/attempts/2/ranks/3/stderr"),
