@@ -236,7 +236,7 @@ std::string ForecastText(const v1::Forecast& forecast) {
                         forecast.final_quality(), forecast.epoch(),
                         forecast.epochs());
   if (forecast.node_hours_saved() > 0) {
-    absl::StrAppendFormat(&text, "; aborted, %.3g node-hours saved",
+    absl::StrAppendFormat(&text, "; %.3g node-hours saved",
                           forecast.node_hours_saved());
   }
   return text;
@@ -245,7 +245,17 @@ std::string ForecastText(const v1::Forecast& forecast) {
 bool IsHopeless(const v1::RunSpec& spec, const v1::Forecast& forecast) {
   return spec.abort_if_hopeless() > 0 && forecast.points() > 0 &&
          forecast.epoch() >= spec.min_epochs() &&
+         forecast.epoch() < forecast.epochs() &&
          forecast.probability() < spec.abort_if_hopeless();
+}
+
+double NodeHoursLeft(const v1::Run& run, int after_epoch) {
+  const int left = run.spec().epochs() - after_epoch;
+  if (left <= 0 || run.epochs_size() == 0) return 0;
+  double seconds = 0;
+  for (const v1::EpochSummary& epoch : run.epochs()) seconds += epoch.seconds();
+  const double mean = seconds / run.epochs_size();
+  return run.spec().nodes() * left * mean / 3600.0;
 }
 
 }  // namespace hpcai500

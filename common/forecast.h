@@ -52,14 +52,20 @@ absl::StatusOr<v1::Forecast> ForecastQuality(
     const ForecastOptions& options = {});
 
 // One line for operators: "reaches 0.763 by epoch 71, 80% likely" or
-// "unlikely to reach 0.763 (12%)"; an aborted run's adds the node-hours
-// saved.
+// "unlikely to reach 0.763 (12%)", then the median forecast after the last
+// epoch; an aborted run's adds the node-hours saved.
 std::string ForecastText(const v1::Forecast& forecast);
 
 // Whether a run with `spec` must be aborted after `forecast`: the spec asks
 // for it (abort_if_hopeless > 0), the run evaluated at least min_epochs
-// epochs and the probability fell below abort_if_hopeless.
+// epochs, has epochs left to save and the probability fell below
+// abort_if_hopeless.
 bool IsHopeless(const v1::RunSpec& spec, const v1::Forecast& forecast);
+
+// Node-hours of `run`'s epochs after `after_epoch` up to its budget: nodes x
+// epochs left x its mean epoch time so far (training only: evaluations are
+// not counted, so it is a lower bound). 0 without epochs.
+double NodeHoursLeft(const v1::Run& run, int after_epoch);
 
 }  // namespace hpcai500
 

@@ -131,7 +131,7 @@ TEST(ForecastText, SaysTheEpochAndTheChanceOrThatItIsUnlikely) {
   forecast.set_node_hours_saved(2.5);
   const std::string text = ForecastText(forecast);
   EXPECT_EQ(text.substr(0, 29), "unlikely to reach 0.763 (12%)");
-  EXPECT_NE(text.find("aborted, 2.5 node-hours saved"), std::string::npos);
+  EXPECT_NE(text.find("; 2.5 node-hours saved"), std::string::npos);
 }
 
 TEST(IsHopeless, OnlyWhenAskedAfterMinEpochsAndBelowTheProbability) {
@@ -139,6 +139,7 @@ TEST(IsHopeless, OnlyWhenAskedAfterMinEpochsAndBelowTheProbability) {
   v1::Forecast forecast;
   forecast.set_points(4);
   forecast.set_epoch(4);
+  forecast.set_epochs(20);
   forecast.set_probability(0.05);
   EXPECT_FALSE(IsHopeless(spec, forecast));  // not asked
   spec.set_abort_if_hopeless(0.1);
@@ -148,6 +149,20 @@ TEST(IsHopeless, OnlyWhenAskedAfterMinEpochsAndBelowTheProbability) {
   EXPECT_TRUE(IsHopeless(spec, forecast));
   forecast.set_probability(0.1);
   EXPECT_FALSE(IsHopeless(spec, forecast));  // not below
+  forecast.set_probability(0.05);
+  forecast.set_epochs(5);
+  EXPECT_FALSE(IsHopeless(spec, forecast));  // nothing left to save
+}
+
+TEST(NodeHoursLeft, NodesTimesEpochsLeftTimesTheMeanEpoch) {
+  v1::Run run;
+  run.mutable_spec()->set_nodes(2);
+  run.mutable_spec()->set_epochs(10);
+  for (double seconds : {1700.0, 1900.0}) {
+    run.add_epochs()->set_seconds(seconds);
+  }
+  EXPECT_DOUBLE_EQ(NodeHoursLeft(run, 2), 2 * 8 * 1800.0 / 3600.0);
+  EXPECT_EQ(NodeHoursLeft(run, 10), 0);
 }
 
 }  // namespace
