@@ -7,6 +7,7 @@ import {test} from 'node:test';
 import {historySeries} from './history.js';
 import {formatDuration, leaderboardPath, PAGE_SIZE} from './leaderboard.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
+import {forecastSeries} from './run.js';
 import {scalingPoints} from './scaling.js';
 
 // Rows of GET /api/v1/runs/ID/ranks: `speeds[rank]` samples/s every epoch.
@@ -150,4 +151,14 @@ test('formatDuration switches to minutes and hours', () => {
   assert.equal(formatDuration(12.3), '12.30 s');
   assert.equal(formatDuration(95), '1m 35s');
   assert.equal(formatDuration(7300), '2h 1m');
+});
+
+test('forecastSeries runs from the last measured point to the forecast', () => {
+  const measured = [{x: 1, y: 0.5}, {x: 3, y: 0.6}];
+  const series = forecastSeries({epochs: 8, final_quality: 0.71}, measured);
+  assert.equal(series.name, 'forecast (median)');
+  assert.deepEqual(series.points, [{x: 3, y: 0.6}, {x: 8, y: 0.71}]);
+  assert.equal(forecastSeries(undefined, measured), null);
+  assert.equal(forecastSeries({epochs: 3, final_quality: 0.6}, measured), null);
+  assert.equal(forecastSeries({epochs: 8}, []), null);
 });

@@ -31,16 +31,18 @@ void Coordinator::ForecastLocked(RunRecord& record) {
       ForecastQuality(curve, config->target, spec.epochs());
   if (!forecast.ok()) return;  // not enough epochs yet
   if (!IsHopeless(spec, *forecast)) {
+    forecast->set_summary(ForecastText(*forecast));
     *record.run.mutable_forecast() = *forecast;
     PersistLocked(record);  // a restart keeps the latest forecast
-    record.Changed(absl::StrCat("forecast: ", ForecastText(*forecast)));
+    record.Changed(absl::StrCat("forecast: ", forecast->summary()));
     return;
   }
   forecast->set_node_hours_saved(NodeHoursLeft(record.run, forecast->epoch()));
+  forecast->set_summary(ForecastText(*forecast));
   *record.run.mutable_forecast() = *forecast;
   const std::string why = absl::StrFormat(
       "hopeless after epoch %d (abort_if_hopeless %g): %s", forecast->epoch(),
-      spec.abort_if_hopeless(), ForecastText(*forecast));
+      spec.abort_if_hopeless(), forecast->summary());
   LogInfo(absl::StrCat("run ", record.run.id(), " aborted: ", why));
   EndRunLocked(record, v1::RUN_STATE_ABORTED, why, /*cancel_workers=*/true);
 }

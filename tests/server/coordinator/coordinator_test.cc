@@ -973,6 +973,7 @@ TEST_F(ForecastTest, HopelessRunIsAbortedAfterMinEpochsAndNotBefore) {
   ASSERT_EQ(run.state(), v1::RUN_STATE_ABORTED);
   EXPECT_EQ(agent_a_.Cancels(), 1);  // its workers are stopped
   EXPECT_THAT(run.error(), HasSubstr("unlikely to reach 0.75"));
+  EXPECT_THAT(run.forecast().summary(), HasSubstr("node-hours saved"));
   EXPECT_EQ(run.forecast().epoch(), 4);
   // 1 node x 4 epochs left x 10 s.
   EXPECT_NEAR(run.forecast().node_hours_saved(), 40.0 / 3600.0, 1e-9);
