@@ -28,6 +28,9 @@ struct Recorded {
   std::string label;
   v1::Run run;  // spec.nodes 1, spec.epochs the budget, its epochs
   bool reached = false;
+  // What the coordinator forecast after each evaluation with epochs left,
+  // in epoch order.
+  std::vector<v1::Forecast> forecasts;
 };
 
 // The run recorded in `path`; false when it has no evaluated epoch.
@@ -48,6 +51,12 @@ bool Load(const std::string& label, const std::string& path, double target,
   out->run.mutable_spec()->set_nodes(1);
   out->run.mutable_spec()->set_epochs(curve.back().epoch);
   out->reached = curve.back().quality >= target;
+  for (size_t k = 1; k < curve.size(); ++k) {
+    const std::vector<CurvePoint> seen(curve.begin(), curve.begin() + k);
+    absl::StatusOr<v1::Forecast> forecast =
+        ForecastQuality(seen, target, curve.back().epoch);
+    if (forecast.ok()) out->forecasts.push_back(*std::move(forecast));
+  }
   return true;
 }
 
@@ -103,13 +112,8 @@ int Main(int argc, char** argv) {
   // that did not.
   std::map<int, std::vector<std::pair<double, bool>>> by_epoch;
   for (const Recorded& r : runs) {
-    const std::vector<CurvePoint> curve = QualityCurve(r.run.epochs());
-    for (size_t k = 3; k < curve.size(); ++k) {
-      const std::vector<CurvePoint> seen(curve.begin(), curve.begin() + k);
-      absl::StatusOr<v1::Forecast> f =
-          ForecastQuality(seen, config->target, r.run.spec().epochs());
-      if (f.ok())
-        by_epoch[seen.back().epoch].push_back({f->probability(), r.reached});
+    for (const v1::Forecast& f : r.forecasts) {
+      by_epoch[f.epoch()].push_back({f.probability(), r.reached});
     }
   }
   std::printf(
@@ -139,8 +143,7 @@ int Main(int argc, char** argv) {
   std::printf(
       "\n### Early abort\n\n"
       "| min_epochs | abort_if_hopeless | aborted | of them reached (wrong) | "
-      "node-hours "
-      "saved | of all trained | node-hours of wrong aborts |\n"
+      "node-hours saved | of all trained | node-hours of wrong aborts |\n"
       "|---:|---:|---:|---:|---:|---:|---:|\n");
   double total = 0;
   for (const Recorded& r : runs) total += NodeHoursLeft(r.run, 0);
@@ -153,14 +156,9 @@ int Main(int argc, char** argv) {
     int aborted = 0, wrong = 0;
     double saved = 0, lost = 0;
     for (const Recorded& r : runs) {
-      const std::vector<CurvePoint> curve = QualityCurve(r.run.epochs());
-      for (size_t k = 3; k < curve.size(); ++k) {
-        const std::vector<CurvePoint> seen(curve.begin(), curve.begin() + k);
-        absl::StatusOr<v1::Forecast> f =
-            ForecastQuality(seen, config->target, r.run.spec().epochs());
-        if (!f.ok() || !IsHopeless(spec, *f)) continue;
-        const double left =
-            NodeHoursLeft(Prefix(r.run, f->epoch()), f->epoch());
+      for (const v1::Forecast& f : r.forecasts) {
+        if (!IsHopeless(spec, f)) continue;
+        const double left = NodeHoursLeft(Prefix(r.run, f.epoch()), f.epoch());
         ++aborted;
         saved += left;
         if (r.reached) {
