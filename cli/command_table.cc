@@ -133,7 +133,8 @@ const std::vector<CliCommand>& CliCommands() {
        "     [--limit K] [--json]",
        "the newest K (default 100) runs matching\n"
        "every filter given; S: queued, starting,\n"
-       "running, succeeded, failed, cancelled",
+       "running, succeeded, failed, cancelled,\n"
+       "aborted",
        [](const CommandCall& call) {
          return Commands(call.client, call.out, call.err)
              .List(RunsFilter(call.args), call.args.json);
@@ -143,7 +144,8 @@ const std::vector<CliCommand>& CliCommands() {
        {"json"},
        "show RUN [--json]",
        "one run: spec, attempts and the inventory\n"
-       "of their nodes, epochs, score",
+       "of their nodes, epochs, the forecast of\n"
+       "its quality (early abort), score",
        [](const CommandCall& call) {
          return Commands(call.client, call.out, call.err)
              .Show(call.args.run_id, call.args.json);
@@ -286,7 +288,8 @@ const std::vector<CliCommand>& CliCommands() {
        "accounting, like sacct: the newest K\n"
        "(default 100) runs submitted in [since,\n"
        "until) with queue, nodes, times, elapsed,\n"
-       "node-hours, attempts and why each ended; T:\n"
+       "node-hours (and those an aborted run gave\n"
+       "back), attempts and why each ended; T:\n"
        "YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC) or\n"
        "a time ago: 30m, 2h, 7d, 1w",
        [](const CommandCall& call) {
@@ -369,9 +372,9 @@ std::string UsageText() {
       "coordinator's certificate (for hpcai500d --tls-cert).\n"
       "\n"
       "exit codes (submit --wait, sweep --wait, watch): 0 reached the target\n"
-      "quality, 1 finished below it, 2 failed or cancelled (or any error), 3\n"
-      "spec refused; 64 bad command line, 66 unreadable file, 75 no answer\n"
-      "from the coordinator after every retry (submit again with\n"
+      "quality, 1 finished below it, 2 failed, cancelled or aborted (or any\n"
+      "error), 3 spec refused; 64 bad command line, 66 unreadable file, 75 no\n"
+      "answer from the coordinator after every retry (submit again with\n"
       "--request-id).\n"
       "exit codes (check): 0 healthy, 2 unhealthy (the node is unknown, down,\n"
       "drained or draining, or the noop run failed or did not end in time;\n"

@@ -93,6 +93,7 @@ HistoryRow HistoryRowOf(const v1::Run& run, int64_t now_ms) {
     row.wall_ms = std::max<int64_t>(0, end - row.start_ms);
   }
   row.node_hours = NodeHours(run, now_ms);
+  row.node_hours_saved = run.forecast().node_hours_saved();
   row.attempts = run.attempts_size();
   if (run.attempts_size() > 0) {
     const v1::Attempt& last = *run.attempts().rbegin();
@@ -147,13 +148,16 @@ std::string FormatHistoryTable(const std::vector<HistoryRow>& rows,
          RunStateName(row.state), FormatTimeMs(row.submit_ms, zone),
          FormatTimeMs(row.start_ms, zone), FormatTimeMs(row.end_ms, zone),
          row.start_ms > 0 ? FormatElapsed(row.wall_ms) : "-",
-         absl::StrFormat("%.2f", row.node_hours), absl::StrCat(row.attempts),
-         or_dash(row.exit_reason)});
+         absl::StrFormat("%.2f", row.node_hours),
+         row.node_hours_saved > 0
+             ? absl::StrFormat("%.2f", row.node_hours_saved)
+             : "-",
+         absl::StrCat(row.attempts), or_dash(row.exit_reason)});
   }
   return FormatTable(
       {"id", "name", "user", "queue", "nodes", "state", "submitted", "started",
-       "ended", "elapsed", "node-hours", "attempts", "exit reason"},
-      cells, /*right_aligned=*/{0, 9, 10, 11});
+       "ended", "elapsed", "node-hours", "saved", "attempts", "exit reason"},
+      cells, /*right_aligned=*/{0, 9, 10, 11, 12});
 }
 
 std::string HistoryJson(const std::vector<HistoryRow>& rows) {
@@ -175,6 +179,7 @@ std::string HistoryJson(const std::vector<HistoryRow>& rows) {
         {"end", IsoTime(row.end_ms)},
         {"wall_ms", row.wall_ms},
         {"node_hours", row.node_hours},
+        {"node_hours_saved", row.node_hours_saved},
         {"attempts", row.attempts},
         {"exit_reason", row.exit_reason},
     });

@@ -32,6 +32,8 @@ struct HistoryRow {
   int64_t end_ms = 0;    // 0: not ended
   int64_t wall_ms = 0;   // end (or now, while it runs) - start
   double node_hours = 0;
+  // An aborted run: the node-hours of the epochs it did not train.
+  double node_hours_saved = 0;
   std::string exit_reason;  // the run's error, else its last attempt's
   int attempts = 0;
 };

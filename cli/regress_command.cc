@@ -29,6 +29,7 @@ std::string UnscoredRunError(const std::vector<v1::Run>& runs) {
         return absl::StrCat("run ", run.id(), " succeeded without a score");
       case v1::RUN_STATE_FAILED:
       case v1::RUN_STATE_CANCELLED:
+      case v1::RUN_STATE_ABORTED:
         return absl::StrCat("run ", run.id(), " ", RunStateName(run.state()),
                             run.error().empty() ? "" : ": ", run.error());
       default:

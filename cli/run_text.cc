@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
+#include "common/forecast.h"
 #include "common/run_state.h"
 
 namespace hpcai500 {
@@ -128,6 +129,26 @@ std::string ScoreDetails(const v1::Score& score) {
   return out.str();
 }
 
+// The early-abort rule the spec asks for and the latest forecast ("not
+// enough epochs yet" while a run has too few evaluations), one indented line
+// each; empty for a run that asks for neither and has none.
+std::string ForecastLines(const v1::Run& run) {
+  const v1::RunSpec& spec = run.spec();
+  std::string text;
+  if (spec.abort_if_hopeless() > 0) {
+    absl::StrAppendFormat(&text,
+                          "  early abort  below %g%% chance, after epoch %d\n",
+                          spec.abort_if_hopeless() * 100, spec.min_epochs());
+  }
+  if (run.has_forecast()) {
+    absl::StrAppend(&text, "  forecast     ", ForecastText(run.forecast()),
+                    "\n");
+  } else if (run.state() == v1::RUN_STATE_RUNNING) {
+    absl::StrAppend(&text, "  forecast     not enough epochs yet\n");
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
@@ -155,7 +176,8 @@ std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
       << "\n"
       << "  seed         " << spec.seed() << "\n"
       << "  epochs       " << spec.epochs() << "\n"
-      << "  created      " << FormatTimeMs(run.created_ms(), zone) << "\n"
+      << ForecastLines(run) << "  created      "
+      << FormatTimeMs(run.created_ms(), zone) << "\n"
       << "  started      " << FormatTimeMs(run.started_ms(), zone) << "\n"
       << "  finished     " << FormatTimeMs(run.finished_ms(), zone) << "\n";
   if (!run.error().empty()) out << "  error        " << run.error() << "\n";

@@ -20,6 +20,8 @@ std::string RunStateName(v1::RunState state) {
       return "failed";
     case v1::RUN_STATE_CANCELLED:
       return "cancelled";
+    case v1::RUN_STATE_ABORTED:
+      return "aborted";
     default:
       return "unknown";
   }
@@ -27,7 +29,7 @@ std::string RunStateName(v1::RunState state) {
 
 bool IsTerminal(v1::RunState state) {
   return state == v1::RUN_STATE_SUCCEEDED || state == v1::RUN_STATE_FAILED ||
-         state == v1::RUN_STATE_CANCELLED;
+         state == v1::RUN_STATE_CANCELLED || state == v1::RUN_STATE_ABORTED;
 }
 
 absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name) {

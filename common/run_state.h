@@ -13,16 +13,16 @@
 
 namespace hpcai500 {
 
-// "queued", "starting", "running", "succeeded", "failed", "cancelled";
-// "unknown" for any other value.
+// "queued", "starting", "running", "succeeded", "failed", "cancelled",
+// "aborted"; "unknown" for any other value.
 std::string RunStateName(v1::RunState state);
 
 // The state RunStateName calls `name`; InvalidArgument listing the names
 // for any other (UNSPECIFIED has none).
 absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name);
 
-// Whether a run in `state` ended (succeeded, failed or cancelled): it will
-// not run again.
+// Whether a run in `state` ended (succeeded, failed, cancelled or aborted):
+// it will not run again.
 bool IsTerminal(v1::RunState state);
 
 // The error an agent reports for a rank whose worker ended while the agent

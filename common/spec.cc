@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/limits.h"
+#include "common/numbers.h"
 #include "common/status_macros.h"
 #include "common/yaml_text.h"
 
@@ -204,6 +205,22 @@ std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
        }},
       {"constraints",
        [spec](const YAML::Node& n) { return ReadConstraints(n, spec); }},
+      {"abort_if_hopeless",
+       [spec](const YAML::Node& n) -> absl::Status {
+         ASSIGN_OR_RETURN(std::string text,
+                          ScalarString(n, "abort_if_hopeless"));
+         const std::optional<double> p = ParseNumberAbove(text, 0, 1);
+         if (!p.has_value() || *p >= 1) {
+           return FieldError("abort_if_hopeless",
+                             absl::StrCat("must be a probability above 0 and "
+                                          "below 1, got '",
+                                          text, "'"));
+         }
+         spec->set_abort_if_hopeless(*p);
+         return absl::OkStatus();
+       }},
+      {"min_epochs",
+       Int32Setter("min_epochs", &v1::RunSpec::set_min_epochs, spec)},
       {"seed",
        [spec](const YAML::Node& n) -> absl::Status {
          ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "seed"));
@@ -338,7 +355,18 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
   return CheckName("system", spec.system(), 128, /*allow_spaces=*/true);
 }
 
-// Epochs within the config's budget, and the repetitions.
+// min_epochs only with abort_if_hopeless (alone it would ask for nothing),
+// and within the epoch budget.
+absl::Status CheckEarlyAbort(const v1::RunSpec& spec) {
+  if (spec.min_epochs() != 0 && spec.abort_if_hopeless() == 0) {
+    return FieldError("min_epochs",
+                      "needs abort_if_hopeless (the probability below which "
+                      "the run is aborted)");
+  }
+  return CheckInRange(Field("min_epochs"), spec.min_epochs(), 0, spec.epochs());
+}
+
+// Epochs within the config's budget, the repetitions and early abort.
 absl::Status CheckBudget(const v1::RunSpec& spec, const ConfigInfo& config) {
   if (spec.epochs() > config.epochs) {
     return FieldError(
@@ -351,8 +379,9 @@ absl::Status CheckBudget(const v1::RunSpec& spec, const ConfigInfo& config) {
                                kMaxRepetitions));
   RETURN_IF_ERROR(
       CheckInRange(Field("max_retries"), spec.max_retries(), 0, kMaxRetries));
-  return CheckInRange(Field("time_limit"), spec.time_limit_s(), 0,
-                      kMaxTimeLimitSeconds);
+  RETURN_IF_ERROR(CheckInRange(Field("time_limit"), spec.time_limit_s(), 0,
+                               kMaxTimeLimitSeconds));
+  return CheckEarlyAbort(spec);
 }
 
 // The hardware level keeps the reference recipe: only the hardware and the
@@ -486,6 +515,11 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
   }
   if (!spec.queue().empty()) {
     out << YAML::Key << "queue" << YAML::Value << spec.queue();
+  }
+  if (spec.abort_if_hopeless() > 0) {
+    out << YAML::Key << "abort_if_hopeless" << YAML::Value
+        << spec.abort_if_hopeless();
+    out << YAML::Key << "min_epochs" << YAML::Value << spec.min_epochs();
   }
   // Only another than the default: the text of a spec without the field
   // stays what it was.

@@ -58,7 +58,8 @@ function stateName(state) {
 }
 
 export function isFinished(state) {
-  return ['succeeded', 'failed', 'cancelled'].includes(stateName(state));
+  return ['succeeded', 'failed', 'cancelled', 'aborted'].includes(
+      stateName(state));
 }
 
 // An element with the given text and class.

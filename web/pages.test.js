@@ -9,6 +9,7 @@ import {filterRows, workloadsOf} from './indexes.js';
 import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, spreadText} from './leaderboard.js';
 import {historyHref, scalingHref} from './links.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
+import {forecastSeries} from './run.js';
 import {configurationLabel, configurationSeries, timeShares} from './scaling.js';
 
 // Rows of GET /api/v1/runs/ID/ranks: `speeds[rank]` samples/s every epoch.
@@ -249,4 +250,14 @@ test('convergenceText says what the reference check did to Valid FLOPS', () => {
         convergence: {verdict: 'review', factor: 1.327, min_epochs: 30.94},
       }),
       /beyond the reference's fastest 30.94: for review/);
+});
+
+test('forecastSeries runs from the last measured point to the forecast', () => {
+  const measured = [{x: 1, y: 0.5}, {x: 3, y: 0.6}];
+  const series = forecastSeries({epochs: 8, final_quality: 0.71}, measured);
+  assert.equal(series.name, 'forecast (median)');
+  assert.deepEqual(series.points, [{x: 3, y: 0.6}, {x: 8, y: 0.71}]);
+  assert.equal(forecastSeries(undefined, measured), null);
+  assert.equal(forecastSeries({epochs: 3, final_quality: 0.6}, measured), null);
+  assert.equal(forecastSeries({epochs: 8}, []), null);
 });

@@ -23,6 +23,20 @@ function stragglerNote(rows) {
       'straggler');
 }
 
+// The forecast on the quality chart: from the last measured point to the
+// median forecast after the last epoch (the coordinator computes it:
+// common/forecast.h); null without a forecast or with nothing left to
+// forecast.
+export function forecastSeries(forecast, measured) {
+  if (!forecast || !measured.length) return null;
+  const last = measured[measured.length - 1];
+  if (!(forecast.epochs > last.x)) return null;
+  return {
+    name: 'forecast (median)',
+    points: [last, {x: forecast.epochs, y: forecast.final_quality || 0}],
+  };
+}
+
 // `ranks` is GET /api/v1/runs/ID/ranks (or {} when it failed).
 function charts(run, ranks) {
   const epochs = run.epochs || [];
@@ -52,12 +66,15 @@ function charts(run, ranks) {
     yLabel: 'train loss',
     points: epochs.map((e) => ({x: e.epoch, y: e.train_loss})),
   }));
+  const measured = epochs.filter((e) => e.accuracy >= 0)
+                       .map((e) => ({x: e.epoch, y: e.accuracy}));
+  const forecast = forecastSeries(run.forecast, measured);
   grid.appendChild(lineChart({
     id: 'chart-accuracy',
     title: `Quality (${quality})${run.score ? ' vs target' : ''}`,
     yLabel: quality,
-    points: epochs.filter((e) => e.accuracy >= 0)
-                .map((e) => ({x: e.epoch, y: e.accuracy})),
+    ...(forecast ? {series: [{name: quality, points: measured}, forecast]} :
+                   {points: measured}),
     reference: target > 0 ? {value: target, label: 'target'} : null,
   }));
   const split = timeSplit(rows);
@@ -114,6 +131,7 @@ function overview(run) {
     ]] :
                              []),
     ['Epochs', `${(run.epochs || []).length} / ${spec.epochs}`],
+    ...(run.forecast ? [['Forecast', run.forecast.summary || '']] : []),
     ['Created', formatTime(run.created_ms)],
     ['Started', formatTime(run.started_ms)],
     ['Finished', formatTime(run.finished_ms)],

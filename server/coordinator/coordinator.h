@@ -251,6 +251,13 @@ class Coordinator final : public LiveRuns {
   // stored: no verdict on part of a run while the store is failing.
   void MaybeFinishLocked(RunRecord& record, bool force)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After new epochs of a running run: forecasts from its quality curve
+  // whether it reaches its target (common/forecast.h) once an evaluation is
+  // new, keeps the forecast with the run, and aborts the run (ABORTED, its
+  // workers cancelled) when its spec asks for it and the forecast is
+  // hopeless. coordinator_forecast.cc; docs/design.md "Forecast and early
+  // abort".
+  void ForecastLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether every exited rank's events, up to the last seq it wrote, are
   // stored without a gap; when they are and some were stored late
   // (events_unstored), reloads the tracker from the store in seq order.

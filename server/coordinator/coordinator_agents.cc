@@ -310,6 +310,7 @@ void Coordinator::HandleEventsLocked(NodeState& node,
     RunRecord& record = runs_[run_id];
     record.RefreshEpochs(MetricName(record.run.spec()), /*flush=*/false);
     record.Changed("");
+    ForecastLocked(record);
     MaybeFinishLocked(record, /*force=*/false);
   }
   if (taken.reply.acks().acks_size() > 0 && node.channel != nullptr) {

@@ -62,6 +62,8 @@ std::string FinalLine(const v1::Run& run, const std::string& metric) {
     case v1::RUN_STATE_CANCELLED:
       return run.error().empty() ? "cancelled"
                                  : absl::StrCat("cancelled: ", run.error());
+    case v1::RUN_STATE_ABORTED:
+      return absl::StrCat("aborted: ", run.error());
     default:
       return RunStateName(run.state());
   }

@@ -33,7 +33,8 @@ std::string EpochLine(const v1::EpochSummary& epoch, int epochs,
                       const std::string& metric);
 
 // The last line of a run: "succeeded: <metric> ... Valid FLOPS ...",
-// "failed: <error>", "cancelled[: <why>]", or the state's name.
+// "failed: <error>", "cancelled[: <why>]", "aborted: <why>", or the state's
+// name.
 std::string FinalLine(const v1::Run& run, const std::string& metric);
 
 }  // namespace hpcai500

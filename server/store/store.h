@@ -192,7 +192,8 @@ class Store {
   // How many runs of `user` are queued.
   absl::StatusOr<int64_t> CountQueuedRuns(const std::string& user);
 
-  // Writes the run's state, times, error, epochs, queue, priority and hold
+  // Writes the run's state, times, error, epochs and forecast (one blob, in
+  // the epochs column: no migration), queue, priority and hold
   // (not its spec, attempts or score); a run that succeeded updates its
   // submission's leaderboard row. NotFound when there is no such run.
   absl::Status UpdateRun(const v1::Run& run);

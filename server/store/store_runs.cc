@@ -119,8 +119,10 @@ absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
 
 absl::Status Store::UpdateRun(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
+  // The run's progress, its epochs and latest forecast, in one blob.
   v1::Run epochs_only;
   *epochs_only.mutable_epochs() = run.epochs();
+  if (run.has_forecast()) *epochs_only.mutable_forecast() = run.forecast();
   return InTransaction([&]() -> absl::Status {
     RETURN_IF_ERROR(Write(
         "UPDATE runs SET state = ?, started_ms = ?, "
@@ -190,6 +192,9 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(sqlite3* db,
       v1::Run epochs_only;
       if (epochs_only.ParseFromString(query.Text(9))) {
         *run.mutable_epochs() = std::move(*epochs_only.mutable_epochs());
+        if (epochs_only.has_forecast()) {
+          *run.mutable_forecast() = std::move(*epochs_only.mutable_forecast());
+        }
       }
       run.set_user(query.Text(10));
       run.set_invalidated_by(query.Text(11));

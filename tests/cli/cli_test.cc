@@ -1071,7 +1071,8 @@ TEST_F(CliTest, ListBadFilterExits64NamingIt) {
   EXPECT_EQ(Run({"list", "--state", "done"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--state: unknown state 'done' "
                                     "(expected: queued, starting, running, "
-                                    "succeeded, failed, cancelled)"));
+                                    "succeeded, failed, cancelled, "
+                                    "aborted)"));
   EXPECT_EQ(Run({"list", "--limit", "0"}), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--limit must be an integer between 1 "
                                     "and 10000, got '0'"));
@@ -1156,7 +1157,7 @@ TEST_F(CliTest, HistorySendsItsFiltersAndPrintsOneRowPerRun) {
   EXPECT_THAT(
       out_.str(),
       HasSubstr("9  fmnist-smoke  alice  gpu    node-a,node-b  failed"));
-  EXPECT_THAT(out_.str(), HasSubstr("01:00:00        2.00         1  "
+  EXPECT_THAT(out_.str(), HasSubstr("01:00:00        2.00      -         1  "
                                     "rank 1 exited 3\n"));
   {
     absl::MutexLock lock(&service_.mu_);

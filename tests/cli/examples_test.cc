@@ -46,5 +46,14 @@ TEST(Examples, NoopSpecIsValidAndUnranked) {
   EXPECT_FALSE(spec->ranked());
 }
 
+TEST(Examples, EarlyAbortSpecAsksForIt) {
+  std::string yaml = ReadExample("fmnist-curve-abort.yaml");
+  ASSERT_FALSE(yaml.empty());
+  auto spec = ParseRunSpec(yaml, Registry::Builtin());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->abort_if_hopeless(), 0.05);
+  EXPECT_EQ(spec->min_epochs(), 3);
+}
+
 }  // namespace
 }  // namespace hpcai500

@@ -139,13 +139,27 @@ TEST(History, TablePrintsOneAlignedRowPerRun) {
   EXPECT_EQ(FormatHistoryTable(rows, absl::UTCTimeZone()),
             "id  name    user   queue  nodes  state      submitted            "
             "started              ended                 elapsed  node-hours  "
-            "attempts  exit reason\n"
+            "saved  attempts  exit reason\n"
             "42  fmnist  alice  gpu    c      succeeded  2026-12-02 23:00:00  "
             "2026-12-03 00:00:00  2026-12-03 03:00:00  03:00:00        4.00  "
-            "       2  -\n"
+            "    -         2  -\n"
             " 7  -       -      -      -      queued     2026-12-03 00:00:00  "
             "-                    -                           -        0.00  "
-            "       0  -\n");
+            "    -         0  -\n");
+}
+
+TEST(History, AnAbortedRunShowsTheNodeHoursItGaveBack) {
+  v1::Run run = RequeuedRun(v1::RUN_STATE_ABORTED, kDayMs + 3 * kHourMs);
+  run.mutable_forecast()->set_node_hours_saved(12.5);
+  const HistoryRow row = HistoryRowOf(run, 0);
+  EXPECT_EQ(row.node_hours_saved, 12.5);
+  EXPECT_THAT(FormatHistoryTable({row}, absl::UTCTimeZone()),
+              HasSubstr("aborted  2026-12-02"));
+  EXPECT_THAT(FormatHistoryTable({row}, absl::UTCTimeZone()),
+              HasSubstr("4.00  12.50"));
+  const nlohmann::json json = nlohmann::json::parse(HistoryJson({row}));
+  EXPECT_EQ(json[0]["state"], "aborted");
+  EXPECT_DOUBLE_EQ(json[0]["node_hours_saved"].get<double>(), 12.5);
 }
 
 TEST(History, JsonIsOneArrayWithTimesInMsAndIso) {

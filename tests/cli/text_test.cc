@@ -58,6 +58,33 @@ TEST(RunText, SummaryShowsEpochsAndScoreOnlyWhenThereAreAny) {
   EXPECT_THAT(running, Not(HasSubstr("\nscore\n")));
 }
 
+TEST(RunText, SummaryShowsTheForecastAndTheEarlyAbortRule) {
+  v1::Run run;
+  run.set_id(6);
+  run.set_state(v1::RUN_STATE_RUNNING);
+  EXPECT_THAT(FormatRunSummary(run, absl::UTCTimeZone()),
+              HasSubstr("  forecast     not enough epochs yet\n"));
+  run.mutable_spec()->set_abort_if_hopeless(0.1);
+  run.mutable_spec()->set_min_epochs(5);
+  v1::Forecast* forecast = run.mutable_forecast();
+  forecast->set_target(0.763);
+  forecast->set_reach_epoch(71);
+  forecast->set_probability(0.8);
+  const std::string shown = FormatRunSummary(run, absl::UTCTimeZone());
+  EXPECT_THAT(shown, HasSubstr("  early abort  below 10% chance, after "
+                               "epoch 5\n"));
+  EXPECT_THAT(shown, HasSubstr("  forecast     reaches 0.763 by epoch 71, "
+                               "80% likely"));
+  run.set_state(v1::RUN_STATE_ABORTED);
+  forecast->set_reach_epoch(0);
+  forecast->set_probability(0.04);
+  forecast->set_node_hours_saved(3.5);
+  EXPECT_THAT(FormatRunSummary(run, absl::UTCTimeZone()),
+              HasSubstr("unlikely to reach 0.763 (4%)"));
+  EXPECT_THAT(FormatRunSummary(run, absl::UTCTimeZone()),
+              HasSubstr("3.5 node-hours saved"));
+}
+
 TEST(RunText, ActionLinesNameTheRunAndWhatBecameOfIt) {
   v1::Run run;
   run.set_id(9);

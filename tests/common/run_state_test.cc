@@ -13,13 +13,15 @@ TEST(RunStateName, NamesEveryState) {
   EXPECT_EQ(RunStateName(v1::RUN_STATE_SUCCEEDED), "succeeded");
   EXPECT_EQ(RunStateName(v1::RUN_STATE_FAILED), "failed");
   EXPECT_EQ(RunStateName(v1::RUN_STATE_CANCELLED), "cancelled");
+  EXPECT_EQ(RunStateName(v1::RUN_STATE_ABORTED), "aborted");
   EXPECT_EQ(RunStateName(v1::RUN_STATE_UNSPECIFIED), "unknown");
 }
 
 TEST(ParseRunStateName, InvertsRunStateNameForEveryState) {
-  for (v1::RunState state : {v1::RUN_STATE_QUEUED, v1::RUN_STATE_STARTING,
-                             v1::RUN_STATE_RUNNING, v1::RUN_STATE_SUCCEEDED,
-                             v1::RUN_STATE_FAILED, v1::RUN_STATE_CANCELLED}) {
+  for (v1::RunState state :
+       {v1::RUN_STATE_QUEUED, v1::RUN_STATE_STARTING, v1::RUN_STATE_RUNNING,
+        v1::RUN_STATE_SUCCEEDED, v1::RUN_STATE_FAILED, v1::RUN_STATE_CANCELLED,
+        v1::RUN_STATE_ABORTED}) {
     absl::StatusOr<v1::RunState> parsed =
         ParseRunStateName(RunStateName(state));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -35,10 +37,16 @@ TEST(ParseRunStateName, RefusesOtherNamesListingTheKnownOnes) {
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_NE(parsed.status().message().find(
                   "(expected: queued, starting, running, succeeded, failed, "
-                  "cancelled)"),
+                  "cancelled, aborted)"),
               absl::string_view::npos)
         << parsed.status();
   }
+}
+
+TEST(IsTerminal, AnAbortedRunEndedLikeACancelledOne) {
+  EXPECT_TRUE(IsTerminal(v1::RUN_STATE_ABORTED));
+  EXPECT_TRUE(IsTerminal(v1::RUN_STATE_CANCELLED));
+  EXPECT_FALSE(IsTerminal(v1::RUN_STATE_RUNNING));
 }
 
 TEST(IsLostWorker, AWorkerFencedByItsLeaseIsLostNotFailed) {

@@ -147,6 +147,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "field 'time_limit': must be seconds or a duration"},
         Refusal{"seed: 1\n", "seed: 1\ntime_limit: -5\n",
                 "field 'time_limit': must be between 0"},
+        Refusal{"seed: 1\n", "seed: 1\nabort_if_hopeless: 1\n",
+                "field 'abort_if_hopeless': must be a probability above 0 "
+                "and below 1, got '1'"},
+        Refusal{"seed: 1\n", "seed: 1\nabort_if_hopeless: 0\n",
+                "field 'abort_if_hopeless': must be a probability above 0"},
+        Refusal{"seed: 1\n", "seed: 1\nabort_if_hopeless: often\n",
+                "field 'abort_if_hopeless': must be a probability above 0 "
+                "and below 1, got 'often'"},
+        Refusal{"seed: 1\n", "seed: 1\nmin_epochs: 1\n",
+                "field 'min_epochs': needs abort_if_hopeless"},
+        Refusal{"seed: 1\n", "seed: 1\nabort_if_hopeless: 0.1\nmin_epochs: 3\n",
+                "field 'min_epochs': must be between 0 and 2"},
+        Refusal{"seed: 1\n", "seed: 1\nabort_if_hopeless: 0.1\nmin_epochs: x\n",
+                "field 'min_epochs': must be an integer, got 'x'"},
         Refusal{"seed: 1\n", "seed: 1\npriority: -1\n",
                 "field 'priority': must be between 0 and 1000000"},
         Refusal{"seed: 1\n", "seed: 1\nqueue: a/b\n",
@@ -243,6 +257,21 @@ TEST(RunSpec, RetriesDefaultToOneAndTimeLimitsTakeUnits) {
   absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->time_limit_s(), 600);
+}
+
+TEST(RunSpec, EarlyAbortIsOffByDefaultAndSurvivesTheYamlRoundTrip) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->abort_if_hopeless(), 0);
+  EXPECT_EQ(RunSpecToYaml(*spec).find("abort_if_hopeless"), std::string::npos);
+  spec = Parse(std::string(kGood) + "abort_if_hopeless: 0.05\nmin_epochs: 2\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->abort_if_hopeless(), 0.05);
+  EXPECT_EQ(spec->min_epochs(), 2);
+  absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->abort_if_hopeless(), 0.05);
+  EXPECT_EQ(again->min_epochs(), 2);
 }
 
 TEST(RunSpec, HardwareLevelKeepsTheReferenceBatch) {

@@ -833,11 +833,13 @@ std::string Line(int64_t seq, int64_t time_ms, const std::string& key,
 }
 
 // Rank 0's lines of an attempt from `t` that trains epochs `first`..`last`
-// (10 s and 3000 samples each, then a 2 s evaluation), reports a
-// checkpoint after each, and ends with run_stop when `finish`; a resumed
-// attempt (first > 1) reports hpcai500_resume first.
-std::vector<std::string> AttemptLines(int64_t t, int first, int last,
-                                      bool finish) {
+// (10 s and 3000 samples each, then a 2 s evaluation measuring
+// qualities[epoch - first], or 0.75 without), reports a checkpoint after
+// each, and ends with run_stop when `finish`; a resumed attempt (first > 1)
+// reports hpcai500_resume first.
+std::vector<std::string> AttemptLines(
+    int64_t t, int first, int last, bool finish,
+    const std::vector<double>& qualities = {}) {
   std::vector<std::string> lines;
   int64_t seq = 0;
   lines.push_back(
@@ -853,7 +855,10 @@ std::vector<std::string> AttemptLines(int64_t t, int first, int last,
     lines.push_back(Line(++seq, t, "eval_start", "null", epoch));
     t += 2'000;
     lines.push_back(Line(++seq, t, "eval_stop", "null", epoch));
-    lines.push_back(Line(++seq, t, "eval_accuracy", "0.75", epoch));
+    const size_t at = static_cast<size_t>(epoch - first);
+    lines.push_back(Line(
+        ++seq, t, "eval_accuracy",
+        absl::StrCat(at < qualities.size() ? qualities[at] : 0.75), epoch));
     lines.push_back(Line(++seq, t, "hpcai500_checkpoint", "\"c\"", epoch));
   }
   if (finish) lines.push_back(Line(++seq, t, "run_stop", "null"));
@@ -921,6 +926,96 @@ TEST_F(ResumeTest, NewAttemptOnASharedNodeResumesAndCountsEachEpochOnce) {
   EXPECT_EQ(stored.attempts(0).state(), "requeued");
   EXPECT_EQ(stored.attempts(1).resume_from_epoch(), 1);
   EXPECT_EQ(stored.attempts(1).resumed_epoch(), 1);
+}
+
+// Runs of fashion_mnist_curve (8 epochs, target 0.75) on one node whose
+// rank 0 reports a given quality curve.
+class ForecastTest : public ResumeTest {
+ protected:
+  // Submits the run (`extra`: more spec lines) and starts it on node a.
+  v1::AttemptKey StartCurveRun(const std::string& extra) {
+    session_a_ = Register("a", &agent_a_);
+    v1::SubmitResponse submitted = *coordinator_->Submit(absl::StrCat(
+        "name: curve\nworkload: image_classification\n"
+        "config: fashion_mnist_curve\nlevel: system\nnodes: 1\n"
+        "ranks_per_node: 1\ndevice: cpu\nbatch_size: 64\nprecision: fp32\n"
+        "seed: 1\nsystem: test-box\n",
+        extra));
+    v1::AttemptKey key;
+    key.set_run_id(submitted.run_ids(0));
+    key.set_attempt(1);
+    ReservePort(session_a_, key);
+    return key;
+  }
+  // Rank 0 has reported epochs 1..qualities.size() with those qualities.
+  void Report(const v1::AttemptKey& key, const std::vector<double>& qualities,
+              bool finish = false) {
+    SendLines(session_a_, key,
+              AttemptLines(clock_.now_ms, 1, static_cast<int>(qualities.size()),
+                           finish, qualities));
+  }
+};
+
+TEST_F(ForecastTest, HopelessRunIsAbortedAfterMinEpochsAndNotBefore) {
+  const v1::AttemptKey key =
+      StartCurveRun("abort_if_hopeless: 0.2\nmin_epochs: 4\n");
+  // Levels off near 0.2 against a target of 0.75.
+  Report(key, {0.10, 0.18, 0.20});
+  v1::Run run = *reads_->GetRun(key.run_id());
+  ASSERT_EQ(run.state(), v1::RUN_STATE_RUNNING) << run.error();
+  ASSERT_TRUE(run.has_forecast());
+  EXPECT_EQ(run.forecast().epoch(), 3);
+  EXPECT_LT(run.forecast().probability(), 0.2);  // hopeless, but too early
+  EXPECT_EQ(agent_a_.Cancels(), 0);
+
+  Report(key, {0.10, 0.18, 0.20, 0.21});
+  run = *reads_->GetRun(key.run_id());
+  ASSERT_EQ(run.state(), v1::RUN_STATE_ABORTED);
+  EXPECT_EQ(agent_a_.Cancels(), 1);  // its workers are stopped
+  EXPECT_THAT(run.error(), HasSubstr("unlikely to reach 0.75"));
+  EXPECT_THAT(run.forecast().summary(), HasSubstr("node-hours saved"));
+  EXPECT_EQ(run.forecast().epoch(), 4);
+  // 1 node x 4 epochs left x 10 s.
+  EXPECT_NEAR(run.forecast().node_hours_saved(), 40.0 / 3600.0, 1e-9);
+  EXPECT_FALSE(run.has_score());
+  // Stored as it ended: a restarted coordinator shows the same.
+  OpenCoordinator();
+  v1::Run stored = *reads_->GetRun(key.run_id());
+  EXPECT_EQ(stored.state(), v1::RUN_STATE_ABORTED);
+  EXPECT_EQ(stored.forecast().epoch(), 4);
+  EXPECT_NEAR(stored.forecast().node_hours_saved(), 40.0 / 3600.0, 1e-9);
+}
+
+TEST_F(ForecastTest, WithoutAbortIfHopelessAHopelessRunTrainsToTheEnd) {
+  const v1::AttemptKey key = StartCurveRun("");
+  const std::vector<double> flat = {0.10, 0.18, 0.20, 0.21, 0.21, 0.21, 0.21};
+  Report(key, flat);
+  v1::Run run = *reads_->GetRun(key.run_id());
+  ASSERT_EQ(run.state(), v1::RUN_STATE_RUNNING) << run.error();
+  EXPECT_LT(run.forecast().probability(), 0.05);  // forecast, not acted on
+  EXPECT_EQ(agent_a_.Cancels(), 0);
+  std::vector<double> all = flat;
+  all.push_back(0.21);
+  Report(key, all, /*finish=*/true);
+  Exit(session_a_, key, 0, 0);
+  run = *reads_->GetRun(key.run_id());
+  EXPECT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  EXPECT_FALSE(run.score().reached_target());
+}
+
+TEST_F(ForecastTest, LatestForecastSurvivesARestartWhileRunning) {
+  const v1::AttemptKey key =
+      StartCurveRun("abort_if_hopeless: 0.05\nmin_epochs: 3\n");
+  // Heading over 0.75: never aborted.
+  Report(key, {0.55, 0.66, 0.71, 0.74});
+  v1::Run run = *reads_->GetRun(key.run_id());
+  ASSERT_EQ(run.state(), v1::RUN_STATE_RUNNING) << run.error();
+  EXPECT_GT(run.forecast().probability(), 0.5);
+  EXPECT_GT(run.forecast().reach_epoch(), 4);
+  OpenCoordinator();
+  v1::Run stored = *reads_->GetRun(key.run_id());
+  EXPECT_EQ(stored.forecast().epoch(), 4);
+  EXPECT_EQ(stored.forecast().probability(), run.forecast().probability());
 }
 
 TEST_F(ResumeTest, NewAttemptOnANodeWithoutTheCheckpointStartsFresh) {
