@@ -303,23 +303,56 @@ int Trainer::Resume() {
   }
   const std::string path = CheckpointPath(dir, resumed);
   if (o_.rank != 0) LoadCheckpoint(path, &state);
+  if (*o_.args.compression == Compression::kPowerSgd) {
+    RestorePowerSgd(dir, resumed);
+  }
   reporter_.Point(event_keys::kResume, JsonInt(resumed),
                   EventType::kPointInTime, {{"checkpoint", JsonString(path)}});
   return resumed;
 }
 
 // Rank 0 checkpoints the state at the end of `epoch` (after evaluation
-// averaged the buffers) when --checkpoint-dir is set.
+// averaged the buffers) when --checkpoint-dir is set; under PowerSGD every
+// rank first saves its own part (checkpoint.h).
 void Trainer::SaveCheckpointAfter(int epoch) {
-  if (!o_.args.checkpoint_dir || o_.rank != 0) return;
+  if (!o_.args.checkpoint_dir) return;
   // Past its lease this attempt may be another node's by now: the run's
   // next attempt must not find a checkpoint this one wrote after it began.
-  if (lease_ != nullptr && lease_->Check()) return;
+  const bool fenced = lease_ != nullptr && lease_->Check();
   watchdog_->SetPhase("checkpoint");
+  if (*o_.args.compression == Compression::kPowerSgd &&
+      !SavePowerSgdParts(epoch, fenced)) {
+    return;
+  }
+  if (o_.rank != 0 || fenced) return;
   const std::string path = SaveCheckpoint(
       *o_.args.checkpoint_dir, TrainingState{&task_->module(), optimizer_.get(),
                                              &scaler_, epoch, Fingerprint()});
   reporter_.Checkpoint(path, epoch);
+}
+
+// Collective: each rank not `fenced` saves its PowerSGD part of `epoch`;
+// true once every rank did, so rank 0's main file (written after) never
+// names an epoch whose parts are not all on disk.
+bool Trainer::SavePowerSgdParts(int epoch, bool fenced) {
+  if (!fenced) {
+    SavePowerSgdPart(*o_.args.checkpoint_dir, epoch, o_.rank,
+                     reducer_->powersgd_state());
+  }
+  torch::Tensor saved = torch::tensor({fenced ? 0.0 : 1.0}, torch::kFloat64);
+  collectives_->AllReduceSum(saved);
+  return saved.item<double>() == o_.world_size;
+}
+
+// Every rank continues its own PowerSGD state from the checkpoint of
+// `epoch` in `dir`; a compressed run refuses a checkpoint without it.
+void Trainer::RestorePowerSgd(const std::string& dir, int epoch) {
+  const std::string part = CheckpointPartPath(dir, epoch, o_.rank);
+  try {
+    reducer_->RestorePowerSgd(LoadPowerSgdPart(part));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("checkpoint part " + part + ": " + e.what());
+  }
 }
 
 }  // namespace hpcai500::worker
