@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/checkpoint_manifest.h"
 #include "common/worker_args.h"
 
 namespace hpcai500::worker {
@@ -210,6 +211,32 @@ void WriteFileAtomically(const std::string& path,
 
 namespace {
 
+// Loads `archive` from `path` and checks its format version.
+void OpenArchive(const std::string& path,
+                 torch::serialize::InputArchive& archive) {
+  archive.load_from(path);
+  c10::IValue value;
+  archive.read("format_version", value);
+  if (value.toInt() != kFormatVersion) {
+    throw std::runtime_error("format version " + std::to_string(value.toInt()) +
+                             ", expected " + std::to_string(kFormatVersion));
+  }
+}
+
+// read(), with its errors rethrown as std::runtime_error naming `what` (the
+// file's kind and path).
+template <typename Read>
+auto NamingErrors(const std::string& what, Read read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(what + " is unreadable, truncated or corrupt: " +
+                             e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(what + ": " + e.what());
+  }
+}
+
 // Writes `archive` to `path` atomically.
 void SaveArchive(torch::serialize::OutputArchive& archive,
                  const std::string& path) {
@@ -289,6 +316,32 @@ std::string SavePowerSgdPart(const std::string& dir, int64_t epoch, int rank,
   return path;
 }
 
+void WriteCheckpointManifest(const std::string& dir, int64_t run_id,
+                             int64_t attempt, int64_t epoch,
+                             const std::vector<std::string>& files,
+                             std::vector<std::string> events, int keep) {
+  const std::string path =
+      (fs::path(dir) / CheckpointManifestFileName(epoch)).string();
+  CheckpointManifest manifest;
+  manifest.run_id = run_id;
+  manifest.attempt = attempt;
+  manifest.epoch = epoch;
+  manifest.events = std::move(events);
+  for (const std::string& name : files) {
+    CheckpointManifest::File file;
+    file.name = name;
+    std::string error;
+    if (!Sha256OfFile((fs::path(dir) / name).string(), &file.sha256, &error)) {
+      throw std::runtime_error("manifest " + path + ": " + error);
+    }
+    manifest.files.push_back(std::move(file));
+  }
+  const std::string text = FormatCheckpointManifest(manifest);
+  WriteFileAtomically(
+      path, [&text](const ByteSink& sink) { sink(text.data(), text.size()); });
+  KeepNewest(ListCheckpoints(dir, ".manifest"), keep);
+}
+
 PowerSgdState LoadPowerSgdPart(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -298,16 +351,10 @@ PowerSgdState LoadPowerSgdPart(const std::string& path) {
         "(written by a run without PowerSGD, or by a worker that did not "
         "save it), and resuming without it would not be the same run");
   }
-  try {
+  return NamingErrors("checkpoint part " + path, [&path] {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    OpenArchive(path, archive);
     c10::IValue value;
-    archive.read("format_version", value);
-    if (value.toInt() != kFormatVersion) {
-      throw std::runtime_error("format version " +
-                               std::to_string(value.toInt()) + ", expected " +
-                               std::to_string(kFormatVersion));
-    }
     PowerSgdState state;
     archive.read("powersgd_steps", value);
     state.steps = value.toInt();
@@ -329,13 +376,7 @@ PowerSgdState LoadPowerSgdPart(const std::string& path) {
                    /*is_buffer=*/true);
     }
     return state;
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(
-        "checkpoint part " + path +
-        " is unreadable, truncated or corrupt: " + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    throw std::runtime_error("checkpoint part " + path + ": " + e.what());
-  }
+  });
 }
 
 std::optional<std::string> NewestCheckpoint(const std::string& dir) {
@@ -345,16 +386,10 @@ std::optional<std::string> NewestCheckpoint(const std::string& dir) {
 }
 
 void LoadCheckpoint(const std::string& path, TrainingState* state) {
-  try {
+  NamingErrors("checkpoint " + path, [&path, state] {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    OpenArchive(path, archive);
     c10::IValue value;
-    archive.read("format_version", value);
-    if (value.toInt() != kFormatVersion) {
-      throw std::runtime_error("format version " +
-                               std::to_string(value.toInt()) + ", expected " +
-                               std::to_string(kFormatVersion));
-    }
     archive.read("fingerprint", value);
     if (value.toStringRef() != state->fingerprint) {
       throw std::runtime_error("it was written by a run of another shape (" +
@@ -384,13 +419,7 @@ void LoadCheckpoint(const std::string& path, TrainingState* state) {
       generator.set_state(generator_state);
     }
     state->epoch = epoch;
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(
-        "checkpoint " + path +
-        " is unreadable, truncated or corrupt: " + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    throw std::runtime_error("checkpoint " + path + ": " + e.what());
-  }
+  });
 }
 
 }  // namespace hpcai500::worker

@@ -37,6 +37,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "worker/distributed/distributed.h"
 #include "worker/train/precision.h"
@@ -94,6 +95,17 @@ std::string SavePowerSgdPart(const std::string& dir, int64_t epoch, int rank,
 // std::runtime_error naming `path` when it is missing ("written by a run
 // without PowerSGD?"), unreadable or corrupt.
 PowerSgdState LoadPowerSgdPart(const std::string& path);
+
+// Writes the manifest of `epoch`'s checkpoint in `dir` atomically
+// (common/checkpoint_manifest.h): the run and attempt, the SHA-256 of each
+// of `files` (names in `dir`, read back from disk) and rank 0's `events`;
+// removes all but the newest `keep` manifests. Call it after the files and
+// the checkpoint's event line are written. Throws std::runtime_error naming
+// the manifest when a file cannot be read or the write fails.
+void WriteCheckpointManifest(const std::string& dir, int64_t run_id,
+                             int64_t attempt, int64_t epoch,
+                             const std::vector<std::string>& files,
+                             std::vector<std::string> events, int keep = 2);
 
 // Restores the model, optimizer, scaler and torch CPU generator from `path`
 // and sets state->epoch to the epoch it completed. state->fingerprint must

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -47,7 +48,13 @@ Trainer::Trainer(const WorkerOptions& options, EventLog* log,
       device_(DeviceOf(options)),
       reporter_(log),
       log_(log),
-      lease_(lease) {}
+      lease_(lease) {
+  // Rank 0's lines go into each checkpoint's manifest (WriteManifest).
+  if (o_.rank == 0 && o_.args.checkpoint_dir && o_.args.run_id &&
+      o_.args.attempt) {
+    log_->KeepLines();
+  }
+}
 
 Trainer::~Trainer() = default;
 
@@ -329,6 +336,32 @@ void Trainer::SaveCheckpointAfter(int epoch) {
       *o_.args.checkpoint_dir, TrainingState{&task_->module(), optimizer_.get(),
                                              &scaler_, epoch, Fingerprint()});
   reporter_.Checkpoint(path, epoch);
+  WriteManifest(epoch);
+}
+
+// Beside rank 0's checkpoint of `epoch`, its manifest: what lets the next
+// attempt resume from it though its event never reached the coordinator.
+// Only for a worker an agent started (it names the run and attempt). A
+// manifest that cannot be written costs that fallback, not the run.
+void Trainer::WriteManifest(int epoch) {
+  if (!o_.args.run_id || !o_.args.attempt) return;
+  const std::string& dir = *o_.args.checkpoint_dir;
+  std::vector<std::string> files = {CheckpointFileName(epoch)};
+  if (*o_.args.compression == Compression::kPowerSgd) {
+    for (int rank = 0; rank < o_.world_size; ++rank) {
+      files.push_back(
+          std::filesystem::path(CheckpointPartPath(dir, epoch, rank))
+              .filename()
+              .string());
+    }
+  }
+  try {
+    WriteCheckpointManifest(dir, *o_.args.run_id, *o_.args.attempt, epoch,
+                            files, log_->TakeKeptLines());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hpcai500-worker rank %d: no manifest: %s\n", o_.rank,
+                 e.what());
+  }
 }
 
 // Collective: each rank not `fenced` saves its PowerSGD part of `epoch`;

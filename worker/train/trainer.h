@@ -78,6 +78,7 @@ class Trainer {
   void RestorePowerSgd(const std::string& dir, int epoch);
   void SaveCheckpointAfter(int epoch);
   bool SavePowerSgdParts(int epoch, bool fenced);
+  void WriteManifest(int epoch);
 
   // Constant after construction.
   const WorkerOptions& o_;
