@@ -140,6 +140,17 @@ pid_t FaultCluster::WorkerPid(const std::string& name,
   return text.empty() ? 0 : static_cast<pid_t>(std::atol(text.c_str()));
 }
 
+bool FaultCluster::WaitUntilAllStored(const std::string& name,
+                                      const std::string& run_id, int attempt,
+                                      int rank, std::chrono::seconds timeout) {
+  return WaitFor(
+      [&] {
+        return LostEvents(name, run_id, attempt, rank, /*acked_only=*/false) ==
+               0;
+      },
+      timeout);
+}
+
 int64_t FaultCluster::LostEvents(const std::string& name,
                                  const std::string& run_id, int attempt,
                                  int rank, bool acked_only) {

@@ -74,6 +74,10 @@ class FaultCluster : public TestCluster {
   // stored for it.
   int64_t LostEvents(const std::string& name, const std::string& run_id,
                      int attempt, int rank, bool acked_only);
+  // Waits up to `timeout` until LostEvents(name, run_id, attempt, rank,
+  // acked_only=false) is 0: every line that rank wrote is stored.
+  bool WaitUntilAllStored(const std::string& name, const std::string& run_id,
+                          int attempt, int rank, std::chrono::seconds timeout);
   // Of seqs 1..`seq` of `rank` in `attempt`, how many the store lacks.
   int64_t MissingUpTo(const std::string& run_id, int attempt, int rank,
                       int64_t seq);

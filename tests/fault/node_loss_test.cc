@@ -63,12 +63,7 @@ TEST(NodeLost, NewAttemptOnTheOtherNodeResumesFromTheSharedCheckpoint) {
   EXPECT_EQ(std::stoll(run["score"]["samples"].get<std::string>()), 2 * 6000);
   EXPECT_EQ(cluster.CountResults(run_id), 1);
 
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return cluster.LostEvents("node-b", run_id, 2, 0,
-                                  /*acked_only=*/false) == 0;
-      },
-      seconds(30)));
+  ASSERT_TRUE(cluster.WaitUntilAllStored("node-b", run_id, 2, 0, seconds(30)));
   // What node-a's agent had acknowledged must be stored; what it had not
   // sent died with the node.
   const int64_t lost =
@@ -119,12 +114,7 @@ TEST(NodeStopped, PastTheTimeoutItsAttemptIsFencedWhenItWakes) {
   EXPECT_EQ(stale_stored, 0) << "events of the fenced attempt were stored";
   EXPECT_EQ(cluster.CountResults(run_id), 1);
 
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return cluster.LostEvents("node-b", run_id, 2, 0,
-                                  /*acked_only=*/false) == 0;
-      },
-      seconds(30)));
+  ASSERT_TRUE(cluster.WaitUntilAllStored("node-b", run_id, 2, 0, seconds(30)));
   const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
   const int64_t twice = stored.rows - stored.distinct;
   PrintFaultSummary(
