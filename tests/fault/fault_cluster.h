@@ -32,6 +32,13 @@ class FaultCluster : public TestCluster {
   // The events the stand-in worker writes per rank (torn_line_worker.cc).
   static constexpr int64_t kWorkerEvents = 6000;
 
+  // Starts hpcai500d with `--node-timeout-s node_timeout_s` and agents
+  // node-a and node-b (one slot each, the real worker) sharing the
+  // checkpoint root SharedCheckpointRoot(); false when one did not start.
+  bool StartWithSharedCheckpoints(const std::string& node_timeout_s);
+  std::string SharedCheckpointRoot() const {
+    return dir() + "/shared-checkpoints";
+  }
   // Starts an agent `name` with one slot whose worker is the stand-in.
   bool StartFakeAgent(const std::string& name);
   // Submits a run of `nodes` one-rank nodes for the stand-in; seed 1 writes

@@ -26,13 +26,8 @@ bool Contains(const std::string& text, const std::string& part) {
 
 TEST(UnackedCheckpoint, NextAttemptResumesFromTheCheckpointFoundOnDisk) {
   FaultCluster cluster;
-  ASSERT_TRUE(
-      cluster.StartCoordinator({"--node-timeout-s", kNodeTimeoutSeconds}));
-  const std::string shared = cluster.dir() + "/shared-checkpoints";
-  for (const char* node : {"node-a", "node-b"}) {
-    ASSERT_TRUE(cluster.StartAgent(
-        node, 1, {"--checkpoint-root", shared, "--shared-checkpoints"}));
-  }
+  ASSERT_TRUE(cluster.StartWithSharedCheckpoints(kNodeTimeoutSeconds));
+  const std::string shared = cluster.SharedCheckpointRoot();
   const std::string run_id = cluster.SubmitSmokeRun("unacked-checkpoint");
   ASSERT_FALSE(run_id.empty());
 

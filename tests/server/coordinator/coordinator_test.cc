@@ -880,6 +880,17 @@ class ResumeTest : public CoordinatorTest {
   // A one-node run on a that checkpoints epoch 1, then loses node a; b
   // takes attempt 2. Returns attempt 2's key.
   v1::AttemptKey LoseNodeAfterEpochOne(bool shared) {
+    return LoseNodeAfterLines(shared, EpochOneLines().size());
+  }
+
+  // Rank 0's lines of attempt 1 through epoch 1's checkpoint, from now.
+  std::vector<std::string> EpochOneLines() const {
+    return AttemptLines(clock_.now_ms, 1, 1, /*finish=*/false);
+  }
+
+  // The same, but node a's agent delivered only the first `sent` of
+  // EpochOneLines() before the node was lost.
+  v1::AttemptKey LoseNodeAfterLines(bool shared, size_t sent) {
     session_a_ = Register("a", &agent_a_, {}, shared);
     session_b_ = Register("b", &agent_b_, {}, shared);
     v1::SubmitResponse submitted = *coordinator_->Submit(SpecYaml(1));
@@ -887,7 +898,9 @@ class ResumeTest : public CoordinatorTest {
     key.set_run_id(submitted.run_ids(0));
     key.set_attempt(1);
     ReservePort(session_a_, key);
-    SendLines(session_a_, key, AttemptLines(clock_.now_ms, 1, 1, false));
+    const std::vector<std::string> lines = EpochOneLines();
+    SendLines(session_a_, key,
+              std::vector<std::string>(lines.begin(), lines.begin() + sent));
     coordinator_->Disconnect(session_a_);
     clock_.now_ms += 61'000;
     v1::AgentMessage heartbeat;
@@ -962,25 +975,9 @@ v1::FoundCheckpoint FoundCheckpointOf(const std::vector<std::string>& lines,
 // The case: node a died right after its worker wrote epoch 1's
 // checkpoint, before its agent sent a line of epoch 1.
 TEST_F(ResumeTest, ACheckpointFoundOnDiskMovesTheResumePointBeforeStart) {
-  session_a_ = Register("a", &agent_a_, {}, /*shared_checkpoints=*/true);
-  session_b_ = Register("b", &agent_b_, {}, /*shared_checkpoints=*/true);
-  v1::SubmitResponse submitted = *coordinator_->Submit(SpecYaml(1));
-  v1::AttemptKey key;
-  key.set_run_id(submitted.run_ids(0));
-  key.set_attempt(1);
-  ReservePort(session_a_, key);
-  const std::vector<std::string> lines =
-      AttemptLines(clock_.now_ms, 1, 1, /*finish=*/false);
+  const std::vector<std::string> lines = EpochOneLines();
   const size_t sent = 2;  // flops and run_start
-  SendLines(session_a_, key,
-            std::vector<std::string>(lines.begin(), lines.begin() + sent));
-  coordinator_->Disconnect(session_a_);
-  clock_.now_ms += 61'000;
-  v1::AgentMessage heartbeat;
-  heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
-  Send(session_b_, heartbeat);
-  coordinator_->Tick();
-  key.set_attempt(2);
+  const v1::AttemptKey key = LoseNodeAfterLines(/*shared=*/true, sent);
   std::vector<v1::Assignment> reserve =
       agent_b_.Assignments(v1::Assignment::PHASE_RESERVE);
   ASSERT_EQ(reserve.size(), 1u);
@@ -1012,10 +1009,11 @@ TEST_F(ResumeTest, ACheckpointFoundOnDiskMovesTheResumePointBeforeStart) {
 }
 
 TEST_F(ResumeTest, ACheckpointFoundWithAnotherDigestIsIgnored) {
-  const v1::AttemptKey key = LoseNodeAfterEpochOne(/*shared=*/true);
   const std::vector<std::string> lines =
       AttemptLines(clock_.now_ms, 1, 2, /*finish=*/false);
-  v1::FoundCheckpoint found = FoundCheckpointOf(lines, 7, key.run_id(), 2);
+  const v1::AttemptKey key = LoseNodeAfterEpochOne(/*shared=*/true);
+  v1::FoundCheckpoint found =
+      FoundCheckpointOf(lines, EpochOneLines().size(), key.run_id(), 2);
   found.set_digest(std::string(64, '0'));  // the files changed since
   v1::AgentMessage port;
   *port.mutable_port_reserved()->mutable_key() = key;
