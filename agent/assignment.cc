@@ -263,6 +263,9 @@ absl::StatusOr<AttemptPlan> PlanAttempt(const v1::Assignment& a,
     args.data = std::move(data_dir);
   }
   args.checkpoint_dir = plan.checkpoint_dir;
+  // Named in each checkpoint's manifest, which the coordinator checks.
+  args.run_id = a.key().run_id();
+  args.attempt = a.key().attempt();
   // Only ranks the agent starts itself follow a lease: mpirun and srun stop
   // the ranks they started when the attempt is cancelled through rank 0's
   // node, and a followed rank on another node was seen fenced by a lease its

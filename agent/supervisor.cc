@@ -178,6 +178,7 @@ std::vector<v1::AgentMessage> Supervisor::HandleAssignment(
       LogError(absl::StrCat("refused port reservation: ", valid.message()));
       return {reply};
     }
+    AddFoundCheckpoints(options_.node.checkpoint_root, a, reserved);
     auto existing = reservations_.find(KeyOf(a.key()));
     if (existing != reservations_.end()) {
       reserved->set_port(existing->second.port());

@@ -53,6 +53,8 @@ struct Flag {
 };
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kMaxRunId = int64_t{1} << 62;
+constexpr int64_t kMaxAttemptNumber = 1000000;  // agent/attempt_layout.h
 constexpr int64_t kWeekSeconds = 7 * 86400;
 
 // Every worker flag. ToArgv and Usage write them in this order.
@@ -98,6 +100,10 @@ const Flag kFlags[] = {
      Kind::kInt, 1, kWeekSeconds, "180", "N", ""},
     {"lease-file", &WorkerArgs::lease_file, Kind::kPath, 0, 0, nullptr, "PATH",
      "stop once its deadline passed; default: no lease"},
+    {"run-id", &WorkerArgs::run_id, Kind::kInt, 1, kMaxRunId, nullptr, "N",
+     "named in each checkpoint's manifest"},
+    {"attempt", &WorkerArgs::attempt, Kind::kInt, 1, kMaxAttemptNumber, nullptr,
+     "N", "named in each checkpoint's manifest"},
     {"model", &WorkerArgs::model, Kind::kText, 0, 0, nullptr, "NAME",
      "default: the config's"},
     {"mllog-submission", &WorkerArgs::mllog_submission, Kind::kSubmission, 0, 0,

@@ -58,7 +58,11 @@ struct WorkerArgs {
   std::optional<int64_t> watchdog_seconds;            // [0, 7 days] = 300
   std::optional<int64_t> collective_timeout_seconds;  // [1, 7 days] = 180
   std::optional<std::string> lease_file;  // non-empty; unset: no lease
-  std::optional<std::string> model;       // the worker checks the name
+  // What the agent runs the worker for (both unset when run by hand): a
+  // checkpoint's manifest names them (common/checkpoint_manifest.h).
+  std::optional<int64_t> run_id;     // [1, 2^62]
+  std::optional<int64_t> attempt;    // [1, 1000000]
+  std::optional<std::string> model;  // the worker checks the name
   std::optional<MllogSubmission> mllog_submission;
 
   // The flags of every set field, in the table's order ("--workload", W,

@@ -30,12 +30,12 @@ RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 FROM libtorch AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # libgloo-dev: the Gloo headers the wheel's ProcessGroupGloo.hpp includes
-# (the wheel ships none); zlib is required, libjpeg-turbo (JPEG folders) and
-# HDF5 (Extreme Weather) are optional features the worker builds with when
-# found.
+# (the wheel ships none); zlib and OpenSSL (the SHA-256 of checkpoint
+# manifests) are required, libjpeg-turbo (JPEG folders) and HDF5 (Extreme
+# Weather) are optional features the worker builds with when found.
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
       --no-install-recommends build-essential cmake ninja-build \
-      zlib1g-dev libturbojpeg0-dev libhdf5-dev libgloo-dev \
+      zlib1g-dev libssl-dev libturbojpeg0-dev libhdf5-dev libgloo-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -533,9 +533,11 @@ void Coordinator::StartAttemptLocked(RunRecord& record,
 }
 
 void Coordinator::SendReserveLocked(RunRecord& record) {
-  SendLocked(record.nodes.front(),
-             record.AssignmentFor(v1::Assignment::PHASE_RESERVE,
-                                  /*node_rank=*/0));
+  v1::CoordinatorMessage reserve =
+      record.AssignmentFor(v1::Assignment::PHASE_RESERVE, /*node_rank=*/0);
+  reserve.mutable_assignment()->set_probe_checkpoints_attempt(
+      ProbeAttemptLocked(record));
+  SendLocked(record.nodes.front(), reserve);
 }
 
 void Coordinator::SendLocked(const std::string& node,

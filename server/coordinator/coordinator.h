@@ -238,6 +238,23 @@ class Coordinator final : public LiveRuns {
   std::pair<int32_t, int32_t> ResumePointLocked(
       const RunRecord& record, const std::vector<std::string>& gang)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `gang` can read the checkpoints `writer_node` wrote: every node
+  // of it shares checkpoints, or it is that one node.
+  bool GangReachesLocked(const std::vector<std::string>& gang,
+                         const std::string& writer_node) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The earlier attempt whose checkpoint folder rank 0's agent of the
+  // current attempt looks into for checkpoints newer than the resume point
+  // (Assignment.probe_checkpoints_attempt): the previous attempt when the
+  // gang reaches its checkpoints, else 0.
+  int32_t ProbeAttemptLocked(const RunRecord& record) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Before the current attempt starts: resumes it from the newest of the
+  // checkpoints its agent found (`port`) that passes VerifyFoundCheckpoint,
+  // storing that checkpoint's event lines as the probed attempt's; each
+  // one refused gets a line in the run's log saying why.
+  void ResumeFromFoundLocked(RunRecord& record, const v1::PortReserved& port)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The earlier attempts a resumed current attempt keeps epochs of, oldest
   // first, with their stored events; empty when it started fresh.
   absl::StatusOr<std::vector<AttemptEvents>> EarlierAttemptsLocked(

@@ -335,6 +335,7 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
     return;
   }
   const std::string& host = *address;
+  ResumeFromFoundLocked(*record, port);
   // Saved before it is sent: after a crash in between, the agents do not
   // list the attempt when they register again and it is requeued.
   const v1::Attempt& attempt = record->BeginRunning(host, port.port());

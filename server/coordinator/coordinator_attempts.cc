@@ -15,6 +15,7 @@
 #include "common/scoring.h"
 #include "common/status_macros.h"
 #include "server/coordinator/coordinator.h"
+#include "server/coordinator/found_checkpoint.h"
 #include "server/coordinator/run_log.h"
 #include "server/coordinator/run_reads.h"
 
@@ -82,20 +83,77 @@ std::pair<int32_t, int32_t> Coordinator::ResumePointLocked(
   const v1::Attempt& writer = record.run.attempts(point.first - 1);
   const std::string writer_node =
       writer.nodes_size() > 0 ? writer.nodes(0) : std::string();
-  const bool all_shared =
-      std::all_of(gang.begin(), gang.end(), [&](const std::string& name) {
-        auto it = nodes_.nodes().find(name);
-        return it != nodes_.nodes().end() && it->second.shared_checkpoints;
-      });
-  if (all_shared || (gang.size() == 1 && gang.front() == writer_node)) {
-    return point;
-  }
+  if (GangReachesLocked(gang, writer_node)) return point;
   LogInfo(absl::StrFormat(
       "run %d: the next attempt starts from epoch 1: attempt %d's checkpoint "
       "of epoch %d is on node %s, which does not share checkpoints with %s",
       record.run.id(), point.first, point.second, writer_node,
       absl::StrJoin(gang, ", ")));
   return {0, 0};
+}
+
+bool Coordinator::GangReachesLocked(const std::vector<std::string>& gang,
+                                    const std::string& writer_node) const {
+  const bool all_shared =
+      std::all_of(gang.begin(), gang.end(), [&](const std::string& name) {
+        auto it = nodes_.nodes().find(name);
+        return it != nodes_.nodes().end() && it->second.shared_checkpoints;
+      });
+  return all_shared || (gang.size() == 1 && gang.front() == writer_node);
+}
+
+int32_t Coordinator::ProbeAttemptLocked(const RunRecord& record) const {
+  const int32_t current = record.key().attempt();
+  if (current < 2) return 0;
+  const v1::Attempt& previous = record.run.attempts(current - 2);
+  if (previous.nodes_size() == 0) return 0;
+  return GangReachesLocked(record.nodes, previous.nodes(0)) ? current - 1 : 0;
+}
+
+void Coordinator::ResumeFromFoundLocked(RunRecord& record,
+                                        const v1::PortReserved& port) {
+  v1::Attempt& attempt = record.current_attempt();
+  ResumeFacts facts;
+  facts.run_id = record.run.id();
+  facts.probed_attempt = ProbeAttemptLocked(record);
+  facts.epochs = record.run.spec().epochs();
+  for (const v1::FoundCheckpoint& found : port.found_checkpoints()) {
+    facts.resume_epoch = attempt.resume_from_epoch();
+    absl::StatusOr<Store::SeqRange> stored =
+        store_->StoredSeqs(record.run.id(), facts.probed_attempt, /*rank=*/0);
+    facts.stored_through_seq = stored.ok() ? stored->contiguous : 0;
+    absl::StatusOr<VerifiedCheckpoint> verified =
+        VerifyFoundCheckpoint(found, facts);
+    std::vector<EventRow> rows;
+    if (verified.ok()) {
+      for (const auto& [seq, line] : verified->events) {
+        rows.push_back(EventRow{record.run.id(), verified->attempt, 0, seq,
+                                line, "", /*past_attempt=*/true});
+      }
+    }
+    absl::StatusOr<std::vector<EventDisposition>> done =
+        verified.ok() ? store_->InsertEvents(rows) : verified.status();
+    std::string line;
+    if (!done.ok()) {
+      line = absl::StrFormat(
+          "attempt %d: a checkpoint found on disk in attempt %d's folder is "
+          "ignored: %s",
+          attempt.number(), found.attempt(), done.status().message());
+    } else {
+      attempt.set_resume_from_attempt(verified->attempt);
+      attempt.set_resume_from_epoch(verified->epoch);
+      PersistLocked(record);
+      line = absl::StrFormat(
+          "attempt %d: resumes from attempt %d's checkpoint of epoch %d, "
+          "found complete on disk (%d of its %d event lines were not stored; "
+          "stored from its manifest)",
+          attempt.number(), verified->attempt, verified->epoch,
+          std::count(done->begin(), done->end(), EventDisposition::kStored),
+          done->size());
+    }
+    LogInfo(absl::StrCat("run ", record.run.id(), " ", line));
+    record.Changed(line);
+  }
 }
 
 absl::StatusOr<std::vector<AttemptEvents>> Coordinator::EarlierAttemptsLocked(

@@ -103,7 +103,11 @@ TEST(PlanAttempt, BuildsArgvAndEnvironmentPerLocalRank) {
                                       "--checkpoint-dir",
                                       "/lustre/ckpt/run-12/attempt-2",
                                       "--lease-file",
-                                      dir + "/lease"}));
+                                      dir + "/lease",
+                                      "--run-id",
+                                      "12",
+                                      "--attempt",
+                                      "2"}));
   EXPECT_EQ(second.launch.stdout_path, dir + "/rank-3.stdout");
   EXPECT_EQ(second.launch.stderr_path, dir + "/rank-3.stderr");
   EXPECT_EQ(second.pid_path, dir + "/rank-3.pid");

@@ -140,6 +140,30 @@ pid_t FaultCluster::WorkerPid(const std::string& name,
   return text.empty() ? 0 : static_cast<pid_t>(std::atol(text.c_str()));
 }
 
+bool FaultCluster::StartWithSharedCheckpoints(
+    const std::string& node_timeout_s) {
+  if (!StartCoordinator({"--node-timeout-s", node_timeout_s})) return false;
+  for (const char* node : {"node-a", "node-b"}) {
+    if (!StartAgent(node, 1,
+                    {"--checkpoint-root", SharedCheckpointRoot(),
+                     "--shared-checkpoints"})) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool FaultCluster::WaitUntilAllStored(const std::string& name,
+                                      const std::string& run_id, int attempt,
+                                      int rank, std::chrono::seconds timeout) {
+  return WaitFor(
+      [&] {
+        return LostEvents(name, run_id, attempt, rank, /*acked_only=*/false) ==
+               0;
+      },
+      timeout);
+}
+
 int64_t FaultCluster::LostEvents(const std::string& name,
                                  const std::string& run_id, int attempt,
                                  int rank, bool acked_only) {

@@ -32,6 +32,13 @@ class FaultCluster : public TestCluster {
   // The events the stand-in worker writes per rank (torn_line_worker.cc).
   static constexpr int64_t kWorkerEvents = 6000;
 
+  // Starts hpcai500d with `--node-timeout-s node_timeout_s` and agents
+  // node-a and node-b (one slot each, the real worker) sharing the
+  // checkpoint root SharedCheckpointRoot(); false when one did not start.
+  bool StartWithSharedCheckpoints(const std::string& node_timeout_s);
+  std::string SharedCheckpointRoot() const {
+    return dir() + "/shared-checkpoints";
+  }
   // Starts an agent `name` with one slot whose worker is the stand-in.
   bool StartFakeAgent(const std::string& name);
   // Submits a run of `nodes` one-rank nodes for the stand-in; seed 1 writes
@@ -74,6 +81,10 @@ class FaultCluster : public TestCluster {
   // stored for it.
   int64_t LostEvents(const std::string& name, const std::string& run_id,
                      int attempt, int rank, bool acked_only);
+  // Waits up to `timeout` until LostEvents(name, run_id, attempt, rank,
+  // acked_only=false) is 0: every line that rank wrote is stored.
+  bool WaitUntilAllStored(const std::string& name, const std::string& run_id,
+                          int attempt, int rank, std::chrono::seconds timeout);
   // Of seqs 1..`seq` of `rank` in `attempt`, how many the store lacks.
   int64_t MissingUpTo(const std::string& run_id, int attempt, int rank,
                       int64_t seq);

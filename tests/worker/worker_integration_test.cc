@@ -179,6 +179,59 @@ class WorkerBinaryTest : public ::testing::Test {
     return checksums.size() == 1 ? checksums[0]->value : "";
   }
 
+  // Trains 3 epochs on two ranks with `extra` flags three ways: through,
+  // killed once rank 0 reported a checkpoint, and then resumed; expects the
+  // resumed run to end with the uninterrupted run's parameters, bit for bit.
+  void ExpectKilledAndResumedRunEndsAsUninterrupted(
+      const std::vector<std::string>& extra) {
+    const std::string checkpoints = dir_ + "/checkpoints";
+    std::vector<std::string> args = {
+        "--steps-per-epoch", "3", "--epochs",        "3",
+        "--threads",         "1", "--deterministic", "--checkpoint-dir",
+        checkpoints};
+    args.insert(args.begin(), extra.begin(), extra.end());
+    attempt_ = "uninterrupted";
+    std::vector<std::string> elsewhere = args;
+    elsewhere.back() = dir_ + "/uninterrupted_checkpoints";
+    ASSERT_EQ(RunRanks(2, elsewhere, std::chrono::seconds(240)),
+              std::vector<int>({0, 0}));
+    const std::string uninterrupted = Checksum(0);
+    ASSERT_FALSE(uninterrupted.empty());
+
+    attempt_ = "killed";
+    {
+      auto ranks = StartRanks(2, args);
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::seconds(180);
+      while (ReadFile(EventsFile(0)).find("\"hpcai500_checkpoint\"") ==
+                 std::string::npos &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }  // SIGKILL to both ranks
+    const std::vector<Event> killed = ReadEvents(EventsFile(0));
+    const auto saved = WithKey(killed, "hpcai500_checkpoint");
+    ASSERT_FALSE(saved.empty());
+    EXPECT_TRUE(WithKey(killed, "run_stop").empty())
+        << "killed too late to test a resume";
+
+    attempt_ = "resumed";
+    std::vector<std::string> resume = args;
+    resume.push_back("--resume");
+    ASSERT_EQ(RunRanks(2, resume, std::chrono::seconds(240)),
+              std::vector<int>({0, 0}));
+    const std::vector<Event> rank1 = ReadEvents(EventsFile(1));
+    const auto resumed = WithKey(rank1, "hpcai500_resume");
+    ASSERT_EQ(resumed.size(), 1u);
+    EXPECT_GE(std::stoi(resumed[0]->value), saved.back()->epoch);
+    EXPECT_LT(std::stoi(resumed[0]->value), 3);
+    // Only the epochs after the checkpoint ran again.
+    EXPECT_EQ(WithKey(ReadEvents(EventsFile(0)), "epoch_start").size(),
+              static_cast<size_t>(3 - std::stoi(resumed[0]->value)));
+    EXPECT_EQ(Checksum(0), uninterrupted);
+    EXPECT_EQ(Checksum(1), uninterrupted);
+  }
+
   ScratchDir scratch_ = ScratchDir::ForCurrentTest("worker_it");
   const std::string dir_ = scratch_.path();
   std::string attempt_ = "attempt";  // folder of the events files
@@ -394,51 +447,18 @@ TEST_F(WorkerBinaryTest, DeterministicRunsEndWithBitIdenticalParameters) {
 // parameters as an uninterrupted run, bit for bit.
 TEST_F(WorkerBinaryTest,
        KilledAndResumedRunEndsWithTheUninterruptedParameters) {
-  const std::string checkpoints = dir_ + "/checkpoints";
-  const std::vector<std::string> args = {
-      "--steps-per-epoch", "3", "--epochs",        "3",
-      "--threads",         "1", "--deterministic", "--checkpoint-dir",
-      checkpoints};
-  attempt_ = "uninterrupted";
-  std::vector<std::string> elsewhere = args;
-  elsewhere.back() = dir_ + "/uninterrupted_checkpoints";
-  ASSERT_EQ(RunRanks(2, elsewhere, std::chrono::seconds(240)),
-            std::vector<int>({0, 0}));
-  const std::string uninterrupted = Checksum(0);
-  ASSERT_FALSE(uninterrupted.empty());
+  ExpectKilledAndResumedRunEndsAsUninterrupted({});
+}
 
-  attempt_ = "killed";
-  {
-    auto ranks = StartRanks(2, args);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(180);
-    while (ReadFile(EventsFile(0)).find("\"hpcai500_checkpoint\"") ==
-               std::string::npos &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }  // SIGKILL to both ranks
-  const std::vector<Event> killed = ReadEvents(EventsFile(0));
-  const auto saved = WithKey(killed, "hpcai500_checkpoint");
-  ASSERT_FALSE(saved.empty());
-  EXPECT_TRUE(WithKey(killed, "run_stop").empty())
-      << "killed too late to test a resume";
-
-  attempt_ = "resumed";
-  std::vector<std::string> resume = args;
-  resume.push_back("--resume");
-  ASSERT_EQ(RunRanks(2, resume, std::chrono::seconds(240)),
-            std::vector<int>({0, 0}));
-  const std::vector<Event> rank1 = ReadEvents(EventsFile(1));
-  const auto resumed = WithKey(rank1, "hpcai500_resume");
-  ASSERT_EQ(resumed.size(), 1u);
-  EXPECT_GE(std::stoi(resumed[0]->value), saved.back()->epoch);
-  EXPECT_LT(std::stoi(resumed[0]->value), 3);
-  // Only the epochs after the checkpoint ran again.
-  EXPECT_EQ(WithKey(ReadEvents(EventsFile(0)), "epoch_start").size(),
-            static_cast<size_t>(3 - std::stoi(resumed[0]->value)));
-  EXPECT_EQ(Checksum(0), uninterrupted);
-  EXPECT_EQ(Checksum(1), uninterrupted);
+// The same under PowerSGD (one warm-up step, so epoch 2 is compressed from
+// the residuals epoch 1 left): each rank's error feedback, Q and step count
+// come back from its part of the checkpoint.
+TEST_F(WorkerBinaryTest,
+       KilledAndResumedPowerSgdRunEndsWithTheUninterruptedParameters) {
+  ExpectKilledAndResumedRunEndsAsUninterrupted(
+      {"--compression", "powersgd", "--powersgd-warmup-steps", "1"});
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/checkpoints/" +
+                                      "checkpoint-epoch-000003.rank-1.pt"));
 }
 
 TEST_F(WorkerBinaryTest, ResumeWithoutCheckpointStartsFreshAndSaysSo) {

@@ -451,6 +451,46 @@ torch::Tensor GradientReducer::PowerSgdError(size_t i) const {
   return powersgd_[i].error.clone();
 }
 
+PowerSgdState GradientReducer::powersgd_state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PowerSgdState state;
+  state.steps = steps_;
+  for (const PowerSgdMatrix& m : powersgd_) {
+    state.q.push_back(m.compressed ? m.q.clone() : torch::Tensor());
+    state.error.push_back(m.compressed ? m.error.clone() : torch::Tensor());
+  }
+  return state;
+}
+
+void GradientReducer::RestorePowerSgd(const PowerSgdState& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state.q.size() != powersgd_.size() ||
+      state.error.size() != powersgd_.size()) {
+    throw std::invalid_argument(
+        "PowerSGD state of " + std::to_string(state.q.size()) +
+        " parameters for a reducer of " + std::to_string(powersgd_.size()));
+  }
+  for (size_t k = 0; k < powersgd_.size(); ++k) {
+    const PowerSgdMatrix& m = powersgd_[k];
+    const bool saved = state.q[k].defined() && state.error[k].defined();
+    if (saved != m.compressed ||
+        (saved && (state.q[k].sizes() != m.q.sizes() ||
+                   state.error[k].sizes() != m.error.sizes()))) {
+      throw std::invalid_argument("PowerSGD state of parameter " +
+                                  std::to_string(k) +
+                                  " does not match this reducer's");
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t k = 0; k < powersgd_.size(); ++k) {
+    PowerSgdMatrix& m = powersgd_[k];
+    if (!m.compressed) continue;
+    m.q.copy_(state.q[k]);
+    m.error.copy_(state.error[k]);
+  }
+  steps_ = state.steps;
+}
+
 // ---- StallWatchdog --------------------------------------------------------
 
 StallWatchdog::StallWatchdog(std::chrono::milliseconds timeout,

@@ -123,6 +123,16 @@ struct ReducerOptions {
   uint64_t powersgd_seed = 20240601;  // same on every rank
 };
 
+// What a GradientReducer carries from one step to the next under PowerSGD,
+// by parameter index (undefined tensors where a parameter is not
+// compressed): the steps taken (warm-up counts them), the warm-started Q
+// (the same on every rank) and this rank's error feedback (its own).
+struct PowerSgdState {
+  int64_t steps = 0;
+  std::vector<torch::Tensor> q;
+  std::vector<torch::Tensor> error;
+};
+
 // Communication of one or more steps.
 struct CommStats {
   int64_t bytes = 0;          // payload this rank contributed to allreduces
@@ -173,6 +183,13 @@ class GradientReducer {
   // PowerSGD error feedback of parameter `i` (undefined when it is not
   // compressed) — for tests.
   torch::Tensor PowerSgdError(size_t i) const;
+  // A copy of the PowerSGD state (a checkpoint saves it per rank); empty
+  // vectors when the reducer does not compress. Between steps only.
+  PowerSgdState powersgd_state() const;
+  // Continues from `state` (a checkpoint's): the next step is the one the
+  // saved reducer would have taken. Throws std::invalid_argument naming the
+  // parameter when its compressed parameters or their shapes differ.
+  void RestorePowerSgd(const PowerSgdState& state);
 
  private:
   struct Bucket {

@@ -188,10 +188,23 @@ void EventLog::Emit(EventType type, std::string_view key,
     }
   }
   ++next_seq_;
+  if (keeping_lines_) kept_.push_back(line.substr(0, line.size() - 1));
   if (echo_ != nullptr) {
     std::fwrite(line.data(), 1, line.size(), echo_);
     std::fflush(echo_);
   }
+}
+
+void EventLog::KeepLines() {
+  std::lock_guard<std::mutex> lock(mu_);
+  keeping_lines_ = true;
+}
+
+std::vector<std::string> EventLog::TakeKeptLines() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> lines;
+  lines.swap(kept_);
+  return lines;
 }
 
 }  // namespace hpcai500::worker

@@ -85,6 +85,13 @@ class EventLog {
                                 int rank, const JsonMembers& metadata,
                                 SourceLine where);
 
+  // From now on, keeps a copy of each line written (without its "\n") for
+  // TakeKeptLines(): rank 0 puts an epoch's lines into its checkpoint's
+  // manifest (common/checkpoint_manifest.h).
+  void KeepLines();
+  // The lines kept since KeepLines() or the previous call, in seq order.
+  std::vector<std::string> TakeKeptLines();
+
   // The seq the next Emit() will use.
   int64_t next_seq() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -101,7 +108,9 @@ class EventLog {
   const Clock clock_;
 
   mutable std::mutex mu_;
-  int64_t next_seq_ = 1;  // Guarded by mu_.
+  int64_t next_seq_ = 1;           // Guarded by mu_.
+  bool keeping_lines_ = false;     // Guarded by mu_.
+  std::vector<std::string> kept_;  // Guarded by mu_.
 };
 
 }  // namespace hpcai500::worker

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/checkpoint_manifest.h"
 #include "common/worker_args.h"
 
 namespace hpcai500::worker {
@@ -28,15 +29,19 @@ constexpr char kSuffix[] = ".pt";
 
 std::string Errno() { return std::strerror(errno); }
 
-// The epoch a checkpoint file name stands for, or -1 when `name` is not one.
-int64_t EpochOfName(const std::string& name) {
+// The epoch a checkpoint file name stands for, or -1 when `name` is not
+// kPrefix, digits, `suffix` (".pt" for a main file, ".rank-R.pt" for a
+// rank's part).
+int64_t EpochOfName(const std::string& name,
+                    const std::string& suffix = kSuffix) {
   const size_t prefix = sizeof(kPrefix) - 1;
-  const size_t suffix = sizeof(kSuffix) - 1;
-  if (name.size() <= prefix + suffix || name.compare(0, prefix, kPrefix) != 0 ||
-      name.compare(name.size() - suffix, suffix, kSuffix) != 0) {
+  if (name.size() <= prefix + suffix.size() ||
+      name.compare(0, prefix, kPrefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return -1;
   }
-  const std::string digits = name.substr(prefix, name.size() - prefix - suffix);
+  const std::string digits =
+      name.substr(prefix, name.size() - prefix - suffix.size());
   if (digits.size() > 18 ||
       !std::all_of(digits.begin(), digits.end(),
                    [](char c) { return c >= '0' && c <= '9'; })) {
@@ -45,18 +50,45 @@ int64_t EpochOfName(const std::string& name) {
   return std::stoll(digits);
 }
 
-// Every checkpoint in `dir` by epoch; empty when the folder does not exist.
-std::map<int64_t, std::string> ListCheckpoints(const std::string& dir) {
+// What follows the epoch's digits in rank `rank`'s part.
+std::string PartSuffix(int rank) {
+  return ".rank-" + std::to_string(rank) + kSuffix;
+}
+
+// Every checkpoint file in `dir` whose name ends in `suffix`, by epoch;
+// empty when the folder does not exist.
+std::map<int64_t, std::string> ListCheckpoints(
+    const std::string& dir, const std::string& suffix = kSuffix) {
   std::map<int64_t, std::string> found;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
        it.increment(ec)) {
-    const int64_t epoch = EpochOfName(it->path().filename().string());
+    const int64_t epoch = EpochOfName(it->path().filename().string(), suffix);
     if (epoch >= 0 && it->is_regular_file(ec)) {
       found[epoch] = it->path().string();
     }
   }
   return found;
+}
+
+// Removes all but the newest `keep` of `files` (by epoch); a stale old
+// checkpoint harms nothing, so a failure is ignored.
+void KeepNewest(const std::map<int64_t, std::string>& files, int keep) {
+  std::error_code ec;
+  int64_t excess = static_cast<int64_t>(files.size()) - keep;
+  for (auto it = files.begin(); excess > 0 && it != files.end();
+       ++it, --excess) {
+    fs::remove(it->second, ec);
+  }
+}
+
+void CreateFolder(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw std::runtime_error("checkpoint folder " + dir +
+                             ": cannot create: " + ec.message());
+  }
 }
 
 void FsyncFolder(const fs::path& dir) {
@@ -177,6 +209,47 @@ void WriteFileAtomically(const std::string& path,
   }
 }
 
+namespace {
+
+// Loads `archive` from `path` and checks its format version.
+void OpenArchive(const std::string& path,
+                 torch::serialize::InputArchive& archive) {
+  archive.load_from(path);
+  c10::IValue value;
+  archive.read("format_version", value);
+  if (value.toInt() != kFormatVersion) {
+    throw std::runtime_error("format version " + std::to_string(value.toInt()) +
+                             ", expected " + std::to_string(kFormatVersion));
+  }
+}
+
+// read(), with its errors rethrown as std::runtime_error naming `what` (the
+// file's kind and path).
+template <typename Read>
+auto NamingErrors(const std::string& what, Read read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(what + " is unreadable, truncated or corrupt: " +
+                             e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(what + ": " + e.what());
+  }
+}
+
+// Writes `archive` to `path` atomically.
+void SaveArchive(torch::serialize::OutputArchive& archive,
+                 const std::string& path) {
+  WriteFileAtomically(path, [&archive](const ByteSink& sink) {
+    archive.save_to([&sink](const void* data, size_t size) -> size_t {
+      sink(data, size);
+      return size;
+    });
+  });
+}
+
+}  // namespace
+
 std::string CheckpointPath(const std::string& dir, int64_t epoch) {
   return (fs::path(dir) / CheckpointFileName(epoch)).string();
 }
@@ -187,12 +260,7 @@ std::string SaveCheckpoint(const std::string& dir, const TrainingState& state,
   if (keep < 1) {
     throw std::invalid_argument("checkpoint " + path + ": keep must be >= 1");
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    throw std::runtime_error("checkpoint folder " + dir +
-                             ": cannot create: " + ec.message());
-  }
+  CreateFolder(dir);
   torch::serialize::OutputArchive archive;
   archive.write("format_version", c10::IValue(kFormatVersion));
   archive.write("fingerprint", c10::IValue(state.fingerprint));
@@ -211,18 +279,104 @@ std::string SaveCheckpoint(const std::string& dir, const TrainingState& state,
     archive.write("cpu_generator_state", generator.get_state(),
                   /*is_buffer=*/true);
   }
-  WriteFileAtomically(path, [&archive](const ByteSink& sink) {
-    archive.save_to([&sink](const void* data, size_t size) -> size_t {
-      sink(data, size);
-      return size;
-    });
-  });
-  const std::map<int64_t, std::string> all = ListCheckpoints(dir);
-  int64_t excess = static_cast<int64_t>(all.size()) - keep;
-  for (auto it = all.begin(); excess > 0 && it != all.end(); ++it, --excess) {
-    fs::remove(it->second, ec);  // a stale old checkpoint harms nothing
-  }
+  SaveArchive(archive, path);
+  KeepNewest(ListCheckpoints(dir), keep);
   return path;
+}
+
+std::string CheckpointPartPath(const std::string& dir, int64_t epoch,
+                               int rank) {
+  std::string name = CheckpointFileName(epoch);
+  name.resize(name.size() - (sizeof(kSuffix) - 1));
+  return (fs::path(dir) / (name + PartSuffix(rank))).string();
+}
+
+std::string SavePowerSgdPart(const std::string& dir, int64_t epoch, int rank,
+                             const PowerSgdState& state, int keep) {
+  const std::string path = CheckpointPartPath(dir, epoch, rank);
+  if (keep < 1) {
+    throw std::invalid_argument("checkpoint " + path + ": keep must be >= 1");
+  }
+  CreateFolder(dir);
+  torch::serialize::OutputArchive archive;
+  archive.write("format_version", c10::IValue(kFormatVersion));
+  archive.write("powersgd_steps", c10::IValue(state.steps));
+  archive.write("powersgd_parameters",
+                c10::IValue(static_cast<int64_t>(state.q.size())));
+  for (size_t k = 0; k < state.q.size(); ++k) {
+    if (!state.q[k].defined()) continue;  // not compressed
+    const std::string index = std::to_string(k);
+    archive.write("powersgd_q_" + index, state.q[k].detach().to(torch::kCPU),
+                  /*is_buffer=*/true);
+    archive.write("powersgd_error_" + index,
+                  state.error[k].detach().to(torch::kCPU), /*is_buffer=*/true);
+  }
+  SaveArchive(archive, path);
+  KeepNewest(ListCheckpoints(dir, PartSuffix(rank)), keep);
+  return path;
+}
+
+void WriteCheckpointManifest(const std::string& dir, int64_t run_id,
+                             int64_t attempt, int64_t epoch,
+                             const std::vector<std::string>& files,
+                             std::vector<std::string> events, int keep) {
+  const std::string path =
+      (fs::path(dir) / CheckpointManifestFileName(epoch)).string();
+  CheckpointManifest manifest;
+  manifest.run_id = run_id;
+  manifest.attempt = attempt;
+  manifest.epoch = epoch;
+  manifest.events = std::move(events);
+  for (const std::string& name : files) {
+    CheckpointManifest::File file;
+    file.name = name;
+    std::string error;
+    if (!Sha256OfFile((fs::path(dir) / name).string(), &file.sha256, &error)) {
+      throw std::runtime_error("manifest " + path + ": " + error);
+    }
+    manifest.files.push_back(std::move(file));
+  }
+  const std::string text = FormatCheckpointManifest(manifest);
+  WriteFileAtomically(
+      path, [&text](const ByteSink& sink) { sink(text.data(), text.size()); });
+  KeepNewest(ListCheckpoints(dir, ".manifest"), keep);
+}
+
+PowerSgdState LoadPowerSgdPart(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    throw std::runtime_error(
+        "checkpoint part " + path +
+        " is missing: the checkpoint holds no PowerSGD state for this rank "
+        "(written by a run without PowerSGD, or by a worker that did not "
+        "save it), and resuming without it would not be the same run");
+  }
+  return NamingErrors("checkpoint part " + path, [&path] {
+    torch::serialize::InputArchive archive;
+    OpenArchive(path, archive);
+    c10::IValue value;
+    PowerSgdState state;
+    archive.read("powersgd_steps", value);
+    state.steps = value.toInt();
+    archive.read("powersgd_parameters", value);
+    const int64_t parameters = value.toInt();
+    if (parameters < 0 || parameters > (int64_t{1} << 24)) {
+      throw std::runtime_error("bad parameter count " +
+                               std::to_string(parameters));
+    }
+    state.q.resize(static_cast<size_t>(parameters));
+    state.error.resize(static_cast<size_t>(parameters));
+    for (size_t k = 0; k < state.q.size(); ++k) {
+      const std::string index = std::to_string(k);
+      if (!archive.try_read("powersgd_q_" + index, state.q[k],
+                            /*is_buffer=*/true)) {
+        continue;  // not compressed
+      }
+      archive.read("powersgd_error_" + index, state.error[k],
+                   /*is_buffer=*/true);
+    }
+    return state;
+  });
 }
 
 std::optional<std::string> NewestCheckpoint(const std::string& dir) {
@@ -232,16 +386,10 @@ std::optional<std::string> NewestCheckpoint(const std::string& dir) {
 }
 
 void LoadCheckpoint(const std::string& path, TrainingState* state) {
-  try {
+  NamingErrors("checkpoint " + path, [&path, state] {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    OpenArchive(path, archive);
     c10::IValue value;
-    archive.read("format_version", value);
-    if (value.toInt() != kFormatVersion) {
-      throw std::runtime_error("format version " +
-                               std::to_string(value.toInt()) + ", expected " +
-                               std::to_string(kFormatVersion));
-    }
     archive.read("fingerprint", value);
     if (value.toStringRef() != state->fingerprint) {
       throw std::runtime_error("it was written by a run of another shape (" +
@@ -271,13 +419,7 @@ void LoadCheckpoint(const std::string& path, TrainingState* state) {
       generator.set_state(generator_state);
     }
     state->epoch = epoch;
-  } catch (const c10::Error& e) {
-    throw std::runtime_error(
-        "checkpoint " + path +
-        " is unreadable, truncated or corrupt: " + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    throw std::runtime_error("checkpoint " + path + ": " + e.what());
-  }
+  });
 }
 
 }  // namespace hpcai500::worker

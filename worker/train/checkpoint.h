@@ -14,6 +14,13 @@
 // alike and draws from it in lockstep (no per-rank random draws). A run that
 // spans nodes must give --checkpoint-dir a folder every node shares.
 //
+// What is not the same on every rank has a file per rank beside it: under
+// PowerSGD each rank's error feedback (with the warm-started Q and the step
+// count), `<dir>/checkpoint-epoch-NNNNNN.rank-R.pt`. Each rank writes its
+// own (no rank gathers the others' model-sized residuals), all before rank 0
+// writes the epoch's main file, so a main file's presence means its parts
+// are there too. docs/design.md "Worker" says why.
+//
 // Files are written atomically (temporary file in the same folder, fsync,
 // rename, fsync of the folder): a name that matches the pattern always holds
 // a whole checkpoint. The newest `keep` checkpoints are kept.
@@ -30,7 +37,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "worker/distributed/distributed.h"
 #include "worker/train/precision.h"
 
 namespace hpcai500::worker {
@@ -70,6 +79,33 @@ std::string SaveCheckpoint(const std::string& dir, const TrainingState& state,
 // The path of the checkpoint with the highest epoch in `dir`, or nullopt when
 // there is none (or no such folder). Temporary files never count.
 std::optional<std::string> NewestCheckpoint(const std::string& dir);
+
+// `<dir>/checkpoint-epoch-NNNNNN.rank-R.pt`: rank `rank`'s part of `epoch`'s
+// checkpoint.
+std::string CheckpointPartPath(const std::string& dir, int64_t epoch, int rank);
+
+// Saves `state` as rank `rank`'s PowerSGD part of `epoch`'s checkpoint in
+// `dir` (created if missing) and removes this rank's parts of all but the
+// newest `keep` (>= 1) epochs. Returns the file's path. Throws
+// std::runtime_error naming the file on failure.
+std::string SavePowerSgdPart(const std::string& dir, int64_t epoch, int rank,
+                             const PowerSgdState& state, int keep = 2);
+
+// The PowerSGD state saved at `path` (CPU tensors). Throws
+// std::runtime_error naming `path` when it is missing ("written by a run
+// without PowerSGD?"), unreadable or corrupt.
+PowerSgdState LoadPowerSgdPart(const std::string& path);
+
+// Writes the manifest of `epoch`'s checkpoint in `dir` atomically
+// (common/checkpoint_manifest.h): the run and attempt, the SHA-256 of each
+// of `files` (names in `dir`, read back from disk) and rank 0's `events`;
+// removes all but the newest `keep` manifests. Call it after the files and
+// the checkpoint's event line are written. Throws std::runtime_error naming
+// the manifest when a file cannot be read or the write fails.
+void WriteCheckpointManifest(const std::string& dir, int64_t run_id,
+                             int64_t attempt, int64_t epoch,
+                             const std::vector<std::string>& files,
+                             std::vector<std::string> events, int keep = 2);
 
 // Restores the model, optimizer, scaler and torch CPU generator from `path`
 // and sets state->epoch to the epoch it completed. state->fingerprint must

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -47,7 +48,13 @@ Trainer::Trainer(const WorkerOptions& options, EventLog* log,
       device_(DeviceOf(options)),
       reporter_(log),
       log_(log),
-      lease_(lease) {}
+      lease_(lease) {
+  // Rank 0's lines go into each checkpoint's manifest (WriteManifest).
+  if (o_.rank == 0 && o_.args.checkpoint_dir && o_.args.run_id &&
+      o_.args.attempt) {
+    log_->KeepLines();
+  }
+}
 
 Trainer::~Trainer() = default;
 
@@ -303,23 +310,82 @@ int Trainer::Resume() {
   }
   const std::string path = CheckpointPath(dir, resumed);
   if (o_.rank != 0) LoadCheckpoint(path, &state);
+  if (*o_.args.compression == Compression::kPowerSgd) {
+    RestorePowerSgd(dir, resumed);
+  }
   reporter_.Point(event_keys::kResume, JsonInt(resumed),
                   EventType::kPointInTime, {{"checkpoint", JsonString(path)}});
   return resumed;
 }
 
 // Rank 0 checkpoints the state at the end of `epoch` (after evaluation
-// averaged the buffers) when --checkpoint-dir is set.
+// averaged the buffers) when --checkpoint-dir is set; under PowerSGD every
+// rank first saves its own part (checkpoint.h).
 void Trainer::SaveCheckpointAfter(int epoch) {
-  if (!o_.args.checkpoint_dir || o_.rank != 0) return;
+  if (!o_.args.checkpoint_dir) return;
   // Past its lease this attempt may be another node's by now: the run's
   // next attempt must not find a checkpoint this one wrote after it began.
-  if (lease_ != nullptr && lease_->Check()) return;
+  const bool fenced = lease_ != nullptr && lease_->Check();
   watchdog_->SetPhase("checkpoint");
+  if (*o_.args.compression == Compression::kPowerSgd &&
+      !SavePowerSgdParts(epoch, fenced)) {
+    return;
+  }
+  if (o_.rank != 0 || fenced) return;
   const std::string path = SaveCheckpoint(
       *o_.args.checkpoint_dir, TrainingState{&task_->module(), optimizer_.get(),
                                              &scaler_, epoch, Fingerprint()});
   reporter_.Checkpoint(path, epoch);
+  WriteManifest(epoch);
+}
+
+// Beside rank 0's checkpoint of `epoch`, its manifest: what lets the next
+// attempt resume from it though its event never reached the coordinator.
+// Only for a worker an agent started (it names the run and attempt). A
+// manifest that cannot be written costs that fallback, not the run.
+void Trainer::WriteManifest(int epoch) {
+  if (!o_.args.run_id || !o_.args.attempt) return;
+  const std::string& dir = *o_.args.checkpoint_dir;
+  std::vector<std::string> files = {CheckpointFileName(epoch)};
+  if (*o_.args.compression == Compression::kPowerSgd) {
+    for (int rank = 0; rank < o_.world_size; ++rank) {
+      files.push_back(
+          std::filesystem::path(CheckpointPartPath(dir, epoch, rank))
+              .filename()
+              .string());
+    }
+  }
+  try {
+    WriteCheckpointManifest(dir, *o_.args.run_id, *o_.args.attempt, epoch,
+                            files, log_->TakeKeptLines());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hpcai500-worker rank %d: no manifest: %s\n", o_.rank,
+                 e.what());
+  }
+}
+
+// Collective: each rank not `fenced` saves its PowerSGD part of `epoch`;
+// true once every rank did, so rank 0's main file (written after) never
+// names an epoch whose parts are not all on disk.
+bool Trainer::SavePowerSgdParts(int epoch, bool fenced) {
+  if (!fenced) {
+    SavePowerSgdPart(*o_.args.checkpoint_dir, epoch, o_.rank,
+                     reducer_->powersgd_state());
+  }
+  torch::Tensor saved = torch::tensor({fenced ? 0.0 : 1.0}, torch::kFloat64);
+  collectives_->AllReduceSum(saved);
+  return saved.item<double>() == o_.world_size;
+}
+
+// Every rank continues its own PowerSGD state from the checkpoint of
+// `epoch` in `dir`; a compressed run refuses a checkpoint without it.
+void Trainer::RestorePowerSgd(const std::string& dir, int epoch) {
+  const std::string part = CheckpointPartPath(dir, epoch, o_.rank);
+  try {
+    reducer_->RestorePowerSgd(LoadPowerSgdPart(part));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("checkpoint part " + part + ": " + e.what());
+  }
 }
 
 }  // namespace hpcai500::worker

@@ -75,7 +75,10 @@ class Trainer {
   EvalResult Evaluate();
   std::string Fingerprint() const;
   int Resume();
+  void RestorePowerSgd(const std::string& dir, int epoch);
   void SaveCheckpointAfter(int epoch);
+  bool SavePowerSgdParts(int epoch, bool fenced);
+  void WriteManifest(int epoch);
 
   // Constant after construction.
   const WorkerOptions& o_;

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/checkpoint_manifest.h"
+#include "common/worker_args.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -883,6 +885,17 @@ class ResumeTest : public CoordinatorTest {
   // A one-node run on a that checkpoints epoch 1, then loses node a; b
   // takes attempt 2. Returns attempt 2's key.
   v1::AttemptKey LoseNodeAfterEpochOne(bool shared) {
+    return LoseNodeAfterLines(shared, EpochOneLines().size());
+  }
+
+  // Rank 0's lines of attempt 1 through epoch 1's checkpoint, from now.
+  std::vector<std::string> EpochOneLines() const {
+    return AttemptLines(clock_.now_ms, 1, 1, /*finish=*/false);
+  }
+
+  // The same, but node a's agent delivered only the first `sent` of
+  // EpochOneLines() before the node was lost.
+  v1::AttemptKey LoseNodeAfterLines(bool shared, size_t sent) {
     session_a_ = Register("a", &agent_a_, {}, shared);
     session_b_ = Register("b", &agent_b_, {}, shared);
     v1::SubmitResponse submitted = *coordinator_->Submit(SpecYaml(1));
@@ -890,7 +903,9 @@ class ResumeTest : public CoordinatorTest {
     key.set_run_id(submitted.run_ids(0));
     key.set_attempt(1);
     ReservePort(session_a_, key);
-    SendLines(session_a_, key, AttemptLines(clock_.now_ms, 1, 1, false));
+    const std::vector<std::string> lines = EpochOneLines();
+    SendLines(session_a_, key,
+              std::vector<std::string>(lines.begin(), lines.begin() + sent));
     coordinator_->Disconnect(session_a_);
     clock_.now_ms += 61'000;
     v1::AgentMessage heartbeat;
@@ -1030,6 +1045,83 @@ TEST_F(ResumeTest, NewAttemptOnANodeWithoutTheCheckpointStartsFresh) {
   v1::Run run = *reads_->GetRun(key.run_id());
   ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
   EXPECT_EQ(run.score().samples(), 6000);  // both epochs of attempt 2 only
+}
+
+// What b's agent reports for attempt 1's checkpoint of `epoch`, found with
+// its manifest: the lines of `lines` after the first `stored` (those the
+// coordinator got before node a died), with the digest of its files.
+v1::FoundCheckpoint FoundCheckpointOf(const std::vector<std::string>& lines,
+                                      size_t stored, int64_t run_id,
+                                      int epoch) {
+  CheckpointManifest manifest;
+  manifest.run_id = run_id;
+  manifest.attempt = 1;
+  manifest.epoch = epoch;
+  manifest.files = {{std::string(64, 'a'), CheckpointFileName(epoch)}};
+  manifest.events.assign(lines.begin() + static_cast<std::ptrdiff_t>(stored),
+                         lines.end());
+  v1::FoundCheckpoint found;
+  found.set_attempt(1);
+  found.set_manifest(FormatCheckpointManifest(manifest));
+  found.set_digest(CheckpointDigest(manifest.files));
+  return found;
+}
+
+// The case: node a died right after its worker wrote epoch 1's
+// checkpoint, before its agent sent a line of epoch 1.
+TEST_F(ResumeTest, ACheckpointFoundOnDiskMovesTheResumePointBeforeStart) {
+  const std::vector<std::string> lines = EpochOneLines();
+  const size_t sent = 2;  // flops and run_start
+  const v1::AttemptKey key = LoseNodeAfterLines(/*shared=*/true, sent);
+  std::vector<v1::Assignment> reserve =
+      agent_b_.Assignments(v1::Assignment::PHASE_RESERVE);
+  ASSERT_EQ(reserve.size(), 1u);
+  EXPECT_EQ(reserve[0].resume_from_epoch(), 0);  // nothing acknowledged
+  EXPECT_EQ(reserve[0].probe_checkpoints_attempt(), 1);
+
+  v1::AgentMessage port;
+  *port.mutable_port_reserved()->mutable_key() = key;
+  port.mutable_port_reserved()->set_host("10.0.0.1");
+  port.mutable_port_reserved()->set_port(29500);
+  *port.mutable_port_reserved()->add_found_checkpoints() =
+      FoundCheckpointOf(lines, sent, key.run_id(), 1);
+  Send(session_b_, port);
+  std::vector<v1::Assignment> start =
+      agent_b_.Assignments(v1::Assignment::PHASE_START);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_EQ(start[0].resume_from_attempt(), 1);
+  EXPECT_EQ(start[0].resume_from_epoch(), 1);
+
+  // Attempt 2 trains epoch 2; the score counts epoch 1 of attempt 1 (its
+  // lines taken from the manifest) and epoch 2 of attempt 2, each once.
+  SendLines(session_b_, key, AttemptLines(clock_.now_ms, 2, 2, true));
+  Exit(session_b_, key, 0, 0);
+  v1::Run run = *reads_->GetRun(key.run_id());
+  ASSERT_EQ(run.state(), v1::RUN_STATE_SUCCEEDED) << run.error();
+  EXPECT_EQ(run.attempts(1).resumed_epoch(), 1);
+  EXPECT_EQ(run.score().samples(), 6000);
+  EXPECT_EQ(run.epochs_size(), 2);
+}
+
+TEST_F(ResumeTest, ACheckpointFoundWithAnotherDigestIsIgnored) {
+  const std::vector<std::string> lines =
+      AttemptLines(clock_.now_ms, 1, 2, /*finish=*/false);
+  const v1::AttemptKey key = LoseNodeAfterEpochOne(/*shared=*/true);
+  v1::FoundCheckpoint found =
+      FoundCheckpointOf(lines, EpochOneLines().size(), key.run_id(), 2);
+  found.set_digest(std::string(64, '0'));  // the files changed since
+  v1::AgentMessage port;
+  *port.mutable_port_reserved()->mutable_key() = key;
+  port.mutable_port_reserved()->set_host("10.0.0.1");
+  port.mutable_port_reserved()->set_port(29500);
+  *port.mutable_port_reserved()->add_found_checkpoints() = found;
+  Send(session_b_, port);
+  std::vector<v1::Assignment> start =
+      agent_b_.Assignments(v1::Assignment::PHASE_START);
+  ASSERT_EQ(start.size(), 1u);
+  EXPECT_EQ(start[0].resume_from_epoch(), 1);  // the acknowledged one
+  v1::Run run = *reads_->GetRun(key.run_id());
+  EXPECT_EQ(run.attempts(1).resume_from_epoch(), 1);
 }
 
 // The worker finished while hpcai500d was down: its agent lists the rank

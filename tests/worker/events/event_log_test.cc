@@ -179,6 +179,25 @@ TEST(EventLog, RefusesALineOverTheLimitWithoutUsingASeq) {
   EXPECT_EQ(log->next_seq(), 1);
 }
 
+TEST(EventLog, KeepsTheLinesWrittenSinceKeepLinesUntilTaken) {
+  std::string error;
+  auto log = EventLog::Open(
+      "", 0, nullptr, [] { return int64_t{1}; }, &error);
+  ASSERT_NE(log, nullptr);
+  log->Emit(EventType::kPointInTime, "before", kJsonNull);
+  log->KeepLines();
+  log->Emit(EventType::kPointInTime, "first", kJsonNull);
+  log->Emit(EventType::kPointInTime, "second", kJsonNull);
+  const std::vector<std::string> kept = log->TakeKeptLines();
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_NE(kept[0].find("\"key\": \"first\""), std::string::npos);
+  EXPECT_NE(kept[0].find("\"seq\": 2,"), std::string::npos) << kept[0];
+  EXPECT_EQ(kept[1].find('\n'), std::string::npos);  // whole lines, no "\n"
+  log->Emit(EventType::kPointInTime, "third", kJsonNull);
+  ASSERT_EQ(log->TakeKeptLines().size(), 1u);
+  EXPECT_TRUE(log->TakeKeptLines().empty());
+}
+
 TEST(EventLog, OpenNamesTheUnwritablePath) {
   std::string error;
   auto log = EventLog::Open("/proc/no/such/dir/events.mllog", 0, nullptr,

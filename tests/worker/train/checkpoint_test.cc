@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/distributed/rank_threads.h"
 #include "tests/worker/test_util.h"
 #include "worker/train/precision.h"
 
@@ -222,6 +223,117 @@ TEST_F(CheckpointTest, SaveKeepsOnlyTheNewestCheckpoints) {
   EXPECT_EQ(FilesInDir(),
             std::vector<std::string>(
                 {"checkpoint-epoch-000003.pt", "checkpoint-epoch-000004.pt"}));
+}
+
+// Rank r's gradient of step s for parameters of `shapes`, fixed by (r, s).
+std::vector<torch::Tensor> Gradients(
+    const std::vector<std::vector<int64_t>>& shapes, int rank, int step) {
+  torch::manual_seed(1000 * step + rank);
+  std::vector<torch::Tensor> out;
+  for (const auto& shape : shapes) out.push_back(torch::randn(shape));
+  return out;
+}
+
+// One step of `reducer` over `params` whose local gradient is `grads`;
+// returns the averaged gradients it wrote back, flattened.
+torch::Tensor Step(GradientReducer& reducer,
+                   const std::vector<torch::Tensor>& params,
+                   const std::vector<torch::Tensor>& grads) {
+  for (const auto& p : params) {
+    if (p.grad().defined()) p.grad().zero_();
+  }
+  reducer.BeginStep(4);
+  torch::Tensor loss = torch::zeros({});
+  for (size_t i = 0; i < params.size(); ++i) {
+    loss = loss + (params[i] * grads[i]).sum();
+  }
+  loss.backward();
+  reducer.FinishStep();
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : params) flat.push_back(p.grad().reshape(-1).clone());
+  return torch::cat(flat);
+}
+
+std::vector<torch::Tensor> ZeroParams(
+    const std::vector<std::vector<int64_t>>& shapes) {
+  std::vector<torch::Tensor> params;
+  for (const auto& shape : shapes) {
+    params.push_back(torch::zeros(shape).set_requires_grad(true));
+  }
+  return params;
+}
+
+TEST_F(CheckpointTest, PowerSgdStateOfEachRankSurvivesSaveAndLoad) {
+  // A [24, 20] matrix is compressed, the bias is not. After three steps
+  // (one of warm-up) each rank saves its part; a reducer restored from the
+  // parts gives the next step's gradient bit for bit, one started afresh
+  // does not (its residuals are zero and it would warm up again).
+  const std::vector<std::vector<int64_t>> shapes = {{24, 20}, {24}};
+  ReducerOptions options;
+  options.compression = Compression::kPowerSgd;
+  options.powersgd_rank = 2;
+  options.powersgd_warmup_steps = 1;
+  std::vector<torch::Tensor> direct(2), restored(2), fresh(2);
+  testing::RunRanksOnThreads(
+      {torch::kCPU, torch::kCPU}, DistBackend::kGloo,
+      std::chrono::milliseconds(30000), [&](Collectives& c) {
+        const int rank = c.rank();
+        const std::vector<torch::Tensor> params = ZeroParams(shapes);
+        GradientReducer saved(&c, params, options);
+        for (int step = 0; step < 3; ++step) {
+          Step(saved, params, Gradients(shapes, rank, step));
+        }
+        SavePowerSgdPart(dir_, /*epoch=*/1, rank, saved.powersgd_state());
+        direct[rank] = Step(saved, params, Gradients(shapes, rank, 3));
+
+        const std::vector<torch::Tensor> again = ZeroParams(shapes);
+        GradientReducer loaded(&c, again, options);
+        loaded.RestorePowerSgd(
+            LoadPowerSgdPart(CheckpointPartPath(dir_, 1, rank)));
+        restored[rank] = Step(loaded, again, Gradients(shapes, rank, 3));
+
+        const std::vector<torch::Tensor> other = ZeroParams(shapes);
+        GradientReducer afresh(&c, other, options);
+        fresh[rank] = Step(afresh, other, Gradients(shapes, rank, 3));
+      });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(torch::equal(restored[rank], direct[rank])) << "rank " << rank;
+    EXPECT_FALSE(torch::allclose(fresh[rank], direct[rank])) << "rank " << rank;
+  }
+  // Each rank's residuals are its own: the two parts differ.
+  EXPECT_NE(ReadFile(CheckpointPartPath(dir_, 1, 0)),
+            ReadFile(CheckpointPartPath(dir_, 1, 1)));
+  EXPECT_EQ(FilesInDir(),
+            std::vector<std::string>({"checkpoint-epoch-000001.rank-0.pt",
+                                      "checkpoint-epoch-000001.rank-1.pt"}));
+}
+
+TEST_F(CheckpointTest, AMissingPowerSgdPartIsRefusedNamingIt) {
+  const std::string part = CheckpointPartPath(dir_, 3, 1);
+  try {
+    LoadPowerSgdPart(part);
+    FAIL() << "loading " << part << " succeeded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no PowerSGD state"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(CheckpointTest, PartsAreKeptPerRankAndNeverTakenForACheckpoint) {
+  PowerSgdState state;
+  state.steps = 5;
+  for (int epoch = 1; epoch <= 3; ++epoch) {
+    SavePowerSgdPart(dir_, epoch, /*rank=*/0, state, /*keep=*/2);
+  }
+  SavePowerSgdPart(dir_, 1, /*rank=*/1, state, /*keep=*/2);
+  EXPECT_EQ(FilesInDir(),
+            std::vector<std::string>({"checkpoint-epoch-000001.rank-1.pt",
+                                      "checkpoint-epoch-000002.rank-0.pt",
+                                      "checkpoint-epoch-000003.rank-0.pt"}));
+  EXPECT_EQ(NewestCheckpoint(dir_), std::nullopt);
+  EXPECT_EQ(LoadPowerSgdPart(CheckpointPartPath(dir_, 3, 0)).steps, 5);
 }
 
 }  // namespace
