@@ -69,9 +69,9 @@ std::string SetWorkloadKey(WorkloadInfo& w, std::string_view key,
 
 const std::string kYears = "is not a list of years (e.g. 1979 1980)";
 
-// "1979 1980 ..." (spaces or commas between), each in 1000..9999.
-bool ParseYears(std::string_view s, std::vector<int>* out) {
-  out->clear();
+// The items of a list written with spaces, tabs or commas between them.
+std::vector<std::string_view> ListItems(std::string_view s) {
+  std::vector<std::string_view> items;
   size_t pos = 0;
   while (pos < s.size()) {
     if (s[pos] == ' ' || s[pos] == ',' || s[pos] == '\t') {
@@ -80,13 +80,19 @@ bool ParseYears(std::string_view s, std::vector<int>* out) {
     }
     size_t end = s.find_first_of(" ,\t", pos);
     if (end == std::string_view::npos) end = s.size();
-    int64_t year = 0;
-    if (!ParseInt(s.substr(pos, end - pos), &year) || year < 1000 ||
-        year > 9999) {
-      return false;
-    }
-    out->push_back(static_cast<int>(year));
+    items.push_back(s.substr(pos, end - pos));
     pos = end;
+  }
+  return items;
+}
+
+// "1979 1980 ..." (spaces or commas between), each in 1000..9999.
+bool ParseYears(std::string_view s, std::vector<int>* out) {
+  out->clear();
+  for (std::string_view item : ListItems(s)) {
+    int64_t year = 0;
+    if (!ParseInt(item, &year) || year < 1000 || year > 9999) return false;
+    out->push_back(static_cast<int>(year));
   }
   return !out->empty();
 }
@@ -168,20 +174,10 @@ std::string SetConfigKey(ConfigInfo& c, std::string_view key,
 // "3, 4, 3.5 ..." (commas or spaces between), each a positive number.
 bool ParseEpochList(std::string_view s, std::vector<double>* out) {
   out->clear();
-  size_t pos = 0;
-  while (pos < s.size()) {
-    if (s[pos] == ' ' || s[pos] == ',' || s[pos] == '\t') {
-      ++pos;
-      continue;
-    }
-    size_t end = s.find_first_of(" ,\t", pos);
-    if (end == std::string_view::npos) end = s.size();
+  for (std::string_view item : ListItems(s)) {
     double epochs = 0;
-    if (!ParseDouble(s.substr(pos, end - pos), &epochs) || epochs <= 0) {
-      return false;
-    }
+    if (!ParseDouble(item, &epochs) || epochs <= 0) return false;
     out->push_back(epochs);
-    pos = end;
   }
   return !out->empty();
 }
