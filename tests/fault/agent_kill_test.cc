@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -20,33 +19,6 @@ namespace hpcai500::testing {
 namespace {
 
 using std::chrono::seconds;
-
-constexpr char kSlowVar[] = "HPCAI500_TEST_SLOW_STEP_PCT";
-
-// Starts hpcai500d with `node_timeout_s` and agent node-a, whose workers
-// take four times as long per step as they would.
-void StartSlowCluster(FaultCluster& cluster,
-                      const std::string& node_timeout_s) {
-  ASSERT_TRUE(cluster.StartCoordinator({"--node-timeout-s", node_timeout_s}));
-  ::setenv(kSlowVar, "300", 1);
-  const bool started = cluster.StartAgent("node-a", 1, {"--env", kSlowVar});
-  ::unsetenv(kSlowVar);
-  ASSERT_TRUE(started);
-}
-
-// Submits the smoke run and waits until node-a's worker trains; returns the
-// run id and sets *worker.
-std::string StartTraining(FaultCluster& cluster, const std::string& name,
-                          pid_t* worker) {
-  const std::string run_id = cluster.SubmitSmokeRun(name);
-  EXPECT_FALSE(run_id.empty());
-  EXPECT_TRUE(WaitFor(
-      [&] { return cluster.CountStoredKey(run_id, 1, "run_start") == 1; },
-      seconds(120)));
-  *worker = cluster.WorkerPid("node-a", run_id, 1, 0);
-  EXPECT_GT(*worker, 0);
-  return run_id;
-}
 
 int64_t LeaseDeadlineMs(FaultCluster& cluster, const std::string& run_id) {
   return ReadLeaseFile(cluster.AttemptDir("node-a", run_id, 1) + "/lease")
@@ -73,11 +45,11 @@ int CheckpointsWrittenFrom(FaultCluster& cluster, const std::string& run_id,
 
 TEST(AgentKilled, ItsWorkerStopsAtTheLeaseDeadlineAndTheRunMovesOn) {
   FaultCluster cluster;
-  StartSlowCluster(cluster, "5");
-  if (HasFatalFailure()) return;
   pid_t worker = 0;
-  const std::string run_id = StartTraining(cluster, "agent-killed", &worker);
-  if (HasFailure()) return;
+  const std::string run_id =
+      cluster.StartSlowTraining("5", "agent-killed", &worker);
+  ASSERT_FALSE(run_id.empty());
+  ASSERT_GT(worker, 0);
 
   cluster.StopAgent("node-a", SIGKILL);  // the worker trains on, alone
   const auto killed = std::chrono::steady_clock::now();
@@ -92,7 +64,7 @@ TEST(AgentKilled, ItsWorkerStopsAtTheLeaseDeadlineAndTheRunMovesOn) {
   const auto stopped_after = std::chrono::duration_cast<seconds>(
       std::chrono::steady_clock::now() - killed);
   const std::string stderr_text =
-      ReadFile(cluster.AttemptDir("node-a", run_id, 1) + "/rank-0.stderr");
+      ReadFile(cluster.RankFile("node-a", run_id, 1, 0, ".stderr"));
   EXPECT_NE(stderr_text.find("fenced: lease"), std::string::npos)
       << stderr_text;
   const int late_checkpoints =
@@ -109,43 +81,29 @@ TEST(AgentKilled, ItsWorkerStopsAtTheLeaseDeadlineAndTheRunMovesOn) {
   EXPECT_EQ(run["attempts"][0]["state"], "requeued");
   EXPECT_EQ(cluster.CountResults(run_id), 1);
 
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return cluster.LostEvents("node-a", run_id, 2, 0,
-                                  /*acked_only=*/false) == 0;
-      },
-      seconds(30)));
-  const int64_t lost =
+  ASSERT_TRUE(cluster.WaitUntilAllStored("node-a", run_id, 2, 0, seconds(30)));
+  cluster.ExpectStoredOnce(
+      run_id,
       cluster.MissingUpTo(run_id, 1, 0, acked_at_kill) +
-      cluster.LostEvents("node-a", run_id, 2, 0, /*acked_only=*/false);
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  EXPECT_GT(stored.distinct, 20);  // the counts are of real rows
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary(
+          cluster.LostEvents("node-a", run_id, 2, 0, /*acked_only=*/false),
       "SIGKILL of node-a's agent alone (node timeout 5 s)",
       "worker fenced itself " + std::to_string(stopped_after.count()) +
           " s later, " + std::to_string(late_checkpoints) +
-          " checkpoints after the lease deadline, attempt 2 run " + state,
-      lost, twice);
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(twice, 0);
-  if (HasFailure()) cluster.KeepFiles();
+          " checkpoints after the lease deadline, attempt 2 run " + state);
 }
 
 TEST(AgentKilled, RestartedInTimeItTakesItsWorkerUpAndTheRunSucceeds) {
   FaultCluster cluster;
   // Long enough for an agent to restart and register on a loaded machine.
-  StartSlowCluster(cluster, "20");
-  if (HasFatalFailure()) return;
   pid_t worker = 0;
-  const std::string run_id = StartTraining(cluster, "agent-restarted", &worker);
-  if (HasFailure()) return;
+  const std::string run_id =
+      cluster.StartSlowTraining("20", "agent-restarted", &worker);
+  ASSERT_FALSE(run_id.empty());
+  ASSERT_GT(worker, 0);
 
   cluster.StopAgent("node-a", SIGKILL);
   const int64_t first_deadline_ms = LeaseDeadlineMs(cluster, run_id);
-  ::setenv(kSlowVar, "300", 1);
-  cluster.LaunchAgent("node-a", 1, {"--env", kSlowVar});
-  ::unsetenv(kSlowVar);
+  cluster.LaunchSlowAgent("node-a");
   const std::string reattached =
       "reattached to worker pid " + std::to_string(worker);
   EXPECT_TRUE(WaitFor(
@@ -164,29 +122,15 @@ TEST(AgentKilled, RestartedInTimeItTakesItsWorkerUpAndTheRunSucceeds) {
   const nlohmann::json run = cluster.ShowRun(run_id);
   EXPECT_EQ(run["attempts"].size(), 1u) << run.dump();
   const std::string stderr_text =
-      ReadFile(cluster.AttemptDir("node-a", run_id, 1) + "/rank-0.stderr");
+      ReadFile(cluster.RankFile("node-a", run_id, 1, 0, ".stderr"));
   EXPECT_EQ(stderr_text.find("fenced:"), std::string::npos) << stderr_text;
   EXPECT_EQ(cluster.CountResults(run_id), 1);
 
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        return std::filesystem::exists(cluster.AttemptDir("node-a", run_id, 1) +
-                                       "/rank-0.done");
-      },
-      seconds(30)));
-  const int64_t lost =
-      cluster.LostEvents("node-a", run_id, 1, 0, /*acked_only=*/false);
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  EXPECT_GT(stored.distinct, 20);
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary(
+  cluster.ExpectAckedAndStoredOnce(
+      run_id,
       "SIGKILL of node-a's agent alone, restarted at once (node timeout 20 s)",
       "worker taken up and its lease renewed, " +
-          std::to_string(run["attempts"].size()) + " attempt(s), run " + state,
-      lost, twice);
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(twice, 0);
-  if (HasFailure()) cluster.KeepFiles();
+          std::to_string(run["attempts"].size()) + " attempt(s), run " + state);
 }
 
 }  // namespace

@@ -23,13 +23,10 @@ TEST(AgentLeaving, ItsRunGetsANewAttemptAtOnceWithNothingLost) {
   for (const char* node : {"node-a", "node-b"}) {
     ASSERT_TRUE(cluster.StartAgent(node, 1, {"--leave-on-stop"}));
   }
-  const std::string run_id = cluster.SubmitSmokeRun("agent-leaving");
+  pid_t worker = 0;
+  const std::string run_id =
+      cluster.SubmitSmokeRunAndWaitUntilTraining("agent-leaving", &worker);
   ASSERT_FALSE(run_id.empty());
-  // Placed on node-a (name order); wait until it trains.
-  ASSERT_TRUE(WaitFor(
-      [&] { return cluster.CountStoredKey(run_id, 1, "run_start") == 1; },
-      seconds(120)));
-  const pid_t worker = cluster.WorkerPid("node-a", run_id, 1, 0);
   ASSERT_GT(worker, 0);
 
   const auto signalled = std::chrono::steady_clock::now();
@@ -57,21 +54,16 @@ TEST(AgentLeaving, ItsRunGetsANewAttemptAtOnceWithNothingLost) {
   EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
 
   // Everything the killed worker wrote was delivered before the agent left.
-  std::ifstream events(cluster.AttemptDir("node-a", run_id, 1) +
-                       "/rank-0.events");
+  std::ifstream events(cluster.RankFile("node-a", run_id, 1, 0, ".events"));
   std::string line;
   int written = 0;
   while (std::getline(events, line)) ++written;
   EXPECT_GT(written, 0) << "attempt 1's events file is gone or empty";
-  const int64_t lost =
-      cluster.LostEvents("node-a", run_id, 1, 0, /*acked_only=*/false);
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary("SIGTERM to node-a's pilot agent and its worker at once",
-                    "attempt 2 on node-b at once, run " + state, lost, twice);
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(twice, 0);
-  if (HasFailure()) cluster.KeepFiles();
+  ExpectNoneLostOrStoredTwice(
+      "SIGTERM to node-a's pilot agent and its worker at once",
+      "attempt 2 on node-b at once, run " + state,
+      cluster.LostEvents("node-a", run_id, 1, 0, /*acked_only=*/false),
+      cluster.CountStoredEvents(run_id).stored_twice());
 }
 
 }  // namespace

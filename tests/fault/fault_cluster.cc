@@ -1,20 +1,24 @@
 #include "tests/fault/fault_cluster.h"
 
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "nlohmann/json.hpp"
 
 namespace hpcai500::testing {
 
-bool FaultCluster::StartFakeAgent(const std::string& name) {
-  return StartAgent(name, /*slots=*/1, {"--worker", FAULT_TORN_LINE_WORKER});
-}
-
 namespace {
+
+using std::chrono::seconds;
+
+// The worker's test-only slowdown (worker/test_slowdown.h): 300 makes each
+// step take four times as long.
+constexpr char kSlowVar[] = "HPCAI500_TEST_SLOW_STEP_PCT";
 
 std::string SpecYaml(const std::string& name, int seed, int nodes) {
   return "name: " + name +
@@ -64,6 +68,34 @@ std::vector<int64_t> QueryRow(const std::string& db_path, const char* sql,
 
 }  // namespace
 
+FaultCluster::~FaultCluster() {
+  if (::testing::Test::HasFailure()) KeepFiles();
+}
+
+bool FaultCluster::StartFakeAgent(const std::string& name) {
+  return StartAgent(name, /*slots=*/1, {"--worker", FAULT_TORN_LINE_WORKER});
+}
+
+// The agent passes the variable on to its workers only when --env names it,
+// and takes its value from its own environment.
+bool FaultCluster::StartSlowAgent(const std::string& name) {
+  ::setenv(kSlowVar, "300", 1);
+  const bool started = StartAgent(name, /*slots=*/1, {"--env", kSlowVar});
+  ::unsetenv(kSlowVar);
+  return started;
+}
+
+void FaultCluster::LaunchSlowAgent(const std::string& name) {
+  ::setenv(kSlowVar, "300", 1);
+  LaunchAgent(name, /*slots=*/1, {"--env", kSlowVar});
+  ::unsetenv(kSlowVar);
+}
+
+std::string FaultCluster::WriteRunSpec(const std::string& name, int seed,
+                                       int nodes) {
+  return WriteSpec(name, SpecYaml(name, seed, nodes));
+}
+
 std::string FaultCluster::SubmitRun(const std::string& name, int seed,
                                     int nodes, const std::string& extra_yaml) {
   CommandResult submit = Cli(
@@ -74,6 +106,54 @@ std::string FaultCluster::SubmitRun(const std::string& name, int seed,
 
 std::string FaultCluster::SubmitSmokeRun(const std::string& name) {
   return SubmitRun(name, /*seed=*/1, /*nodes=*/1);
+}
+
+std::string FaultCluster::SubmitSmokeRunAndWaitUntil(
+    const std::string& name, const std::string& key,
+    const std::function<bool(int64_t)>& enough) {
+  const std::string run_id = SubmitSmokeRun(name);
+  if (run_id.empty()) {
+    ADD_FAILURE() << "the submit of " << name << " failed";
+    return "";
+  }
+  if (!WaitFor([&] { return enough(CountStoredKey(run_id, 1, key)); },
+               seconds(120))) {
+    ADD_FAILURE() << "run " << run_id << ": " << key
+                  << " not stored as awaited within 120 s";
+    return "";
+  }
+  return run_id;
+}
+
+std::string FaultCluster::SubmitSmokeRunAndWaitUntilTraining(
+    const std::string& name, pid_t* worker) {
+  const std::string run_id = SubmitSmokeRunAndWaitUntil(
+      name, "run_start", [](int64_t stored) { return stored == 1; });
+  if (worker != nullptr) {
+    *worker = run_id.empty() ? 0 : WorkerPid("node-a", run_id, 1, 0);
+  }
+  return run_id;
+}
+
+std::string FaultCluster::SubmitSmokeRunAndWaitUntilCheckpointed(
+    const std::string& name) {
+  return SubmitSmokeRunAndWaitUntil(name, "hpcai500_checkpoint",
+                                    [](int64_t stored) { return stored >= 1; });
+}
+
+std::string FaultCluster::StartSlowTraining(const std::string& node_timeout_s,
+                                            const std::string& name,
+                                            pid_t* worker) {
+  if (worker != nullptr) *worker = 0;
+  if (!StartCoordinator({"--node-timeout-s", node_timeout_s})) {
+    ADD_FAILURE() << "hpcai500d did not start";
+    return "";
+  }
+  if (!StartSlowAgent("node-a")) {
+    ADD_FAILURE() << "node-a did not register";
+    return "";
+  }
+  return SubmitSmokeRunAndWaitUntilTraining(name, worker);
 }
 
 nlohmann::json FaultCluster::ShowRun(const std::string& run_id) {
@@ -132,11 +212,18 @@ std::string FaultCluster::AttemptDir(const std::string& name,
          std::to_string(attempt);
 }
 
+std::string FaultCluster::RankFile(const std::string& name,
+                                   const std::string& run_id, int attempt,
+                                   int rank, const std::string& suffix) const {
+  return AttemptDir(name, run_id, attempt) + "/rank-" + std::to_string(rank) +
+         suffix;
+}
+
 pid_t FaultCluster::WorkerPid(const std::string& name,
                               const std::string& run_id, int attempt,
                               int rank) const {
-  const std::string text = ReadFile(AttemptDir(name, run_id, attempt) +
-                                    "/rank-" + std::to_string(rank) + ".pid");
+  const std::string text =
+      ReadFile(RankFile(name, run_id, attempt, rank, ".pid"));
   return text.empty() ? 0 : static_cast<pid_t>(std::atol(text.c_str()));
 }
 
@@ -164,16 +251,22 @@ bool FaultCluster::WaitUntilAllStored(const std::string& name,
       timeout);
 }
 
+bool FaultCluster::WaitUntilAllAcked(const std::string& name,
+                                     const std::string& run_id, int attempt,
+                                     int rank, std::chrono::seconds timeout) {
+  const std::string done = RankFile(name, run_id, attempt, rank, ".done");
+  return WaitFor([&] { return std::filesystem::exists(done); }, timeout);
+}
+
 int64_t FaultCluster::LostEvents(const std::string& name,
                                  const std::string& run_id, int attempt,
                                  int rank, bool acked_only) {
-  const std::string base =
-      AttemptDir(name, run_id, attempt) + "/rank-" + std::to_string(rank);
   if (acked_only) {
     return MissingUpTo(run_id, attempt, rank,
                        AckedSeq(name, run_id, attempt, rank));
   }
-  const std::string text = ReadFile(base + ".events");
+  const std::string text =
+      ReadFile(RankFile(name, run_id, attempt, rank, ".events"));
   return MissingUpTo(run_id, attempt, rank,
                      std::count(text.begin(), text.end(), '\n'));
 }
@@ -193,9 +286,27 @@ int64_t FaultCluster::MissingUpTo(const std::string& run_id, int attempt,
 int64_t FaultCluster::AckedSeq(const std::string& name,
                                const std::string& run_id, int attempt,
                                int rank) const {
-  return std::atoll(ReadFile(AttemptDir(name, run_id, attempt) + "/rank-" +
-                             std::to_string(rank) + ".acked")
-                        .c_str());
+  return std::atoll(
+      ReadFile(RankFile(name, run_id, attempt, rank, ".acked")).c_str());
+}
+
+StoredEventCounts FaultCluster::ExpectStoredOnce(
+    const std::string& run_id, int64_t events_lost, const std::string& fault,
+    const std::string& what_happened) {
+  const StoredEventCounts stored = CountStoredEvents(run_id);
+  EXPECT_GT(stored.distinct, 20);  // the counts are of real rows
+  ExpectNoneLostOrStoredTwice(fault, what_happened, events_lost,
+                              stored.stored_twice());
+  return stored;
+}
+
+StoredEventCounts FaultCluster::ExpectAckedAndStoredOnce(
+    const std::string& run_id, const std::string& fault,
+    const std::string& what_happened) {
+  EXPECT_TRUE(WaitUntilAllAcked("node-a", run_id, 1, 0, seconds(30)));
+  return ExpectStoredOnce(
+      run_id, LostEvents("node-a", run_id, 1, 0, /*acked_only=*/false), fault,
+      what_happened);
 }
 
 std::string PrintFaultSummary(const std::string& fault,
@@ -205,6 +316,14 @@ std::string PrintFaultSummary(const std::string& fault,
                            "events lost " + std::to_string(events_lost) +
                                ", events stored twice " +
                                std::to_string(stored_twice));
+}
+
+void ExpectNoneLostOrStoredTwice(const std::string& fault,
+                                 const std::string& what_happened,
+                                 int64_t events_lost, int64_t stored_twice) {
+  PrintFaultSummary(fault, what_happened, events_lost, stored_twice);
+  EXPECT_EQ(events_lost, 0) << fault;
+  EXPECT_EQ(stored_twice, 0) << fault;
 }
 
 std::string PrintFaultFigures(const std::string& fault,

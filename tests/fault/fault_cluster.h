@@ -1,8 +1,9 @@
 // FaultCluster: a TestCluster for the fault tests, with what every fault
-// test needs: agents with the real worker or the torn_line_worker stand-in,
-// submit a run, wait for it to end, count its stored events against what
-// the workers wrote, and print the one summary line ("FAULT ...: lost N,
-// stored twice M") each fault test ends with.
+// test needs: agents with the real worker (slowed or not) or the
+// torn_line_worker stand-in, submit a run and wait until it trains or ends,
+// count its stored events against what the workers wrote, and print the one
+// summary line ("FAULT ...: lost N, stored twice M") each fault test ends
+// with. Its files are kept when the test that owns it fails.
 //
 // Not thread-safe: one test thread drives it.
 #ifndef HPCAI500_TESTS_FAULT_FAULT_CLUSTER_H_
@@ -10,7 +11,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,12 +28,19 @@ struct StoredEventCounts {
   int64_t distinct = 0;  // distinct (attempt, rank, seq)
   int64_t errors = 0;    // rows of refused lines
   int64_t max_seq = 0;
+
+  // Rows beyond the first of each (attempt, rank, seq).
+  int64_t stored_twice() const { return rows - distinct; }
 };
 
 class FaultCluster : public TestCluster {
  public:
   // The events the stand-in worker writes per rank (torn_line_worker.cc).
   static constexpr int64_t kWorkerEvents = 6000;
+
+  // Keeps the files (KeepFiles) when the running test has failed, also
+  // when it returned early.
+  ~FaultCluster();
 
   // Starts hpcai500d with `--node-timeout-s node_timeout_s` and agents
   // node-a and node-b (one slot each, the real worker) sharing the
@@ -41,15 +51,36 @@ class FaultCluster : public TestCluster {
   }
   // Starts an agent `name` with one slot whose worker is the stand-in.
   bool StartFakeAgent(const std::string& name);
-  // Submits a run of `nodes` one-rank nodes for the stand-in; seed 1 writes
-  // whole lines only, another seed tears one line. Returns the run id (""
-  // on failure). `extra_yaml` ("launcher: mpirun\n") is appended to the
-  // spec.
+  // Starts an agent `name` with one slot whose real worker takes four times
+  // as long per step, so that a run still trains through a fault; false when
+  // it did not register. LaunchSlowAgent does not wait for it.
+  bool StartSlowAgent(const std::string& name);
+  void LaunchSlowAgent(const std::string& name);
+  // The spec file (TestCluster::WriteSpec) of a run of `nodes` one-rank
+  // nodes: seed 1 is a Fashion-MNIST smoke run for the real worker and
+  // writes whole lines in the stand-in, another seed tears one line there.
+  std::string WriteRunSpec(const std::string& name, int seed, int nodes = 1);
+  // Submits the run of WriteRunSpec. Returns the run id ("" on failure).
+  // `extra_yaml` ("launcher: mpirun\n") is appended to the spec.
   std::string SubmitRun(const std::string& name, int seed, int nodes = 1,
                         const std::string& extra_yaml = "");
   // Submits a one-rank Fashion-MNIST smoke run (2 epochs) for the real
   // worker. Returns the run id ("" on failure).
   std::string SubmitSmokeRun(const std::string& name);
+  // Submits the smoke run, which goes to node-a (the first node by name),
+  // and waits up to 120 s until it trains (its run_start stored once).
+  // Returns the run id, "" when it was not submitted or did not train; sets
+  // *worker (when not null) to its rank 0's pid on node-a, 0 when none.
+  std::string SubmitSmokeRunAndWaitUntilTraining(const std::string& name,
+                                                 pid_t* worker);
+  // The same, waiting up to 120 s until it checkpointed epoch 1 (an
+  // hpcai500_checkpoint event stored).
+  std::string SubmitSmokeRunAndWaitUntilCheckpointed(const std::string& name);
+  // Starts hpcai500d with `--node-timeout-s node_timeout_s` and a slowed
+  // node-a (StartSlowAgent), then SubmitSmokeRunAndWaitUntilTraining. Returns
+  // the run id, "" when a step failed (a test failure names it).
+  std::string StartSlowTraining(const std::string& node_timeout_s,
+                                const std::string& name, pid_t* worker);
   // `hpcai500 show RUN --json`, parsed; null when it failed.
   nlohmann::json ShowRun(const std::string& run_id);
   // Waits up to `timeout` for the run to end (succeeded, failed or
@@ -69,9 +100,12 @@ class FaultCluster : public TestCluster {
   int64_t CountRuns();
 
   // The folder of `attempt` of `run_id` in agent `name`'s workdir, and the
-  // path of one of its rank files ("rank-0.events", ...).
+  // path of one of its rank files: RankFile(..., 0, ".events") is
+  // "<AttemptDir>/rank-0.events".
   std::string AttemptDir(const std::string& name, const std::string& run_id,
                          int attempt) const;
+  std::string RankFile(const std::string& name, const std::string& run_id,
+                       int attempt, int rank, const std::string& suffix) const;
   // The pid in the pid file of `rank` of that attempt (0 when none).
   pid_t WorkerPid(const std::string& name, const std::string& run_id,
                   int attempt, int rank) const;
@@ -85,6 +119,10 @@ class FaultCluster : public TestCluster {
   // acked_only=false) is 0: every line that rank wrote is stored.
   bool WaitUntilAllStored(const std::string& name, const std::string& run_id,
                           int attempt, int rank, std::chrono::seconds timeout);
+  // Waits up to `timeout` until agent `name` has had every event of that
+  // rank acknowledged (its ".done" file); false when it has not.
+  bool WaitUntilAllAcked(const std::string& name, const std::string& run_id,
+                         int attempt, int rank, std::chrono::seconds timeout);
   // Of seqs 1..`seq` of `rank` in `attempt`, how many the store lacks.
   int64_t MissingUpTo(const std::string& run_id, int attempt, int rank,
                       int64_t seq);
@@ -92,12 +130,39 @@ class FaultCluster : public TestCluster {
   // none).
   int64_t AckedSeq(const std::string& name, const std::string& run_id,
                    int attempt, int rank) const;
+
+  // Expects the run's events, of every attempt, stored once: more than 20
+  // distinct (real rows, not an empty store), none twice, `events_lost` 0;
+  // prints the summary line. Returns what the store holds.
+  StoredEventCounts ExpectStoredOnce(const std::string& run_id,
+                                     int64_t events_lost,
+                                     const std::string& fault,
+                                     const std::string& what_happened);
+  // For a run of one attempt on node-a: expects node-a's agent to have every
+  // event of rank 0 acknowledged within 30 s, then ExpectStoredOnce with
+  // the lines of its events file the store lacks as the events lost.
+  StoredEventCounts ExpectAckedAndStoredOnce(const std::string& run_id,
+                                             const std::string& fault,
+                                             const std::string& what_happened);
+
+ private:
+  // Submits the smoke run and waits up to 120 s until `enough` holds for the
+  // count of its attempt 1's stored lines with event `key`; the run id, ""
+  // when it was not submitted or the wait ran out.
+  std::string SubmitSmokeRunAndWaitUntil(
+      const std::string& name, const std::string& key,
+      const std::function<bool(int64_t)>& enough);
 };
 
 // Prints the fault tests' summary line to stdout and returns it.
 std::string PrintFaultSummary(const std::string& fault,
                               const std::string& what_happened,
                               int64_t events_lost, int64_t stored_twice);
+// Prints the summary line and expects `events_lost` and `stored_twice` to
+// be 0.
+void ExpectNoneLostOrStoredTwice(const std::string& fault,
+                                 const std::string& what_happened,
+                                 int64_t events_lost, int64_t stored_twice);
 // The same line for a fault whose figures are not events: "FAULT fault:
 // what happened; figures".
 std::string PrintFaultFigures(const std::string& fault,

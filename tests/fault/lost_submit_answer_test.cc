@@ -149,12 +149,7 @@ TEST(LostSubmitAnswer, RetriedSubmitStoresOneRunAndPrintsIt) {
   AnswerDroppingProxy proxy(upstream,
                             [&cluster] { return cluster.CountRuns() > 0; });
   ASSERT_NE(proxy.port(), 0);
-  const std::string spec = cluster.WriteSpec(
-      "once",
-      "name: once\nworkload: image_classification\nconfig: "
-      "fashion_mnist_smoke\nlevel: system\nnodes: 1\nranks_per_node: 1\n"
-      "device: cpu\nbatch_size: 64\nprecision: fp32\nseed: 1\n"
-      "system: loopback-cpu\n");
+  const std::string spec = cluster.WriteRunSpec("once", /*seed=*/1);
   const std::string through_proxy = "127.0.0.1:" + std::to_string(proxy.port());
 
   const CommandResult submit = RunCommand(
@@ -188,7 +183,6 @@ TEST(LostSubmitAnswer, RetriedSubmitStoresOneRunAndPrintsIt) {
           FirstLine(again.out),
       "runs stored " + std::to_string(cluster.CountRuns()) +
           " for 1 submission");
-  if (HasFailure()) cluster.KeepFiles();
 }
 
 }  // namespace

@@ -7,8 +7,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -21,23 +19,15 @@ namespace {
 
 using std::chrono::seconds;
 
-constexpr char kSlowVar[] = "HPCAI500_TEST_SLOW_STEP_PCT";
-const std::vector<std::string> kShortTimeout = {"--node-timeout-s", "5"};
+constexpr char kNodeTimeoutSeconds[] = "5";
 
 TEST(CoordinatorMaintenance, StoppedPastTheNodeTimeoutTheRunKeepsItsAttempt) {
   FaultCluster cluster;
-  ASSERT_TRUE(cluster.StartCoordinator(kShortTimeout));
   // Slowed down, so the run still trains when hpcai500d comes back.
-  ::setenv(kSlowVar, "300", 1);
-  const bool started = cluster.StartAgent("node-a", 1, {"--env", kSlowVar});
-  ::unsetenv(kSlowVar);
-  ASSERT_TRUE(started);
-  const std::string run_id = cluster.SubmitSmokeRun("maintenance");
+  pid_t worker = 0;
+  const std::string run_id =
+      cluster.StartSlowTraining(kNodeTimeoutSeconds, "maintenance", &worker);
   ASSERT_FALSE(run_id.empty());
-  ASSERT_TRUE(WaitFor(
-      [&] { return cluster.CountStoredKey(run_id, 1, "run_start") == 1; },
-      seconds(120)));
-  const pid_t worker = cluster.WorkerPid("node-a", run_id, 1, 0);
   ASSERT_GT(worker, 0);
 
   const CommandResult on = cluster.Cli(
@@ -61,7 +51,8 @@ TEST(CoordinatorMaintenance, StoppedPastTheNodeTimeoutTheRunKeepsItsAttempt) {
   std::this_thread::sleep_for(seconds(12));
   const bool alive_after_stop = ProcessAlive(worker);
   EXPECT_TRUE(alive_after_stop);
-  ASSERT_TRUE(cluster.StartCoordinator(kShortTimeout));
+  ASSERT_TRUE(
+      cluster.StartCoordinator({"--node-timeout-s", kNodeTimeoutSeconds}));
 
   const std::string state = cluster.WaitForEnd(run_id, seconds(400));
   EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
@@ -73,26 +64,12 @@ TEST(CoordinatorMaintenance, StoppedPastTheNodeTimeoutTheRunKeepsItsAttempt) {
   EXPECT_NE(off.out.find("no maintenance window"), std::string::npos)
       << off.out;
 
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return std::filesystem::exists(cluster.AttemptDir("node-a", run_id, 1) +
-                                       "/rank-0.done");
-      },
-      seconds(30)));
-  const int64_t lost =
-      cluster.LostEvents("node-a", run_id, 1, 0, /*acked_only=*/false);
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  EXPECT_GT(stored.distinct, 20);  // the counts are of real rows
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary(
+  cluster.ExpectAckedAndStoredOnce(
+      run_id,
       "hpcai500d stopped 12 s (node timeout 5 s) in a 60 s maintenance window",
       std::string("worker ") + (alive_after_stop ? "trained on" : "stopped") +
           ", run " + state + " in " + std::to_string(run["attempts"].size()) +
-          " attempt(s)",
-      lost, twice);
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(twice, 0);
-  if (HasFailure()) cluster.KeepFiles();
+          " attempt(s)");
 }
 
 }  // namespace

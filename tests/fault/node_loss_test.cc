@@ -21,14 +21,10 @@ constexpr char kNodeTimeoutSeconds[] = "5";
 TEST(NodeLost, NewAttemptOnTheOtherNodeResumesFromTheSharedCheckpoint) {
   FaultCluster cluster;
   ASSERT_TRUE(cluster.StartWithSharedCheckpoints(kNodeTimeoutSeconds));
-  const std::string run_id = cluster.SubmitSmokeRun("node-lost");
-  ASSERT_FALSE(run_id.empty());
   // Placed on node-a (name order); wait for its checkpoint of epoch 1.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return cluster.CountStoredKey(run_id, 1, "hpcai500_checkpoint") >= 1;
-      },
-      seconds(120)));
+  const std::string run_id =
+      cluster.SubmitSmokeRunAndWaitUntilCheckpointed("node-lost");
+  ASSERT_FALSE(run_id.empty());
 
   // The node dies: its worker and its agent, at once.
   const pid_t worker = cluster.WorkerPid("node-a", run_id, 1, 0);
@@ -54,31 +50,23 @@ TEST(NodeLost, NewAttemptOnTheOtherNodeResumesFromTheSharedCheckpoint) {
   ASSERT_TRUE(cluster.WaitUntilAllStored("node-b", run_id, 2, 0, seconds(30)));
   // What node-a's agent had acknowledged must be stored; what it had not
   // sent died with the node.
-  const int64_t lost =
+  cluster.ExpectStoredOnce(
+      run_id,
       cluster.LostEvents("node-a", run_id, 1, 0, /*acked_only=*/true) +
-      cluster.LostEvents("node-b", run_id, 2, 0, /*acked_only=*/false);
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  EXPECT_GT(stored.distinct, 20);  // the counts are of real rows
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary("SIGKILL of node-a (agent and worker) on 2 agents",
-                    "attempt 2 on node-b resumed after epoch 1, run " + state +
-                        ", result stored " +
-                        std::to_string(cluster.CountResults(run_id)) + "x",
-                    lost, twice);
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(twice, 0);
-  if (HasFailure()) cluster.KeepFiles();
+          cluster.LostEvents("node-b", run_id, 2, 0, /*acked_only=*/false),
+      "SIGKILL of node-a (agent and worker) on 2 agents",
+      "attempt 2 on node-b resumed after epoch 1, run " + state +
+          ", result stored " + std::to_string(cluster.CountResults(run_id)) +
+          "x");
 }
 
 TEST(NodeStopped, PastTheTimeoutItsAttemptIsFencedWhenItWakes) {
   FaultCluster cluster;
   ASSERT_TRUE(cluster.StartWithSharedCheckpoints(kNodeTimeoutSeconds));
-  const std::string run_id = cluster.SubmitSmokeRun("node-stopped");
+  pid_t worker = 0;
+  const std::string run_id =
+      cluster.SubmitSmokeRunAndWaitUntilTraining("node-stopped", &worker);
   ASSERT_FALSE(run_id.empty());
-  ASSERT_TRUE(WaitFor(
-      [&] { return cluster.CountStoredKey(run_id, 1, "run_start") == 1; },
-      seconds(120)));
-  const pid_t worker = cluster.WorkerPid("node-a", run_id, 1, 0);
   ASSERT_GT(worker, 0);
 
   cluster.SignalAgent("node-a", SIGSTOP);  // its worker trains on
@@ -106,18 +94,14 @@ TEST(NodeStopped, PastTheTimeoutItsAttemptIsFencedWhenItWakes) {
   EXPECT_EQ(cluster.CountResults(run_id), 1);
 
   ASSERT_TRUE(cluster.WaitUntilAllStored("node-b", run_id, 2, 0, seconds(30)));
-  const StoredEventCounts stored = cluster.CountStoredEvents(run_id);
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary(
+  ExpectNoneLostOrStoredTwice(
       "SIGSTOP of node-a's agent past the node timeout, then SIGCONT",
       std::string("attempt 2 on node-b, ") +
           (worker_outlived_the_timeout ? "stale worker fenced on waking"
                                        : "stale worker had ended") +
           ", " + std::to_string(stale_stored) + " stale events stored, run " +
           state,
-      /*events_lost=*/0, twice);
-  EXPECT_EQ(twice, 0);
-  if (HasFailure()) cluster.KeepFiles();
+      /*events_lost=*/0, cluster.CountStoredEvents(run_id).stored_twice());
 }
 
 }  // namespace

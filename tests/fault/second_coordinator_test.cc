@@ -23,10 +23,6 @@ std::string LastLine(std::string text) {
 
 class SecondCoordinator : public ::testing::Test {
  protected:
-  void TearDown() override {
-    if (HasFailure()) cluster_.KeepFiles();
-  }
-
   // Runs another hpcai500d to completion on `grpc_port` and `db`.
   CommandResult RunSecond(int grpc_port, const std::string& db) {
     return RunCommand({BinaryPath("hpcai500d"), "--grpc",
@@ -48,16 +44,12 @@ class SecondCoordinator : public ::testing::Test {
     StoredEventCounts stored = cluster_.CountStoredEvents(run_id);
     EXPECT_EQ(stored.distinct, FaultCluster::kWorkerEvents);
     EXPECT_EQ(stored.errors, 0);
-    const int64_t lost =
-        FaultCluster::kWorkerEvents - (stored.distinct - stored.errors);
-    const int64_t twice = stored.rows - stored.distinct;
-    PrintFaultSummary(fault,
-                      "second exited " + std::to_string(second.exit_code) +
-                          " (" + LastLine(second.err) +
-                          "); the first served a run to " + state,
-                      lost, twice);
-    EXPECT_EQ(lost, 0);
-    EXPECT_EQ(twice, 0);
+    ExpectNoneLostOrStoredTwice(
+        fault,
+        "second exited " + std::to_string(second.exit_code) + " (" +
+            LastLine(second.err) + "); the first served a run to " + state,
+        FaultCluster::kWorkerEvents - (stored.distinct - stored.errors),
+        stored.stored_twice());
   }
 
   // A second hpcai500d on `link`, another path to the live database, exits

@@ -4,7 +4,6 @@
 // unacknowledged.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 
 #include "tests/fault/fault_cluster.h"
@@ -25,29 +24,19 @@ TEST(TornEventLine, IsStoredAsAnErrorAndTheRunStillEnds) {
   EXPECT_NE(state, "");
   EXPECT_NE(state, "RUN_STATE_RUNNING");
   // The agent saw every event acknowledged.
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        return std::filesystem::exists(cluster.agent_workdir("node-a") +
-                                       "/runs/" + run_id +
-                                       "/attempt-1/rank-0.done");
-      },
-      seconds(30)));
+  EXPECT_TRUE(cluster.WaitUntilAllAcked("node-a", run_id, 1, 0, seconds(30)));
 
   StoredEventCounts stored = cluster.CountStoredEvents(run_id);
   EXPECT_EQ(stored.max_seq, FaultCluster::kWorkerEvents);
   EXPECT_EQ(stored.distinct, FaultCluster::kWorkerEvents);  // no gap
   EXPECT_EQ(stored.errors, 1);                              // the torn line
   const int64_t good_lines = FaultCluster::kWorkerEvents - 1;
-  const int64_t lost = good_lines - (stored.distinct - stored.errors);
-  const int64_t twice = stored.rows - stored.distinct;
-  PrintFaultSummary("torn event line (seq 3 of " +
-                        std::to_string(FaultCluster::kWorkerEvents) + ")",
-                    "stored as " + std::to_string(stored.errors) +
-                        " error row, run ended " + state,
-                    lost, twice);
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(twice, 0);
-  if (HasFailure()) cluster.KeepFiles();
+  ExpectNoneLostOrStoredTwice(
+      "torn event line (seq 3 of " +
+          std::to_string(FaultCluster::kWorkerEvents) + ")",
+      "stored as " + std::to_string(stored.errors) + " error row, run ended " +
+          state,
+      good_lines - (stored.distinct - stored.errors), stored.stored_twice());
 }
 
 }  // namespace

@@ -21,13 +21,7 @@ TEST(UnfittableRun, IsRefusedOrWaitsWhileARunThatFitsStarts) {
   ASSERT_TRUE(cluster.StartFakeAgent("node-b"));
 
   const std::string too_big =
-      cluster.WriteSpec("too-big",
-                        "name: too-big\nworkload: "
-                        "image_classification\nconfig: "
-                        "fashion_mnist_smoke\nlevel: system\n"
-                        "nodes: 5\nranks_per_node: 1\ndevice: cpu\n"
-                        "batch_size: 64\nprecision: fp32\nseed: 1\n"
-                        "system: loopback-cpu\n");
+      cluster.WriteRunSpec("too-big", /*seed=*/1, /*nodes=*/5);
   CommandResult refused = cluster.Cli({"submit", too_big});
   EXPECT_EQ(refused.exit_code, 3) << refused.err;
   EXPECT_NE(refused.err.find("needs 5 node(s) of queue default with 1 "
@@ -50,16 +44,12 @@ TEST(UnfittableRun, IsRefusedOrWaitsWhileARunThatFitsStarts) {
             std::string::npos)
       << big.dump();
 
-  const StoredEventCounts stored = cluster.CountStoredEvents(small);
-  const int64_t lost =
-      cluster.LostEvents("node-a", small, 1, 0, /*acked_only=*/false);
-  PrintFaultSummary("a 5-node run, then a 2-node run ahead of a 1-node run",
-                    "5 nodes refused (exit 3), 2 nodes waits (" +
-                        big.value("reason", "") + "), 1 node ran: " + state,
-                    lost, stored.rows - stored.distinct);
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(stored.rows, stored.distinct);
-  if (HasFailure()) cluster.KeepFiles();
+  ExpectNoneLostOrStoredTwice(
+      "a 5-node run, then a 2-node run ahead of a 1-node run",
+      "5 nodes refused (exit 3), 2 nodes waits (" + big.value("reason", "") +
+          "), 1 node ran: " + state,
+      cluster.LostEvents("node-a", small, 1, 0, /*acked_only=*/false),
+      cluster.CountStoredEvents(small).stored_twice());
 }
 
 }  // namespace
