@@ -78,8 +78,8 @@ bool FaultCluster::StartFakeAgent(const std::string& name) {
 
 // The agent passes the variable on to its workers only when --env names it,
 // and takes its value from its own environment.
-bool FaultCluster::StartSlowAgent(const std::string& name) {
-  ::setenv(kSlowVar, "300", 1);
+bool FaultCluster::StartSlowAgent(const std::string& name, int slow_step_pct) {
+  ::setenv(kSlowVar, std::to_string(slow_step_pct).c_str(), 1);
   const bool started = StartAgent(name, /*slots=*/1, {"--env", kSlowVar});
   ::unsetenv(kSlowVar);
   return started;
@@ -143,13 +143,13 @@ std::string FaultCluster::SubmitSmokeRunAndWaitUntilCheckpointed(
 
 std::string FaultCluster::StartSlowTraining(const std::string& node_timeout_s,
                                             const std::string& name,
-                                            pid_t* worker) {
+                                            pid_t* worker, int slow_step_pct) {
   if (worker != nullptr) *worker = 0;
   if (!StartCoordinator({"--node-timeout-s", node_timeout_s})) {
     ADD_FAILURE() << "hpcai500d did not start";
     return "";
   }
-  if (!StartSlowAgent("node-a")) {
+  if (!StartSlowAgent("node-a", slow_step_pct)) {
     ADD_FAILURE() << "node-a did not register";
     return "";
   }

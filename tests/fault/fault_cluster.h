@@ -51,10 +51,11 @@ class FaultCluster : public TestCluster {
   }
   // Starts an agent `name` with one slot whose worker is the stand-in.
   bool StartFakeAgent(const std::string& name);
-  // Starts an agent `name` with one slot whose real worker takes four times
-  // as long per step, so that a run still trains through a fault; false when
-  // it did not register. LaunchSlowAgent does not wait for it.
-  bool StartSlowAgent(const std::string& name);
+  // Starts an agent `name` with one slot whose real worker sleeps
+  // `slow_step_pct`% of each step's time (300: four times as long per step),
+  // so that a run still trains through a fault; false when it did not
+  // register. LaunchSlowAgent does not wait for it.
+  bool StartSlowAgent(const std::string& name, int slow_step_pct = 300);
   void LaunchSlowAgent(const std::string& name);
   // The spec file (TestCluster::WriteSpec) of a run of `nodes` one-rank
   // nodes: seed 1 is a Fashion-MNIST smoke run for the real worker and
@@ -80,7 +81,8 @@ class FaultCluster : public TestCluster {
   // node-a (StartSlowAgent), then SubmitSmokeRunAndWaitUntilTraining. Returns
   // the run id, "" when a step failed (a test failure names it).
   std::string StartSlowTraining(const std::string& node_timeout_s,
-                                const std::string& name, pid_t* worker);
+                                const std::string& name, pid_t* worker,
+                                int slow_step_pct = 300);
   // `hpcai500 show RUN --json`, parsed; null when it failed.
   nlohmann::json ShowRun(const std::string& run_id);
   // Waits up to `timeout` for the run to end (succeeded, failed or

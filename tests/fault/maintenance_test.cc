@@ -23,10 +23,12 @@ constexpr char kNodeTimeoutSeconds[] = "5";
 
 TEST(CoordinatorMaintenance, StoppedPastTheNodeTimeoutTheRunKeepsItsAttempt) {
   FaultCluster cluster;
-  // Slowed down, so the run still trains when hpcai500d comes back.
+  // Slowed down eleven-fold, so the run still trains when hpcai500d comes
+  // back after the lease wait and 12 s away: four-fold, an idle machine
+  // finished it in 13.6 s, before the coordinator was even stopped.
   pid_t worker = 0;
-  const std::string run_id =
-      cluster.StartSlowTraining(kNodeTimeoutSeconds, "maintenance", &worker);
+  const std::string run_id = cluster.StartSlowTraining(
+      kNodeTimeoutSeconds, "maintenance", &worker, /*slow_step_pct=*/1000);
   ASSERT_FALSE(run_id.empty());
   ASSERT_GT(worker, 0);
 
