@@ -9,6 +9,7 @@
 // (above the largest batch the checker fails and hpcai500 leaves the row
 // unchecked) no case is drawn.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -75,7 +76,8 @@ std::vector<double> Draw(std::mt19937& random, double mean, double spread,
 
 TEST(RcpChecker, AgreesWithMlcommonsCheckerOnPassFailAndFactor) {
   const std::filesystem::path root =
-      std::filesystem::path(::testing::TempDir()) / "rcp_checker_cases";
+      std::filesystem::path(::testing::TempDir()) /
+      ("rcp_checker_cases_" + std::to_string(::getpid()));
   std::filesystem::remove_all(root);
   std::mt19937 random(20261205);
   std::map<std::string, Case> cases;
@@ -125,6 +127,7 @@ TEST(RcpChecker, AgreesWithMlcommonsCheckerOnPassFailAndFactor) {
   double factor = 0;
   while (in >> name >> passed >> factor) checker[name] = {passed != 0, factor};
   ASSERT_EQ(checker.size(), cases.size()) << "see " << out;
+  std::filesystem::remove_all(root);
 
   int normalized = 0, review = 0, pass = 0;
   for (const auto& [case_name, c] : cases) {
