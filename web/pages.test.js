@@ -9,7 +9,7 @@ import {filterRows, workloadsOf} from './indexes.js';
 import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, spreadText} from './leaderboard.js';
 import {historyHref, scalingHref} from './links.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
-import {forecastSeries} from './run.js';
+import {forecastSeries, specValueText} from './run.js';
 import {configurationLabel, configurationSeries, timeShares} from './scaling.js';
 
 // Rows of GET /api/v1/runs/ID/ranks: `speeds[rank]` samples/s every epoch.
@@ -260,4 +260,11 @@ test('forecastSeries runs from the last measured point to the forecast', () => {
   assert.equal(forecastSeries(undefined, measured), null);
   assert.equal(forecastSeries({epochs: 3, final_quality: 0.6}, measured), null);
   assert.equal(forecastSeries({epochs: 8}, []), null);
+});
+
+test('specValueText writes the constraints map, not [object Object]', () => {
+  assert.equal(
+      specValueText({rack: 'r2', gpu_model: 'H200'}), 'gpu_model=H200, rack=r2');
+  assert.equal(specValueText(true), 'yes');
+  assert.equal(specValueText(4), '4');
 });

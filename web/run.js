@@ -163,12 +163,22 @@ function scoreInputs(score) {
   return definitionList(pairs);
 }
 
+// A spec field's value as the provenance shows it: yes/no, a map (the
+// constraints) as "key=value, ..." in key order, anything else as text.
+export function specValueText(value) {
+  if (typeof value === 'boolean') return value ? 'yes' : 'no';
+  if (value !== null && typeof value === 'object') {
+    return Object.keys(value)
+        .sort()
+        .map((key) => `${key}=${specValueText(value[key])}`)
+        .join(', ');
+  }
+  return String(value);
+}
+
 function specList(spec) {
   return definitionList(Object.entries(spec).map(
-      ([key, value]) =>
-          [key,
-           typeof value === 'boolean' ? (value ? 'yes' : 'no') : String(value),
-  ]));
+      ([key, value]) => [key, specValueText(value)]));
 }
 
 // Where an attempt's training started: epoch 1, or after the checkpoint of
