@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
+#include "common/run_state.h"
 
 namespace hpcai500 {
 namespace {
@@ -208,8 +209,7 @@ bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b) {
 }
 
 bool IsGoodSeriesRun(const v1::Run& run, const v1::RunSpec& spec) {
-  return run.state() == v1::RUN_STATE_SUCCEEDED && run.has_score() &&
-         run.invalidated_by().empty() && SameRegressSeries(run.spec(), spec);
+  return HasValidResult(run) && SameRegressSeries(run.spec(), spec);
 }
 
 std::vector<v1::Run> SelectRegressSeries(const std::vector<v1::Run>& runs,

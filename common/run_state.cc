@@ -27,6 +27,11 @@ std::string RunStateName(v1::RunState state) {
   }
 }
 
+bool HasValidResult(const v1::Run& run) {
+  return run.state() == v1::RUN_STATE_SUCCEEDED && run.has_score() &&
+         run.invalidated_by().empty();
+}
+
 bool IsTerminal(v1::RunState state) {
   return state == v1::RUN_STATE_SUCCEEDED || state == v1::RUN_STATE_FAILED ||
          state == v1::RUN_STATE_CANCELLED || state == v1::RUN_STATE_ABORTED;

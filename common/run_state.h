@@ -25,6 +25,11 @@ absl::StatusOr<v1::RunState> ParseRunStateName(absl::string_view name);
 // it will not run again.
 bool IsTerminal(v1::RunState state);
 
+// Whether `run` holds a result that counts: it succeeded with a score and
+// no admin invalidated it. The leaderboard, the scaling page and regress's
+// series count only these.
+bool HasValidResult(const v1::Run& run);
+
 // The error an agent reports for a rank whose worker ended while the agent
 // was down and left no run_stop: its outcome is unknown, as after a node
 // loss.

@@ -1,5 +1,6 @@
 // The addresses of the scaling and history pages, the one place that spells
-// them: the top bar, the leaderboard's rows and the index pages link there.
+// them: the top bar, the leaderboard's rows, the index pages, the run and
+// runs pages and the submission page link there.
 
 // #/scaling?system=S&workload=W[&sweep=ID]; #/scaling (the index) without a
 // system.

@@ -4,6 +4,7 @@
 import {lineChart} from './chart.js';
 import {cell, definitionList, element, formatFlops, formatQuality, formatScaled, formatSeconds, formatTime, getJson, isFinished, link, stateBadge, worthRetrying} from './format.js';
 import {formatVersions, provenanceRows} from './inventory.js';
+import {historyHref, scalingHref} from './links.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
 
 function qualityName(workload) {
@@ -105,14 +106,11 @@ function overview(run) {
     ['Workload / config', `${spec.workload} / ${spec.config}`],
     [
       'System',
-      link(
-          `#/scaling?system=${encodeURIComponent(spec.system)}&workload=${
-              encodeURIComponent(spec.workload)}`,
-          spec.system)
+      link(scalingHref(spec.system, spec.workload), spec.system)
     ],
     [
       'Spec history',
-      link(`#/history/${encodeURIComponent(spec.name)}`, spec.name)
+      link(historyHref(spec.name), spec.name)
     ],
     [
       'Submission',

@@ -2,6 +2,7 @@
 // GET /api/v1/runs.
 
 import {cell, element, formatFlops, formatQuality, getJson, isFinished, link, stateBadge} from './format.js';
+import {historyHref} from './links.js';
 
 // The last evaluated quality of a run that is not scored yet, or undefined.
 function lastAccuracy(run) {
@@ -38,7 +39,7 @@ export function renderRow(run) {
   cell(
       tr,
       spec.name ?
-          link(`#/history/${encodeURIComponent(spec.name)}`, spec.name) :
+          link(historyHref(spec.name), spec.name) :
           '');
   const config = cell(tr, spec.config);
   config.appendChild(element('div', spec.workload, 'muted'));

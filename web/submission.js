@@ -4,6 +4,7 @@
 
 import {definitionList, element, formatFlops, getJson, isFinished, link} from './format.js';
 import {convergenceText, spreadText} from './leaderboard.js';
+import {historyHref, scalingHref} from './links.js';
 import {renderRow} from './runs.js';
 
 // What the leaderboard judged of the submission once listed (its row:
@@ -34,7 +35,7 @@ function summary(runs, row) {
   const scored = runs.filter((r) => r.score).map((r) => r.score.valid_flops);
   const spec = runs[0].spec || {};
   const pairs = [
-    ['Spec', link(`#/history/${encodeURIComponent(spec.name)}`, spec.name)],
+    ['Spec', link(historyHref(spec.name), spec.name)],
     ['System', spec.system],
     ['Workload / config', `${spec.workload} / ${spec.config}`],
     ['Level', spec.level],
@@ -51,8 +52,7 @@ function summary(runs, row) {
   pairs.push([
     'Scaling',
     link(
-        `#/scaling?system=${encodeURIComponent(spec.system)}&workload=${
-            encodeURIComponent(spec.workload)}`,
+        scalingHref(spec.system, spec.workload),
         `${spec.system} on ${spec.workload}`),
   ]);
   return definitionList(pairs);

@@ -24,11 +24,6 @@ int64_t Devices(const v1::RunSpec& spec) {
   return int64_t{spec.nodes()} * spec.ranks_per_node();
 }
 
-bool IsScored(const v1::Run& run) {
-  return run.state() == v1::RUN_STATE_SUCCEEDED && run.has_score() &&
-         run.invalidated_by().empty();
-}
-
 // The sums one device count of one configuration gathers over its runs.
 struct PointSums {
   int32_t nodes = 0;
@@ -84,7 +79,7 @@ std::string Dump(const Json& json) {
 
 bool CountsForScaling(const v1::Run& run, const std::string& system,
                       const std::string& workload, const std::string& sweep) {
-  return IsScored(run) && run.spec().system() == system &&
+  return HasValidResult(run) && run.spec().system() == system &&
          run.spec().workload() == workload &&
          (sweep.empty() || run.spec().sweep() == sweep);
 }
@@ -141,7 +136,7 @@ std::string SystemsIndexJson(const std::vector<v1::Run>& runs) {
   };
   std::map<std::pair<std::string, std::string>, Entry> systems;
   for (const v1::Run& run : runs) {
-    if (!IsScored(run)) continue;
+    if (!HasValidResult(run)) continue;
     Entry& entry = systems[{run.spec().system(), run.spec().workload()}];
     entry.runs += 1;
     if (run.id() > entry.last_run_id) {
@@ -170,7 +165,7 @@ std::string SeriesIndexJson(const std::vector<v1::Run>& runs) {
   for (const v1::Run& run : runs) {
     Entry& entry = series[run.spec().name()];
     entry.runs += 1;
-    if (IsScored(run)) entry.scored += 1;
+    if (HasValidResult(run)) entry.scored += 1;
     if (entry.last == nullptr || run.id() > entry.last->id()) {
       entry.last = &run;
     }

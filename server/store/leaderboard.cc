@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/convergence.h"
 #include "common/regress_band.h"
+#include "common/run_state.h"
 #include "common/scoring.h"
 #include "common/spec.h"
 #include "common/vocabulary.h"
@@ -96,10 +97,8 @@ SortValue SortValueOf(const v1::LeaderboardRow& row, absl::string_view key) {
 // submission off: its aggregate would no longer be what was run).
 bool Complete(const std::vector<const v1::Run*>& members) {
   const bool all_scored =
-      std::all_of(members.begin(), members.end(), [](const v1::Run* run) {
-        return run->state() == v1::RUN_STATE_SUCCEEDED && run->has_score() &&
-               run->invalidated_by().empty();
-      });
+      std::all_of(members.begin(), members.end(),
+                  [](const v1::Run* run) { return HasValidResult(*run); });
   return all_scored && static_cast<int>(members.size()) >=
                            std::max(1, members.front()->spec().repetitions());
 }
