@@ -7,6 +7,7 @@
 #define HPCAI500_TESTS_WORKER_DISTRIBUTED_RANK_THREADS_H_
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -25,6 +26,13 @@ inline void RunRanksOnThreads(const std::vector<torch::Device>& devices,
                               DistBackend backend,
                               std::chrono::milliseconds timeout,
                               const std::function<void(Collectives&)>& fn) {
+  // LibTorch 2.11's flight recorder (one per process) adds a process
+  // group's status to a map outside its lock at the group's first
+  // collective: two groups of one process racing there corrupt the map (a
+  // segfault about one run in 80 on a loaded machine). A worker has one
+  // group per process; threads as ranks turn the recorder off before the
+  // first group is made.
+  setenv("TORCH_FR_BUFFER_SIZE", "0", /*overwrite=*/1);
   auto store = c10::make_intrusive<c10d::HashStore>();
   const int world = static_cast<int>(devices.size());
   std::vector<std::thread> threads;

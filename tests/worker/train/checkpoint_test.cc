@@ -2,6 +2,7 @@
 // file a resume picks.
 #include "worker/train/checkpoint.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -226,11 +227,14 @@ TEST_F(CheckpointTest, SaveKeepsOnlyTheNewestCheckpoints) {
 }
 
 // Rank r's gradient of step s for parameters of `shapes`, fixed by (r, s).
+// Its own generator: the ranks are threads, and the global one is shared.
 std::vector<torch::Tensor> Gradients(
     const std::vector<std::vector<int64_t>>& shapes, int rank, int step) {
-  torch::manual_seed(1000 * step + rank);
+  at::Generator generator = at::detail::createCPUGenerator(1000 * step + rank);
   std::vector<torch::Tensor> out;
-  for (const auto& shape : shapes) out.push_back(torch::randn(shape));
+  for (const auto& shape : shapes) {
+    out.push_back(at::randn(shape, generator, torch::kFloat32));
+  }
   return out;
 }
 
