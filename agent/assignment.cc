@@ -87,7 +87,7 @@ std::string NodeDataDir(const v1::RunSpec& spec, const NodeContext& node) {
 }
 
 // The text of `field` of `spec` as a worker flag takes it: an integer's
-// digits, a string as it is, a bool "true" or "false". Internal for a type
+// digits, a string as it is, a bool "true" or "" (false). Internal for a type
 // no worker flag carries.
 absl::StatusOr<std::string> FlagText(
     const v1::RunSpec& spec, const google::protobuf::FieldDescriptor& f) {
@@ -102,7 +102,8 @@ absl::StatusOr<std::string> FlagText(
       case Field::CPPTYPE_STRING:
         return r.GetString(spec, &f);
       case Field::CPPTYPE_BOOL:
-        return r.GetBool(spec, &f) ? "true" : "false";
+        // false stays unset: a worker without the flag runs as before.
+        return r.GetBool(spec, &f) ? "true" : "";
       default:
         break;
     }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/fast_paths.h"
 #include "common/limits.h"
 #include "common/numbers.h"
 #include "common/status_macros.h"
@@ -112,6 +113,19 @@ Setter Int32Setter(absl::string_view field, void (v1::RunSpec::*set)(int32_t),
       return FieldError(field, absl::StrCat("out of range: ", v));
     }
     (s->*set)(static_cast<int32_t>(v));
+    return absl::OkStatus();
+  };
+}
+
+Setter BoolSetter(absl::string_view field, void (v1::RunSpec::*set)(bool),
+                  v1::RunSpec* s) {
+  return [=](const YAML::Node& n) -> absl::Status {
+    ASSIGN_OR_RETURN(std::string v, ScalarString(n, field));
+    if (v != "true" && v != "false") {
+      return FieldError(field, absl::StrCat("must be true or false, got '",
+                                            v.substr(0, 80), "'"));
+    }
+    (s->*set)(v == "true");
     return absl::OkStatus();
   };
 }
@@ -221,6 +235,11 @@ std::map<std::string, Setter> SpecSetters(v1::RunSpec* spec) {
        }},
       {"min_epochs",
        Int32Setter("min_epochs", &v1::RunSpec::set_min_epochs, spec)},
+      {"fused_bn", BoolSetter("fused_bn", &v1::RunSpec::set_fused_bn, spec)},
+      {"cuda_graph",
+       BoolSetter("cuda_graph", &v1::RunSpec::set_cuda_graph, spec)},
+      {"gpu_decode",
+       BoolSetter("gpu_decode", &v1::RunSpec::set_gpu_decode, spec)},
       {"seed",
        [spec](const YAML::Node& n) -> absl::Status {
          ASSIGN_OR_RETURN(int64_t v, ScalarInt(n, "seed"));
@@ -326,6 +345,22 @@ absl::Status CheckSweepFields(const v1::RunSpec& spec) {
   return CheckOneOf<Scaling>(Field("scaling"), spec.scaling());
 }
 
+// Each fast path needs device cuda; for now only the classification
+// workload has them (the detector's step has shapes that follow the data).
+absl::Status CheckFastPaths(const v1::RunSpec& spec) {
+  for (const std::string& path : FastPathsOn(spec)) {
+    if (spec.device() != Name(Device::kCuda)) {
+      return FieldError(path, "needs device cuda");
+    }
+    if (spec.workload() != "image_classification") {
+      return FieldError(path, absl::StrCat("is built for workload "
+                                           "image_classification only, got ",
+                                           spec.workload()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The fields that need no registry: sizes, the vocabulary's names and what
 // each needs of the device, seed and system.
 absl::Status CheckRunFields(const v1::RunSpec& spec) {
@@ -349,6 +384,7 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
                       "from LibTorch 2.2");
   }
   RETURN_IF_ERROR(CheckInRange(Field("seed"), spec.seed(), 0, kMaxSpecSeed));
+  RETURN_IF_ERROR(CheckFastPaths(spec));
   RETURN_IF_ERROR(ParseLauncher(Field("launcher"), spec.launcher()).status());
   RETURN_IF_ERROR(CheckPlacementFields(spec));
   RETURN_IF_ERROR(CheckSweepFields(spec));
@@ -492,6 +528,26 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
   return spec;
 }
 
+std::vector<std::string> FastPathsOn(const v1::RunSpec& spec) {
+  std::vector<std::string> on;
+  for (const FastPathInfo& info : kFastPaths) {
+    bool set = false;
+    switch (info.path) {
+      case FastPath::kFusedBn:
+        set = spec.fused_bn();
+        break;
+      case FastPath::kCudaGraph:
+        set = spec.cuda_graph();
+        break;
+      case FastPath::kGpuDecode:
+        set = spec.gpu_decode();
+        break;
+    }
+    if (set) on.emplace_back(info.name);
+  }
+  return on;
+}
+
 std::string RunSpecToYaml(const v1::RunSpec& spec) {
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -520,6 +576,9 @@ std::string RunSpecToYaml(const v1::RunSpec& spec) {
     out << YAML::Key << "abort_if_hopeless" << YAML::Value
         << spec.abort_if_hopeless();
     out << YAML::Key << "min_epochs" << YAML::Value << spec.min_epochs();
+  }
+  for (const std::string& path : FastPathsOn(spec)) {
+    out << YAML::Key << path << YAML::Value << true;
   }
   // Only another than the default: the text of a spec without the field
   // stays what it was.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -98,6 +99,10 @@ absl::StatusOr<Launcher> ParseLauncher(absl::string_view what,
 // '...'".
 absl::StatusOr<int64_t> DurationSeconds(absl::string_view text,
                                         absl::string_view what);
+
+// The names of the fast paths (common/fast_paths.h) `spec` turns on, in
+// kFastPaths' order ("fused_bn", "cuda_graph"); empty when none.
+std::vector<std::string> FastPathsOn(const v1::RunSpec& spec);
 
 // The spec as YAML, in the key order users write (for `show` and storage).
 std::string RunSpecToYaml(const v1::RunSpec& spec);

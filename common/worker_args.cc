@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "common/limits.h"
@@ -90,6 +91,12 @@ const Flag kFlags[] = {
      ""},
     {"deterministic", &WorkerArgs::deterministic, Kind::kBool, 0, 0, "false",
      "", ""},
+    {"fused-bn", &WorkerArgs::fused_bn, Kind::kBool, 0, 0, "false", "",
+     "needs --device cuda"},
+    {"cuda-graph", &WorkerArgs::cuda_graph, Kind::kBool, 0, 0, "false", "",
+     "needs --device cuda"},
+    {"gpu-decode", &WorkerArgs::gpu_decode, Kind::kBool, 0, 0, "false", "",
+     "needs --device cuda"},
     {"checkpoint-dir", &WorkerArgs::checkpoint_dir, Kind::kPath, 0, 0, nullptr,
      "DIR", ""},
     {"resume", &WorkerArgs::resume, Kind::kBool, 0, 0, "false", "",
@@ -442,6 +449,15 @@ ArgvOutcome WorkerArgs::FromArgv(const std::vector<std::string>& args,
   if (parsed.resume.value_or(false) && !parsed.checkpoint_dir) {
     *error = "--resume needs --checkpoint-dir";
     return ArgvOutcome::kError;
+  }
+  for (const auto& [flag, on] : {std::pair{"--fused-bn", parsed.fused_bn},
+                                 {"--cuda-graph", parsed.cuda_graph},
+                                 {"--gpu-decode", parsed.gpu_decode}}) {
+    if (on.value_or(false) &&
+        parsed.device.value_or(Device::kCpu) != Device::kCuda) {
+      *error = std::string(flag) + " needs --device cuda";
+      return ArgvOutcome::kError;
+    }
   }
   *out = std::move(parsed);
   return ArgvOutcome::kArgs;

@@ -53,7 +53,11 @@ struct WorkerArgs {
   std::optional<int64_t> powersgd_warmup_steps;  // [0, 1000000] = 100
   std::optional<double> bucket_mb;               // (0, 65536] = 25
   std::optional<bool> deterministic;             // = false
-  std::optional<std::string> checkpoint_dir;     // non-empty; unset: none
+  // The fast paths (common/fast_paths.h), each needing --device cuda.
+  std::optional<bool> fused_bn;               // = false
+  std::optional<bool> cuda_graph;             // = false
+  std::optional<bool> gpu_decode;             // = false
+  std::optional<std::string> checkpoint_dir;  // non-empty; unset: none
   std::optional<bool> resume;  // = false; true needs checkpoint_dir
   std::optional<int64_t> watchdog_seconds;            // [0, 7 days] = 300
   std::optional<int64_t> collective_timeout_seconds;  // [1, 7 days] = 180
@@ -76,7 +80,8 @@ struct WorkerArgs {
   // flag keeps its last value. Returns kHelp on --help or -h, kError with
   // *error naming the flag at fault (unknown, missing value, out of range,
   // not one of its values, --workload or --config missing, --resume without
-  // --checkpoint-dir), else kArgs with *out filled.
+  // --checkpoint-dir, a fast path without --device cuda), else kArgs with
+  // *out filled.
   static ArgvOutcome FromArgv(const std::vector<std::string>& args,
                               WorkerArgs* out, std::string* error);
 

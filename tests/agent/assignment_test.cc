@@ -283,6 +283,19 @@ TEST(PlanAttempt, SpecFieldsReachTheWorkerByTheFlagOfTheirName) {
             "assignment: spec.seed: --seed: '-1' is not an integer in [0, "
             "9223372036854775807]");
 
+  // A fast path reaches the worker as its flag; one left off sends no flag
+  // (a worker older than the flag runs as before).
+  EXPECT_EQ(std::count(plan->ranks[0].launch.argv.begin(),
+                       plan->ranks[0].launch.argv.end(), "--fused-bn"),
+            0);
+  v1::Assignment fused = GoodStart();
+  fused.mutable_spec()->set_device("cuda");
+  fused.mutable_spec()->set_fused_bn(true);
+  plan = PlanAttempt(fused, Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(WorkerReads(plan->ranks[0].launch.argv).fused_bn, true);
+  EXPECT_FALSE(WorkerReads(plan->ranks[0].launch.argv).cuda_graph);
+
   // A coordinator before v0.2 sends no compression: the worker's default.
   v1::Assignment old = GoodStart();
   old.mutable_spec()->clear_compression();

@@ -274,6 +274,35 @@ TEST(RunSpec, EarlyAbortIsOffByDefaultAndSurvivesTheYamlRoundTrip) {
   EXPECT_EQ(again->min_epochs(), 2);
 }
 
+TEST(RunSpec, FastPathsAreOffByDefaultNeedCudaAndSurviveTheYamlRoundTrip) {
+  absl::StatusOr<v1::RunSpec> spec = Parse(kGood);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(FastPathsOn(*spec).empty());
+  EXPECT_EQ(RunSpecToYaml(*spec).find("fused_bn"), std::string::npos);
+
+  const std::string cuda =
+      absl::StrReplaceAll(kGood, {{"device: cpu", "device: cuda"}});
+  spec = Parse(cuda + "fused_bn: true\ncuda_graph: true\ngpu_decode: false\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(FastPathsOn(*spec),
+            std::vector<std::string>({"fused_bn", "cuda_graph"}));
+  absl::StatusOr<v1::RunSpec> again = Parse(RunSpecToYaml(*spec));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(FastPathsOn(*again), FastPathsOn(*spec));
+
+  EXPECT_EQ(Parse(std::string(kGood) + "gpu_decode: true\n").status().message(),
+            "field 'gpu_decode': needs device cuda");
+  EXPECT_EQ(Parse(cuda + "fused_bn: yes please\n").status().message(),
+            "field 'fused_bn': must be true or false, got 'yes please'");
+  const std::string detector = absl::StrReplaceAll(
+      cuda, {{"workload: image_classification", "workload: extreme_weather"},
+             {"config: fashion_mnist_smoke", "config: ewa_smoke"}});
+  ASSERT_TRUE(Parse(detector).ok()) << Parse(detector).status();
+  EXPECT_EQ(Parse(detector + "cuda_graph: true\n").status().message(),
+            "field 'cuda_graph': is built for workload image_classification "
+            "only, got extreme_weather");
+}
+
 TEST(RunSpec, HardwareLevelKeepsTheReferenceBatch) {
   const int reference =
       Registry::Builtin()

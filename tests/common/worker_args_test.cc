@@ -121,6 +121,12 @@ TEST(WorkerArgs, FromArgvRefusalsNameTheFlag) {
       {{"--workload", "w", "--config", "c", "stray"}, "'stray'"},
       {{"--workload", "w", "--config", "c", "--resume=true"},
        "--resume needs --checkpoint-dir"},
+      {{"--workload", "w", "--config", "c", "--fused-bn"},
+       "--fused-bn needs --device cuda"},
+      {{"--workload", "w", "--config", "c", "--device", "cpu", "--cuda-graph"},
+       "--cuda-graph needs --device cuda"},
+      {{"--workload", "w", "--config", "c", "--gpu-decode=true"},
+       "--gpu-decode needs --device cuda"},
   };
   for (const auto& [args, named] : cases) {
     WorkerArgs a;

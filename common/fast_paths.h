@@ -1,0 +1,48 @@
+// The GPU fast paths (issue 25, docs/design.md "Fast paths"): ways the
+// worker runs the same recipe faster on a GPU, each turned on by one option
+// of its own: a RunSpec bool field named `name` and the worker flag of the
+// same name with '-' (fused_bn: --fused-bn). All are off by default until
+// measured on a GPU; a run's spec records which were on, so that its result
+// says how it was made. Standard library only: the worker links it.
+//
+// Thread-safe: constants.
+#ifndef HPCAI500_COMMON_FAST_PATHS_H_
+#define HPCAI500_COMMON_FAST_PATHS_H_
+
+#include <array>
+#include <string_view>
+
+namespace hpcai500 {
+
+enum class FastPath {
+  // Batch norm + ReLU and batch norm + add + ReLU as fused NHWC kernels,
+  // statistics in fp32 (worker/kernels).
+  kFusedBn,
+  // The training step captured once as a CUDA graph and replayed.
+  kCudaGraph,
+  // JPEGs decoded on the GPU (nvJPEG), augmented there.
+  kGpuDecode,
+};
+
+struct FastPathInfo {
+  FastPath path;
+  std::string_view name;     // the spec field; the worker flag with '-'
+  std::string_view summary;  // one line for usage texts and `show`
+};
+
+inline constexpr std::array<FastPathInfo, 3> kFastPaths = {{
+    {FastPath::kFusedBn, "fused_bn",
+     "batch norm + ReLU (+ add) as fused NHWC kernels"},
+    {FastPath::kCudaGraph, "cuda_graph",
+     "the training step captured once as a CUDA graph"},
+    {FastPath::kGpuDecode, "gpu_decode", "JPEGs decoded on the GPU (nvJPEG)"},
+}};
+
+// The entry of `path` in kFastPaths.
+constexpr const FastPathInfo& Info(FastPath path) {
+  return kFastPaths[static_cast<size_t>(path)];
+}
+
+}  // namespace hpcai500
+
+#endif  // HPCAI500_COMMON_FAST_PATHS_H_
