@@ -9,6 +9,7 @@
 #include "cli/format.h"
 #include "common/forecast.h"
 #include "common/run_state.h"
+#include "common/spec.h"
 
 namespace hpcai500 {
 namespace {
@@ -19,6 +20,14 @@ std::string SpecLayout(const v1::RunSpec& spec) {
                          spec.ranks_per_node(),
                          spec.ranks_per_node() == 1 ? "" : "s", spec.device(),
                          spec.batch_size(), spec.precision());
+}
+
+// "  fast paths   fused_bn, cuda_graph" when the spec turns any on; empty
+// otherwise, so that a run without them reads as before.
+std::string FastPathsLine(const v1::RunSpec& spec) {
+  const std::vector<std::string> on = FastPathsOn(spec);
+  if (on.empty()) return "";
+  return absl::StrCat("  fast paths   ", absl::StrJoin(on, ", "), "\n");
 }
 
 // The attempt history: where each ran, where it started from and why it
@@ -174,7 +183,7 @@ std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
                     absl::FormatDuration(absl::Seconds(spec.time_limit_s())))
               : std::string())
       << "\n"
-      << "  seed         " << spec.seed() << "\n"
+      << FastPathsLine(spec) << "  seed         " << spec.seed() << "\n"
       << "  epochs       " << spec.epochs() << "\n"
       << ForecastLines(run) << "  created      "
       << FormatTimeMs(run.created_ms(), zone) << "\n"

@@ -41,6 +41,15 @@ export function formatQuality(quality, target) {
   return target === undefined ? q : `${q} / ${Number(target).toFixed(4)}`;
 }
 
+// The fast paths a run had on (a list, or the scaling API's comma-joined
+// text) -> "fast paths fused_bn + cuda_graph"; '' when none.
+export function fastPathsText(paths) {
+  const list = Array.isArray(paths) ? paths :
+                                      String(paths || '').split(',');
+  const on = list.filter((p) => p);
+  return on.length ? `fast paths ${on.join(' + ')}` : '';
+}
+
 export function formatSeconds(seconds) {
   return `${Number(seconds).toFixed(2)} s`;
 }

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {formatFlops, formatQuality, formatScaled, formatSeconds, formatTick, getJson, isFinished, worthRetrying} from './format.js';
+import {fastPathsText, formatFlops, formatQuality, formatScaled, formatSeconds, formatTick, getJson, isFinished, worthRetrying} from './format.js';
 
 test('formatFlops picks the decimal prefix with two decimals', () => {
   assert.equal(formatFlops(0), '0.00 FLOPS');
@@ -78,4 +78,13 @@ test('getJson rejects with the API error and the HTTP status', async () => {
   } finally {
     globalThis.fetch = realFetch;
   }
+});
+
+test('fastPathsText names the fast paths on, from a list or joined text', () => {
+  assert.equal(fastPathsText(undefined), '');
+  assert.equal(fastPathsText([]), '');
+  assert.equal(fastPathsText(''), '');
+  assert.equal(fastPathsText(['fused_bn']), 'fast paths fused_bn');
+  assert.equal(
+      fastPathsText('fused_bn,cuda_graph'), 'fast paths fused_bn + cuda_graph');
 });

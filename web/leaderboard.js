@@ -4,7 +4,7 @@
 // lives in the URL's query (?workload=&level=&sort=&order=&offset=...) so a
 // link shows the same table.
 
-import {cell, element, formatFlops, formatQuality, formatSeconds, formatTime, getJson, link} from './format.js';
+import {cell, element, fastPathsText, formatFlops, formatQuality, formatSeconds, formatTime, getJson, link} from './format.js';
 import {formatVersions} from './inventory.js';
 import {historyHref, scalingHref} from './links.js';
 
@@ -71,11 +71,7 @@ const COLUMNS = [
     title: 'Precision',
     key: 'precision',
     first: 'asc',
-    fill: (tr, row) => cell(
-        tr,
-        row.compression && row.compression !== 'none' ?
-            `${row.precision}, ${row.compression} compression` :
-            row.precision || '-'),
+    fill: (tr, row) => cell(tr, precisionText(row)),
   },
   {title: 'Software', key: 'versions', first: 'asc', fill: versionsCell},
   {
@@ -127,6 +123,18 @@ function devicesCell(tr, row) {
     td.appendChild(element('div', row.device_model, 'muted'));
   }
   return td;
+}
+
+// The precision column: "bf16", then the compression and the fast paths
+// when the row has them ("bf16, powersgd compression, fast paths fused_bn").
+export function precisionText(row) {
+  const parts = [row.precision || '-'];
+  if (row.compression && row.compression !== 'none') {
+    parts.push(`${row.compression} compression`);
+  }
+  const fast = fastPathsText(row.fast_paths);
+  if (fast) parts.push(fast);
+  return parts.join(', ');
 }
 
 // The repetitions' spread as the coordinator judged it: "CV 1.4%" of

@@ -6,7 +6,7 @@ import {test} from 'node:test';
 
 import {historySeries} from './history.js';
 import {filterRows, workloadsOf} from './indexes.js';
-import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, spreadText} from './leaderboard.js';
+import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, precisionText, spreadText} from './leaderboard.js';
 import {historyHref, scalingHref} from './links.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
 import {forecastSeries, specValueText} from './run.js';
@@ -102,6 +102,22 @@ test('configurationLabel names precision, compression and scaling', () => {
   assert.equal(
       configurationLabel(CONFIGURATIONS[1], true),
       'fashion_mnist_smoke, fp32, no compression, not a sweep');
+  assert.equal(
+      configurationLabel(
+          {...CONFIGURATIONS[1], fast_paths: 'fused_bn,cuda_graph'}, false),
+      'fp32, no compression, not a sweep, fast paths fused_bn + cuda_graph');
+});
+
+test('precisionText adds compression and fast paths only when there', () => {
+  assert.equal(precisionText({precision: 'fp32', compression: 'none'}), 'fp32');
+  assert.equal(
+      precisionText({
+        precision: 'bf16',
+        compression: 'powersgd',
+        fast_paths: ['fused_bn'],
+      }),
+      'bf16, powersgd compression, fast paths fused_bn');
+  assert.equal(precisionText({}), '-');
 });
 
 test('configurationSeries keeps each configuration its own series', () => {

@@ -8,7 +8,7 @@
 // figures. Without a system, the index of systems (web/indexes.js).
 
 import {lineChart} from './chart.js';
-import {cell, element, formatFlops, formatSeconds, getJson, link} from './format.js';
+import {cell, element, fastPathsText, formatFlops, formatSeconds, getJson, link} from './format.js';
 import {loadSystems} from './indexes.js';
 import {hashQuery, scalingHref} from './links.js';
 
@@ -21,6 +21,7 @@ export function configurationLabel(c, withConfig) {
                                                 'no compression',
     c.scaling ? `${c.scaling} scaling` : 'not a sweep',
   ];
+  if (c.fast_paths) parts.push(fastPathsText(c.fast_paths));
   if (withConfig) parts.unshift(c.config);
   return parts.join(', ');
 }

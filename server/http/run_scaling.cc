@@ -4,7 +4,9 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "common/run_state.h"
+#include "common/spec.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {
@@ -12,12 +14,15 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// What tells one configuration from another on the scaling page.
+// What tells one configuration from another on the scaling page: the fast
+// paths on ("fused_bn,cuda_graph") included, so that runs with and without
+// them are never averaged together.
 using ConfigurationKey =
-    std::tuple<std::string, std::string, std::string, std::string>;
+    std::tuple<std::string, std::string, std::string, std::string, std::string>;
 
 ConfigurationKey KeyOf(const v1::RunSpec& spec) {
-  return {spec.config(), spec.precision(), spec.compression(), spec.scaling()};
+  return {spec.config(), spec.precision(), spec.compression(), spec.scaling(),
+          absl::StrJoin(FastPathsOn(spec), ",")};
 }
 
 int64_t Devices(const v1::RunSpec& spec) {
@@ -118,11 +123,12 @@ std::string RunScalingJson(
                {"configurations", Json::array()}};
   for (const auto& [newest, id] : newest_first) json["sweeps"].push_back(id);
   for (const auto& [key, by_devices] : configurations) {
-    const auto& [config, precision, compression, scaling] = key;
+    const auto& [config, precision, compression, scaling, fast_paths] = key;
     json["configurations"].push_back({{"config", config},
                                       {"precision", precision},
                                       {"compression", compression},
                                       {"scaling", scaling},
+                                      {"fast_paths", fast_paths},
                                       {"points", PointsJson(by_devices)}});
   }
   return Dump(json);

@@ -219,6 +219,9 @@ std::optional<v1::LeaderboardRow> SubmissionRow(
   row.set_device(spec.device());
   row.set_precision(spec.precision());
   row.set_compression(spec.compression());
+  for (std::string& path : FastPathsOn(spec)) {
+    row.add_fast_paths(std::move(path));
+  }
   row.set_user(sorted.front()->user());
   // Per watt only when every run measured energy: a mean over runs with
   // and without a counter would mean nothing.

@@ -58,6 +58,16 @@ TEST(RunText, SummaryShowsEpochsAndScoreOnlyWhenThereAreAny) {
   EXPECT_THAT(running, Not(HasSubstr("\nscore\n")));
 }
 
+TEST(RunText, SummaryNamesTheFastPathsOnlyWhenAnyIsOn) {
+  v1::Run run = ScoredRun();
+  EXPECT_THAT(FormatRunSummary(run, absl::UTCTimeZone()),
+              Not(HasSubstr("fast paths")));
+  run.mutable_spec()->set_fused_bn(true);
+  run.mutable_spec()->set_gpu_decode(true);
+  EXPECT_THAT(FormatRunSummary(run, absl::UTCTimeZone()),
+              HasSubstr("\n  fast paths   fused_bn, gpu_decode\n  seed "));
+}
+
 TEST(RunText, SummaryShowsTheForecastAndTheEarlyAbortRule) {
   v1::Run run;
   run.set_id(6);

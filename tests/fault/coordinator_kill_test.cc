@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/fault/fault_cluster.h"
 
@@ -53,8 +54,12 @@ TEST(CoordinatorKilled, MidRunTheRunCompletesWithEachEpochStoredOnce) {
 }
 
 TEST(CoordinatorKilled, WhileTheRunFinishesTheRunStillSucceeds) {
+  // The worker must finish while hpcai500d is down, before its agent fences
+  // itself (no word for the node timeout): on a loaded machine the last
+  // epoch took over the default 60 s and the agent stopped it.
+  const std::vector<std::string> node_timeout = {"--node-timeout-s", "600"};
   FaultCluster cluster;
-  ASSERT_TRUE(cluster.StartCoordinator());
+  ASSERT_TRUE(cluster.StartCoordinator(node_timeout));
   ASSERT_TRUE(cluster.StartAgent("node-a", 1));
   const std::string run_id =
       cluster.SubmitSmokeRunAndWaitUntilCheckpointed("killed-at-the-end");
@@ -67,8 +72,8 @@ TEST(CoordinatorKilled, WhileTheRunFinishesTheRunStillSucceeds) {
         return std::filesystem::exists(
             cluster.RankFile("node-a", run_id, 1, 0, ".exit"));
       },
-      seconds(180)));
-  ASSERT_TRUE(cluster.StartCoordinator());
+      seconds(300)));
+  ASSERT_TRUE(cluster.StartCoordinator(node_timeout));
 
   const std::string state = cluster.WaitForEnd(run_id, seconds(120));
   EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");

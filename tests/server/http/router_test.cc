@@ -346,6 +346,10 @@ TEST_F(HttpRouterTest, ScalingIsPerConfigurationNeverAveragedAcrossThem) {
   // A repetition in a later sweep: averaged with run 2, its configuration's.
   view_.AddRun(ScalingRun(5, "alpha", 2, "fp32", "none", "s2", 1.6e12));
   view_.AddRun(ScalingRun(6, "beta", 1, "fp32", "none", "", 9e12));
+  // The same configuration with a fast path on: a series of its own.
+  v1::Run fused = ScalingRun(8, "alpha", 1, "bf16", "none", "s1", 3e12);
+  fused.mutable_spec()->set_fused_bn(true);
+  view_.AddRun(fused);
   v1::Run failed = ScalingRun(7, "alpha", 4, "fp32", "none", "s2", 0);
   failed.set_state(v1::RUN_STATE_FAILED);
   view_.AddRun(failed);
@@ -356,16 +360,22 @@ TEST_F(HttpRouterTest, ScalingIsPerConfigurationNeverAveragedAcrossThem) {
   EXPECT_EQ(view_.last_list_request().state(), v1::RUN_STATE_SUCCEEDED);
   EXPECT_EQ(view_.last_list_request().workload(), "image_classification");
   nlohmann::json json = BodyJson(response);
-  EXPECT_EQ(json["sweeps"], nlohmann::json::parse(R"(["s2", "s1"])"));
+  // Newest first by their newest run: s1 holds run 8.
+  EXPECT_EQ(json["sweeps"], nlohmann::json::parse(R"(["s1", "s2"])"));
   const nlohmann::json& configurations = json["configurations"];
-  ASSERT_EQ(configurations.size(), 2u) << json.dump();
+  ASSERT_EQ(configurations.size(), 3u) << json.dump();
   EXPECT_EQ(configurations[0]["precision"], "bf16");
   EXPECT_EQ(configurations[0]["scaling"], "weak");
+  EXPECT_EQ(configurations[0]["fast_paths"], "");
   const nlohmann::json& bf16 = configurations[0]["points"];
   ASSERT_EQ(bf16.size(), 2u);
   EXPECT_EQ(bf16[1]["devices"], 2);
   EXPECT_DOUBLE_EQ(bf16[1]["efficiency"].get<double>(), 1.0);
-  const nlohmann::json& fp32 = configurations[1]["points"];
+  EXPECT_EQ(configurations[1]["fast_paths"], "fused_bn");
+  ASSERT_EQ(configurations[1]["points"].size(), 1u);
+  EXPECT_DOUBLE_EQ(configurations[1]["points"][0]["valid_flops"].get<double>(),
+                   3e12);
+  const nlohmann::json& fp32 = configurations[2]["points"];
   ASSERT_EQ(fp32.size(), 2u) << "the failed run at 4 devices is left out";
   EXPECT_EQ(fp32[1]["runs"], 2);
   EXPECT_DOUBLE_EQ(fp32[1]["valid_flops"].get<double>(), 1.7e12);

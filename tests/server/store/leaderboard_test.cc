@@ -58,6 +58,18 @@ TEST(Leaderboard, RanksByValidFlopsWithUnrankedRowsLast) {
   EXPECT_EQ(board.rows(3).rank(), 0) << "unranked rows carry no rank";
 }
 
+TEST(Leaderboard, RowNamesTheFastPathsItsRunsHadOn) {
+  v1::Run fused = ScoredRun(1, 1, 10);
+  fused.mutable_spec()->set_fused_bn(true);
+  fused.mutable_spec()->set_cuda_graph(true);
+  const v1::LeaderboardResponse board =
+      BuildLeaderboard({fused, ScoredRun(2, 2, 20)}, v1::LeaderboardRequest());
+  ASSERT_EQ(board.rows_size(), 2);
+  EXPECT_TRUE(board.rows(0).fast_paths().empty());
+  EXPECT_THAT(board.rows(1).fast_paths(),
+              ElementsAre("fused_bn", "cuda_graph"));
+}
+
 TEST(Leaderboard, AggregatesRepetitionsDroppingBestAndWorst) {
   const std::vector<v1::Run> runs = {
       ScoredRun(1, 7, 10, "image_classification", 3),
