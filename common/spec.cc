@@ -430,6 +430,12 @@ absl::Status CheckHardwareLevel(const v1::RunSpec& spec,
                       "level hardware keeps the reference software stack; "
                       "compression needs level system or free");
   }
+  if (const std::vector<std::string> on = FastPathsOn(spec); !on.empty()) {
+    return FieldError(on.front(),
+                      absl::StrCat("level hardware keeps the "
+                                   "reference software stack; ",
+                                   on.front(), " needs level system or free"));
+  }
   const int reference =
       ReferenceBatchSize(config, *Parse<Precision>(spec.precision()));
   if (spec.batch_size() != reference) {

@@ -292,6 +292,12 @@ TEST(RunSpec, FastPathsAreOffByDefaultNeedCudaAndSurviveTheYamlRoundTrip) {
 
   EXPECT_EQ(Parse(std::string(kGood) + "gpu_decode: true\n").status().message(),
             "field 'gpu_decode': needs device cuda");
+  EXPECT_EQ(Parse(absl::StrReplaceAll(cuda + "fused_bn: true\n",
+                                      {{"level: system", "level: hardware"}}))
+                .status()
+                .message(),
+            "field 'fused_bn': level hardware keeps the reference software "
+            "stack; fused_bn needs level system or free");
   EXPECT_EQ(Parse(cuda + "fused_bn: yes please\n").status().message(),
             "field 'fused_bn': must be true or false, got 'yes please'");
   const std::string detector = absl::StrReplaceAll(
