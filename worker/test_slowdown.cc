@@ -20,4 +20,8 @@ int TestStepSlowdownPct(const EnvLookup& env) {
   return static_cast<int>(pct);
 }
 
+std::string TestSlowdownGate(const EnvLookup& env) {
+  return env(kTestSlowWhileVar).value_or("");
+}
+
 }  // namespace hpcai500::worker

@@ -19,6 +19,7 @@ using std::chrono::seconds;
 // The worker's test-only slowdown (worker/test_slowdown.h): 300 makes each
 // step take four times as long.
 constexpr char kSlowVar[] = "HPCAI500_TEST_SLOW_STEP_PCT";
+constexpr char kSlowWhileVar[] = "HPCAI500_TEST_SLOW_WHILE_FILE";
 
 std::string SpecYaml(const std::string& name, int seed, int nodes) {
   return "name: " + name +
@@ -78,10 +79,17 @@ bool FaultCluster::StartFakeAgent(const std::string& name) {
 
 // The agent passes the variable on to its workers only when --env names it,
 // and takes its value from its own environment.
-bool FaultCluster::StartSlowAgent(const std::string& name, int slow_step_pct) {
+bool FaultCluster::StartSlowAgent(const std::string& name, int slow_step_pct,
+                                  const std::string& slow_while_file) {
   ::setenv(kSlowVar, std::to_string(slow_step_pct).c_str(), 1);
-  const bool started = StartAgent(name, /*slots=*/1, {"--env", kSlowVar});
+  std::vector<std::string> args = {"--env", kSlowVar};
+  if (!slow_while_file.empty()) {
+    ::setenv(kSlowWhileVar, slow_while_file.c_str(), 1);
+    args.insert(args.end(), {"--env", kSlowWhileVar});
+  }
+  const bool started = StartAgent(name, /*slots=*/1, args);
   ::unsetenv(kSlowVar);
+  ::unsetenv(kSlowWhileVar);
   return started;
 }
 
@@ -141,15 +149,15 @@ std::string FaultCluster::SubmitSmokeRunAndWaitUntilCheckpointed(
                                     [](int64_t stored) { return stored >= 1; });
 }
 
-std::string FaultCluster::StartSlowTraining(const std::string& node_timeout_s,
-                                            const std::string& name,
-                                            pid_t* worker, int slow_step_pct) {
+std::string FaultCluster::StartSlowTraining(
+    const std::string& node_timeout_s, const std::string& name, pid_t* worker,
+    int slow_step_pct, const std::string& slow_while_file) {
   if (worker != nullptr) *worker = 0;
   if (!StartCoordinator({"--node-timeout-s", node_timeout_s})) {
     ADD_FAILURE() << "hpcai500d did not start";
     return "";
   }
-  if (!StartSlowAgent("node-a", slow_step_pct)) {
+  if (!StartSlowAgent("node-a", slow_step_pct, slow_while_file)) {
     ADD_FAILURE() << "node-a did not register";
     return "";
   }

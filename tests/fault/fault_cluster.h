@@ -54,8 +54,10 @@ class FaultCluster : public TestCluster {
   // Starts an agent `name` with one slot whose real worker sleeps
   // `slow_step_pct`% of each step's time (300: four times as long per step),
   // so that a run still trains through a fault; false when it did not
-  // register. LaunchSlowAgent does not wait for it.
-  bool StartSlowAgent(const std::string& name, int slow_step_pct = 300);
+  // register. With `slow_while_file`, only while that file exists
+  // (worker/test_slowdown.h). LaunchSlowAgent does not wait for it.
+  bool StartSlowAgent(const std::string& name, int slow_step_pct = 300,
+                      const std::string& slow_while_file = "");
   void LaunchSlowAgent(const std::string& name);
   // The spec file (TestCluster::WriteSpec) of a run of `nodes` one-rank
   // nodes: seed 1 is a Fashion-MNIST smoke run for the real worker and
@@ -82,7 +84,8 @@ class FaultCluster : public TestCluster {
   // the run id, "" when a step failed (a test failure names it).
   std::string StartSlowTraining(const std::string& node_timeout_s,
                                 const std::string& name, pid_t* worker,
-                                int slow_step_pct = 300);
+                                int slow_step_pct = 300,
+                                const std::string& slow_while_file = "");
   // `hpcai500 show RUN --json`, parsed; null when it failed.
   nlohmann::json ShowRun(const std::string& run_id);
   // Waits up to `timeout` for the run to end (succeeded, failed or

@@ -7,6 +7,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -23,12 +25,17 @@ constexpr char kNodeTimeoutSeconds[] = "5";
 
 TEST(CoordinatorMaintenance, StoppedPastTheNodeTimeoutTheRunKeepsItsAttempt) {
   FaultCluster cluster;
-  // Slowed down eleven-fold, so the run still trains when hpcai500d comes
-  // back after the lease wait and 12 s away: four-fold, an idle machine
-  // finished it in 13.6 s, before the coordinator was even stopped.
+  // Slowed down eleven-fold while the gate file exists, so the run still
+  // trains when hpcai500d comes back after the lease wait and 12 s away
+  // (four-fold, an idle machine finished it before the coordinator was even
+  // stopped); at full speed after, so it ends soon on a loaded machine
+  // (slowed throughout, it took 7 minutes there).
+  const std::string gate = cluster.dir() + "/slow-while-this-exists";
+  std::ofstream(gate).put('\n');
   pid_t worker = 0;
-  const std::string run_id = cluster.StartSlowTraining(
-      kNodeTimeoutSeconds, "maintenance", &worker, /*slow_step_pct=*/1000);
+  const std::string run_id =
+      cluster.StartSlowTraining(kNodeTimeoutSeconds, "maintenance", &worker,
+                                /*slow_step_pct=*/1000, gate);
   ASSERT_FALSE(run_id.empty());
   ASSERT_GT(worker, 0);
 
@@ -55,6 +62,7 @@ TEST(CoordinatorMaintenance, StoppedPastTheNodeTimeoutTheRunKeepsItsAttempt) {
   EXPECT_TRUE(alive_after_stop);
   ASSERT_TRUE(
       cluster.StartCoordinator({"--node-timeout-s", kNodeTimeoutSeconds}));
+  std::filesystem::remove(gate);
 
   const std::string state = cluster.WaitForEnd(run_id, seconds(400));
   EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");

@@ -363,6 +363,13 @@ TEST(TestStepSlowdownPct, ComesOnlyFromItsEnvironmentVariable) {
   EXPECT_EQ(WorkerUsage().find("slow"), std::string::npos);
 }
 
+TEST(TestSlowdownGate, IsTheFileItsVariableNamesOrNone) {
+  EXPECT_EQ(TestSlowdownGate(FakeEnv({})), "");
+  EXPECT_EQ(TestSlowdownGate(
+                FakeEnv({{"HPCAI500_TEST_SLOW_WHILE_FILE", "/tmp/gate"}})),
+            "/tmp/gate");
+}
+
 TEST(WorkerFlags, HelpAsksForUsage) {
   WorkerOptions o;
   std::string error;

@@ -239,7 +239,9 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
   }
   // Tests only (worker/test_slowdown.h); a bad value ends the run.
   static const int slowdown_pct = TestStepSlowdownPct(ProcessEnv());
-  if (slowdown_pct > 0) {
+  static const std::string slowdown_gate = TestSlowdownGate(ProcessEnv());
+  if (slowdown_pct > 0 &&
+      (slowdown_gate.empty() || std::filesystem::exists(slowdown_gate))) {
     std::this_thread::sleep_for(
         (std::chrono::steady_clock::now() - step_start) * slowdown_pct / 100);
   }
