@@ -307,7 +307,7 @@ Workload DetectionWorkload(const BenchOptions& o, const torch::Device& device) {
 
 // A Workload as the worker's Task, for the --cuda-graph step: its loss reads
 // the workload's own labels (the batch's are the same tensor).
-class WorkloadTask final : public w::Task {
+class WorkloadTask final : public w::TrainingOnlyTask {
  public:
   WorkloadTask(Workload& work, bool channels_last)
       : work_(work), channels_last_(channels_last) {}
@@ -315,11 +315,6 @@ class WorkloadTask final : public w::Task {
   bool channels_last() const override { return channels_last_; }
   torch::Tensor Loss(const w::Batch& batch, w::FlopCount*) override {
     return work_.loss(batch.images);
-  }
-  void StartEvaluation() override {}
-  void EvaluateBatch(const w::Batch&) override {}
-  w::EvalResult FinishEvaluation(w::Collectives&, w::StallWatchdog&) override {
-    return {};
   }
 
  private:

@@ -220,6 +220,20 @@ void ExpectReachedItsEpochs(const WorkerRun& run, int epochs, int64_t samples) {
   EXPECT_EQ(run.Checksum().size(), 16u);
 }
 
+// The scaler of a two-epoch fp16 run of `steps` steps in all ran: it starts
+// at 2^16 and only halves on an overflow (too few steps to grow), so it ends
+// at 2^16 / 2^skips, and not every step overflowed.
+void ExpectScaleHalvedPerSkip(const WorkerRun& run, int64_t steps) {
+  const std::vector<json> scales = run.EpochStat("loss_scale");
+  const std::vector<json> skipped = run.EpochStat("skipped_steps");
+  ASSERT_EQ(scales.size(), 2u);
+  ASSERT_EQ(skipped.size(), 2u);
+  const int64_t skips = skipped[0].get<int64_t>() + skipped[1].get<int64_t>();
+  EXPECT_LT(skips, steps) << "every step overflowed";
+  EXPECT_DOUBLE_EQ(scales[1].get<double>(),
+                   65536.0 / static_cast<double>(int64_t{1} << skips));
+}
+
 TEST_F(CudaWorkerTest, Bf16RunReachesItsEpochs) {
   SKIP_UNLESS_GPUS(1, /*cpu_too=*/true);
   const WorkerRun run =
@@ -236,17 +250,7 @@ TEST_F(CudaWorkerTest, Fp16LossScaledRunReachesItsEpochs) {
       RunAlone("fp16", {"--precision", "fp16", "--batch-size", "16", "--epochs",
                         "2", "--steps-per-epoch", "4"});
   ExpectReachedItsEpochs(run, 2, 64);
-  // The scaler ran: it starts at 2^16 and only halves on an overflow, so
-  // it ends at a power of two above 1 with at most as many halvings as
-  // skipped steps.
-  const std::vector<json> scales = run.EpochStat("loss_scale");
-  const std::vector<json> skipped = run.EpochStat("skipped_steps");
-  ASSERT_EQ(scales.size(), 2u);
-  ASSERT_EQ(skipped.size(), 2u);
-  const int64_t skips = skipped[0].get<int64_t>() + skipped[1].get<int64_t>();
-  EXPECT_LT(skips, 8) << "every step overflowed";
-  EXPECT_DOUBLE_EQ(scales[1].get<double>(),
-                   65536.0 / static_cast<double>(int64_t{1} << skips));
+  ExpectScaleHalvedPerSkip(run, /*steps=*/8);
 }
 
 // Epoch 1 checkpointed on CUDA; resumed with the same budget it trains
@@ -395,14 +399,7 @@ TEST_F(CudaWorkerTest, CudaGraphFp16RunKeepsItsLossScaleOnTheDevice) {
       "graph-fp16", {"--precision", "fp16", "--batch-size", "16", "--epochs",
                      "2", "--steps-per-epoch", "6", "--cuda-graph=true"});
   ExpectReachedItsEpochs(run, 2, 96);
-  const std::vector<json> scales = run.EpochStat("loss_scale");
-  const std::vector<json> skipped = run.EpochStat("skipped_steps");
-  ASSERT_EQ(scales.size(), 2u);
-  ASSERT_EQ(skipped.size(), 2u);
-  const int64_t skips = skipped[0].get<int64_t>() + skipped[1].get<int64_t>();
-  EXPECT_LT(skips, 12) << "every step overflowed";
-  EXPECT_DOUBLE_EQ(scales[1].get<double>(),
-                   65536.0 / static_cast<double>(int64_t{1} << skips));
+  ExpectScaleHalvedPerSkip(run, /*steps=*/12);
 }
 
 // ---- In-process: the collectives on CUDA tensors ---------------------------

@@ -70,7 +70,7 @@ bool OnCpuInstead() {
 }
 
 // The worker's ResNet with cross entropy, channels-last, on `device`.
-class ResNetTask final : public Task {
+class ResNetTask final : public TrainingOnlyTask {
  public:
   // Seeded: every task of a depth starts from the same weights.
   ResNetTask(int depth, int64_t image_size, const torch::Device& device) {
@@ -88,11 +88,6 @@ class ResNetTask final : public Task {
   torch::Tensor Loss(const Batch& batch, FlopCount*) override {
     return torch::nn::functional::cross_entropy(model_->forward(batch.images),
                                                 batch.labels);
-  }
-  void StartEvaluation() override {}
-  void EvaluateBatch(const Batch&) override {}
-  EvalResult FinishEvaluation(Collectives&, StallWatchdog&) override {
-    return {};
   }
 
  private:

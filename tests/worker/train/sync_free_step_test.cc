@@ -35,7 +35,7 @@ constexpr double kForwardFlops = 7;  // what TinyTask reports
 
 // A classifier small enough for many steps: conv, BatchNorm, ReLU, pool,
 // linear.
-class TinyTask final : public Task {
+class TinyTask final : public TrainingOnlyTask {
  public:
   TinyTask() {
     torch::manual_seed(7);  // both twins start from the same weights
@@ -51,11 +51,6 @@ class TinyTask final : public Task {
     forward->flops = kForwardFlops;
     return torch::nn::functional::cross_entropy(net_->forward(batch.images),
                                                 batch.labels);
-  }
-  void StartEvaluation() override {}
-  void EvaluateBatch(const Batch&) override {}
-  EvalResult FinishEvaluation(Collectives&, StallWatchdog&) override {
-    return {};
   }
 
  private:
