@@ -101,14 +101,14 @@ struct Case {
 };
 
 // Batch `step` of `c`, the same for every run, on `device` channels-last.
+// Its own generator: rank threads draw at once.
 Batch BatchOf(const Case& c, int step, const torch::Device& device) {
-  torch::manual_seed(1000 + step);
+  at::Generator generator = at::detail::createCPUGenerator(1000 + step);
   const int64_t classes = c.image_size <= 64 ? 10 : 1000;
   torch::Tensor images =
-      torch::randn({kBatch, 3, c.image_size, c.image_size}).to(device);
-  return {ChannelsLastInput(images),
-          torch::randint(classes, {kBatch}).to(device),
-          {}};
+      at::randn({kBatch, 3, c.image_size, c.image_size}, generator);
+  torch::Tensor labels = at::randint(classes, {kBatch}, generator);
+  return {ChannelsLastInput(images.to(device)), labels.to(device), {}};
 }
 
 double LearningRateOf(int step) { return 0.02 * (step + 1); }
@@ -260,6 +260,9 @@ TEST(CudaGraphNccl, TwoRanksReplayTheReducersAllReduce) {
         c10::cuda::CUDAGuard guard(device);
         UseCaptureStream(device);
         ResNetTask task(c.depth, c.image_size, device);
+        // The ranks' threads raced for the global generator: rank 0's
+        // weights everywhere, as the trainer starts.
+        BroadcastModuleState(collectives, task.module());
         auto optimizer =
             MakeOptimizer(Trainee::Recipe(), task.module().parameters(), 0.1);
         ReducerOptions options;
