@@ -94,7 +94,7 @@ const Flag kFlags[] = {
     {"fused-bn", &WorkerArgs::fused_bn, Kind::kBool, 0, 0, "false", "",
      "needs --device cuda"},
     {"cuda-graph", &WorkerArgs::cuda_graph, Kind::kBool, 0, 0, "false", "",
-     "needs --device cuda"},
+     "needs --device cuda and NCCL; no powersgd"},
     {"gpu-decode", &WorkerArgs::gpu_decode, Kind::kBool, 0, 0, "false", "",
      "needs --device cuda"},
     {"checkpoint-dir", &WorkerArgs::checkpoint_dir, Kind::kPath, 0, 0, nullptr,
