@@ -106,6 +106,9 @@ void Trainer::ReportRunSetup(int64_t global_batch) {
 
 void Trainer::BuildTraining(int64_t global_batch) {
   const ConfigInfo& c = o_.config;
+  // Before anything is made on the device (the synthetic batch is): the
+  // captured run's one stream, which does not wait for the default one.
+  if (*o_.args.cuda_graph) UseCaptureStream(device_);
   data_ = OpenDataset(o_, device_);
   steps_per_epoch_ =
       StepsPerEpoch(data_->train_size(), o_.world_size, c.batch_size,
@@ -118,7 +121,6 @@ void Trainer::BuildTraining(int64_t global_batch) {
   if (*o_.args.deterministic)
     EnableDeterminism(static_cast<int>(*o_.args.threads));
   if (*o_.args.cuda_graph) {
-    UseCaptureStream(device_);
     // The smallest shard's full batches: steps every rank takes whole.
     full_steps_ = std::min(
         steps_per_epoch_,
