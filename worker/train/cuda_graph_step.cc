@@ -5,9 +5,11 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
+#include "worker/data/sharding.h"
 #include "worker/models/model_zoo.h"
 
 namespace hpcai500::worker {
@@ -59,6 +61,20 @@ std::string CheckCudaGraph(const WorkerOptions& options) {
            "none, fp16 or bf16";
   }
   return "";
+}
+
+int64_t FullBatchSteps(int64_t train_size, int world_size, int64_t batch_size,
+                       int64_t steps_per_epoch) {
+  const int64_t smallest = ShardSize(train_size, world_size - 1, world_size);
+  return std::min(steps_per_epoch, smallest / batch_size);
+}
+
+CapturedStepKind KindOfCapturedStep(int64_t step, int64_t full_steps,
+                                    int64_t local, int64_t batch_size) {
+  if (local == 0) return CapturedStepKind::kNoSamples;
+  if (step >= full_steps) return CapturedStepKind::kEagerCounted;
+  return local == batch_size ? CapturedStepKind::kReplay
+                             : CapturedStepKind::kEagerAssumeFull;
 }
 
 void UseCaptureStream(const torch::Device& device) {

@@ -39,6 +39,24 @@ inline constexpr int kCudaGraphWarmupSteps = 3;
 // decide on the host every step).
 std::string CheckCudaGraph(const WorkerOptions& options);
 
+// The steps of an epoch in which every rank's batch is full: the smallest
+// shard's full batches (shards of `train_size` samples over `world_size`
+// ranks differ by at most one), at most `steps_per_epoch`.
+int64_t FullBatchSteps(int64_t train_size, int world_size, int64_t batch_size,
+                       int64_t steps_per_epoch);
+
+// How a --cuda-graph run trains step `step` of an epoch, given
+// `full_steps` (FullBatchSteps) and this rank's `local` samples of a full
+// `batch_size`.
+enum class CapturedStepKind {
+  kReplay,           // every rank full: the graph (its warm-up, capture)
+  kEagerAssumeFull,  // corrupt samples dropped here: eager, same collectives
+  kEagerCounted,     // some rank partial: eager, the sample count agreed
+  kNoSamples,        // no samples here: its all-reduce part only
+};
+CapturedStepKind KindOfCapturedStep(int64_t step, int64_t full_steps,
+                                    int64_t local, int64_t batch_size);
+
 // Makes a stream of LibTorch's pool the calling thread's current stream on
 // `device` for the rest of the process; no-op on the CPU. A graph cannot be
 // captured on the default stream, and autograd runs each parameter's

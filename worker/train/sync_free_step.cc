@@ -63,10 +63,10 @@ FlopCount SyncFreeStep::Step(const Batch& batch, int64_t local,
   return forward;
 }
 
-void SyncFreeStep::StepWithoutSamples() {
+void SyncFreeStep::StepWithoutSamples(std::optional<int64_t> global) {
   parts_.optimizer->zero_grad();
   if (parts_.reducer != nullptr) {
-    parts_.reducer->BeginStep(/*local_samples=*/0);
+    parts_.reducer->BeginStep(/*local_samples=*/0, global);
     parts_.reducer->FinishStep();
   }
   OptimizerStep();

@@ -71,10 +71,11 @@ class SyncFreeStep {
   FlopCount Step(const Batch& batch, int64_t local,
                  std::optional<int64_t> global, bool reset_grads = true);
 
-  // The step of a rank whose shard ran out: its part of the all-reduce
-  // (zeros, the sample count agreed with the others) and the optimizer
-  // step, as the plain step does without a batch.
-  void StepWithoutSamples();
+  // The step of a rank without samples (its shard ran out, or every sample
+  // of its batch was corrupt): its part of the all-reduce (zeros; the global
+  // count `global`, else agreed with the others) and the optimizer step, as
+  // the plain step does without a batch.
+  void StepWithoutSamples(std::optional<int64_t> global);
 
   // The optimizer half of Step: unscale and check (fp16), LARS, fused SGD
   // over the defined gradients, the scale update. For tests that set the

@@ -1,6 +1,5 @@
 #include "worker/train/trainer.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -121,11 +120,8 @@ void Trainer::BuildTraining(int64_t global_batch) {
   if (*o_.args.deterministic)
     EnableDeterminism(static_cast<int>(*o_.args.threads));
   if (*o_.args.cuda_graph) {
-    // The smallest shard's full batches: steps every rank takes whole.
-    full_steps_ = std::min(
-        steps_per_epoch_,
-        ShardSize(data_->train_size(), o_.world_size - 1, o_.world_size) /
-            c.batch_size);
+    full_steps_ = FullBatchSteps(data_->train_size(), o_.world_size,
+                                 c.batch_size, steps_per_epoch_);
   }
   torch::manual_seed(*o_.args.seed);
   task_ = MakeTask(o_, *data_, device_);
@@ -295,9 +291,16 @@ void Trainer::TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
   const int64_t local = next ? next->size() : 0;
   watchdog_->Beat();
   energy_->Poll(clock.now());
-  if (local == 0) {
+  const int64_t full_batch = o_.config.batch_size;
+  // What the other ranks' replays count, on the steps where they replay.
+  const std::optional<int64_t> assumed_global =
+      step < full_steps_ ? std::optional<int64_t>(full_batch * o_.world_size)
+                         : std::nullopt;
+  const CapturedStepKind kind =
+      KindOfCapturedStep(step, full_steps_, local, full_batch);
+  if (kind == CapturedStepKind::kNoSamples) {
     watchdog_->SetPhase("gradient all-reduce (no samples)");
-    sync_free_->StepWithoutSamples();
+    sync_free_->StepWithoutSamples(assumed_global);
     return;
   }
   StepTimer input_wait(&clock, Phase::kInputWait);
@@ -305,20 +308,22 @@ void Trainer::TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
   input_wait.Stop();
   StepTimer compute(&clock, Phase::kCompute);
   FlopCount forward;
-  const int64_t full_batch = o_.config.batch_size;
-  if (step < full_steps_ && local == full_batch) {
-    watchdog_->SetPhase("training step (CUDA graph)");
-    forward = graph_step_->Run(batch, local, full_batch * o_.world_size);
-  } else if (step < full_steps_) {
-    // Corrupt samples dropped from this rank's batch: the step eager, its
-    // collectives those of the replays the other ranks run, weighted as if
-    // their batches are full.
-    watchdog_->SetPhase("training step (eager, corrupt samples dropped)");
-    forward = sync_free_->Step(batch, local, full_batch * o_.world_size);
-  } else {
-    // A partial batch on some rank: the same step, eager, counting samples.
-    watchdog_->SetPhase("training step (eager, partial batch)");
-    forward = sync_free_->Step(batch, local, std::nullopt);
+  switch (kind) {
+    case CapturedStepKind::kReplay:
+      watchdog_->SetPhase("training step (CUDA graph)");
+      forward = graph_step_->Run(batch, local, *assumed_global);
+      break;
+    case CapturedStepKind::kEagerAssumeFull:
+      // Its collectives are those of the replays the other ranks run; its
+      // gradient weighted as if their batches are full.
+      watchdog_->SetPhase("training step (eager, corrupt samples dropped)");
+      forward = sync_free_->Step(batch, local, assumed_global);
+      break;
+    case CapturedStepKind::kEagerCounted:
+    case CapturedStepKind::kNoSamples:
+      watchdog_->SetPhase("training step (eager, partial batch)");
+      forward = sync_free_->Step(batch, local, std::nullopt);
+      break;
   }
   stats.forward_flops += forward.flops;
   stats.other_ops += forward.other_ops;

@@ -246,6 +246,27 @@ TEST(CudaGraphStep, OnTheCpuEveryStepRunsEagerlyAndMatchesThePlainStep) {
   ExpectSameParameters(twins.plain.module(), twins.fast.module());
 }
 
+TEST(CudaGraphStep, FullBatchStepsAreTheSmallestShardsWholeBatches) {
+  // 1000 samples over 3 ranks: shards of 334, 333, 333.
+  EXPECT_EQ(FullBatchSteps(1000, 3, 100, 4), 3);
+  EXPECT_EQ(FullBatchSteps(1000, 3, 111, 4), 3);  // 333 = 3 x 111
+  EXPECT_EQ(FullBatchSteps(1000, 3, 112, 4), 2);
+  EXPECT_EQ(FullBatchSteps(1000, 3, 100, 2), 2);  // the epoch's cap
+  EXPECT_EQ(FullBatchSteps(64, 1, 16, 10), 4);
+  EXPECT_EQ(FullBatchSteps(10, 1, 16, 10), 0);
+}
+
+TEST(CudaGraphStep, OnlyFullBatchesOfFullStepsReplay) {
+  EXPECT_EQ(KindOfCapturedStep(0, 3, 16, 16), CapturedStepKind::kReplay);
+  EXPECT_EQ(KindOfCapturedStep(2, 3, 16, 16), CapturedStepKind::kReplay);
+  EXPECT_EQ(KindOfCapturedStep(2, 3, 15, 16),
+            CapturedStepKind::kEagerAssumeFull);
+  EXPECT_EQ(KindOfCapturedStep(3, 3, 16, 16), CapturedStepKind::kEagerCounted);
+  EXPECT_EQ(KindOfCapturedStep(3, 3, 4, 16), CapturedStepKind::kEagerCounted);
+  EXPECT_EQ(KindOfCapturedStep(3, 3, 0, 16), CapturedStepKind::kNoSamples);
+  EXPECT_EQ(KindOfCapturedStep(1, 3, 0, 16), CapturedStepKind::kNoSamples);
+}
+
 WorkerOptions OptionsOf(std::vector<std::string> more) {
   std::vector<std::string> args = {"--workload",       "image_classification",
                                    "--config",         "fashion_mnist_smoke",
