@@ -101,13 +101,20 @@ def train_step(a):
                 str(a.warmup), "--steps", str(a.steps), "--precision",
                 a.precision, "--device", a.device, "--channels-last",
                 str(a.channels_last)]
-        pairs = side_by_side([bench] + args,
-                             [PYTHON, os.path.join(PEERS, "train_step.py")]
-                             + args, a.rounds)
+        ours_cmd = [bench] + args
+        peer_cmd = [PYTHON, os.path.join(PEERS, "train_step.py")] + args
+        # Fast paths on our side, torch.compile on the peer's (issue 25).
+        if a.cuda_graph:
+            ours_cmd += ["--cuda-graph", "1"]
+        if a.compile:
+            peer_cmd += ["--compile", "1", "--compile-mode", a.compile_mode]
+        pairs = side_by_side(ours_cmd, peer_cmd, a.rounds)
         ours, peer, ratio = summarize(pairs)
         rows.append((f"{model} {size}x{size} batch {batch} {a.precision} "
                      f"{a.device} threads {a.threads}"
-                     f"{' channels-last' if a.channels_last else ''}",
+                     f"{' channels-last' if a.channels_last else ''}"
+                     f"{' cuda-graph' if a.cuda_graph else ''}"
+                     f"{' vs torch.compile ' + a.compile_mode if a.compile else ''}",
                      ours, peer, ratio))
     table("Training step (synthetic data, median step after warm-up)", rows)
 
@@ -270,6 +277,12 @@ def main():
     t.add_argument("--device", default="cpu")
     t.add_argument("--channels-last", type=int, choices=[0, 1], default=1)
     t.add_argument("--only", choices=["resnet50", "resnet18"])
+    t.add_argument("--cuda-graph", type=int, choices=[0, 1], default=0,
+                   help="our side: the worker's --cuda-graph step")
+    t.add_argument("--compile", type=int, choices=[0, 1], default=0,
+                   help="the peer: torch.compile(model)")
+    t.add_argument("--compile-mode", default="default",
+                   help="the peer's torch.compile mode")
     e = sub.add_parser("epoch")
     e.add_argument("--threads", type=int, default=os.cpu_count())
     e.add_argument("--batch", type=int, default=64)

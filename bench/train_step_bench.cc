@@ -6,7 +6,7 @@
 // timed steps.
 //
 //   hpcai500-train-step-bench --model resnet50 --image-size 224 --batch 16
-//       [--small-stem 0|1] [common flags]
+//       [--small-stem 0|1] [--cuda-graph 0|1] [common flags]
 //   hpcai500-train-step-bench --model faster_rcnn_resnet18 --height 96
 //       --width 144 --batch 2 [--boxes 3] [--rois N] [--box-head-width N]
 //       [--conv-box-head 0|1] [common flags]
@@ -31,6 +31,10 @@
 // boxes per image (SyntheticTargets, the same boxes as the peer's
 // bench_boxes());
 // --channels-last defaults to 1 for ResNet, 0 for the detector.
+// --cuda-graph 1 (ResNet on CUDA; issue 25) runs the worker's --cuda-graph
+// step instead (worker/train/cuda_graph_step.h): the sync-free step with the
+// fused SGD, captured once as a CUDA graph after kCudaGraphWarmupSteps eager
+// steps and replayed; the capture falls in the warm-up, which must be longer.
 // --profile writes a chrome trace (LibTorch's legacy profiler) of one more
 // step after the timed ones; bench/profile_summary.py sums it by operator.
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -51,7 +55,9 @@
 #include "worker/data/ewa_file.h"
 #include "worker/models/faster_rcnn.h"
 #include "worker/models/resnet.h"
+#include "worker/train/cuda_graph_step.h"
 #include "worker/train/precision.h"
+#include "worker/train/sync_free_step.h"
 
 namespace {
 
@@ -75,6 +81,7 @@ struct BenchOptions {
   std::string precision = "fp32";
   std::string device = "cpu";
   int channels_last = -1;  // -1: 1 for ResNet, 0 for detection
+  int cuda_graph = 0;      // ResNet on CUDA: the worker's --cuda-graph step
 };
 
 int64_t ParseInt(const std::string& flag, const std::string& text, int64_t lo,
@@ -103,7 +110,8 @@ void CheckFlagsFitTheModel(const std::map<std::string, std::string>& flags,
                            bool detection) {
   static const std::set<std::string> kDetectionOnly = {
       "height", "width", "boxes", "rois", "box-head-width", "conv-box-head"};
-  static const std::set<std::string> kResNetOnly = {"image-size", "small-stem"};
+  static const std::set<std::string> kResNetOnly = {"image-size", "small-stem",
+                                                    "cuda-graph"};
   for (const auto& [name, value] : flags) {
     if (!detection && kDetectionOnly.count(name) > 0) {
       throw std::invalid_argument("--" + name +
@@ -168,6 +176,8 @@ BenchOptions ParseFlags(int argc, char** argv) {
                                     "' is not cpu or cuda");
       }
       o.device = value;
+    } else if (name == "cuda-graph") {
+      o.cuda_graph = static_cast<int>(ParseInt("--cuda-graph", value, 0, 1));
     } else if (name == "channels-last") {
       o.channels_last =
           static_cast<int>(ParseInt("--channels-last", value, 0, 1));
@@ -188,6 +198,13 @@ BenchOptions ParseFlags(int argc, char** argv) {
   if (o.precision == "fp16" && o.device != "cuda") {
     throw std::invalid_argument("--precision fp16 runs only on --device cuda");
   }
+  if (o.cuda_graph == 1 &&
+      (o.device != "cuda" || o.warmup <= w::kCudaGraphWarmupSteps)) {
+    throw std::invalid_argument(
+        "--cuda-graph 1 needs --device cuda and --warmup > " +
+        std::to_string(w::kCudaGraphWarmupSteps) +
+        " (the capture follows that many eager steps)");
+  }
   if (o.device == "cuda" && !torch::cuda::is_available()) {
     throw std::invalid_argument(
         "--device cuda: this LibTorch sees no CUDA device");
@@ -201,6 +218,7 @@ const char* JsonBool(bool value) { return value ? "true" : "false"; }
 struct Workload {
   std::shared_ptr<torch::nn::Module> model;  // not yet on the device
   torch::Tensor input;                       // on the device, NCHW
+  torch::Tensor labels;                      // classification only
   // The training loss of `model` on `input` (runs under autocast).
   std::function<torch::Tensor(const torch::Tensor& input)> loss;
   std::string result_fields;  // JSON members naming the case
@@ -219,7 +237,7 @@ Workload ResNetWorkload(const BenchOptions& o, const torch::Device& device) {
   torch::Tensor labels = torch::randint(
       options.num_classes, {o.batch},
       torch::TensorOptions().dtype(torch::kInt64).device(device));
-  return {model.ptr(), images,
+  return {model.ptr(), images, labels,
           [net = model.ptr(), labels](const torch::Tensor& x) {
             return torch::nn::functional::cross_entropy(net->forward(x),
                                                         labels);
@@ -273,7 +291,7 @@ Workload DetectionWorkload(const BenchOptions& o, const torch::Device& device) {
       torch::randn({o.batch, options.in_channels, o.height, o.width}, device);
   std::vector<w::DetectionTarget> targets = SyntheticTargets(
       o.batch, o.height, o.width, o.boxes, options.num_classes, device);
-  return {model.ptr(), images,
+  return {model.ptr(), images, torch::Tensor(),
           [net = model.ptr(), targets](const torch::Tensor& x) {
             return w::FasterRCNNImpl::TotalLoss(net->Losses(x, targets));
           },
@@ -286,6 +304,23 @@ Workload DetectionWorkload(const BenchOptions& o, const torch::Device& device) {
               std::to_string(options.representation_size) +
               ", \"conv_box_head\": " + JsonBool(options.conv_box_head)};
 }
+
+// A Workload as the worker's Task, for the --cuda-graph step: its loss reads
+// the workload's own labels (the batch's are the same tensor).
+class WorkloadTask final : public w::TrainingOnlyTask {
+ public:
+  WorkloadTask(Workload& work, bool channels_last)
+      : work_(work), channels_last_(channels_last) {}
+  torch::nn::Module& module() override { return *work_.model; }
+  bool channels_last() const override { return channels_last_; }
+  torch::Tensor Loss(const w::Batch& batch, w::FlopCount*) override {
+    return work_.loss(batch.images);
+  }
+
+ private:
+  Workload& work_;
+  const bool channels_last_;
+};
 
 void Synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize();
@@ -337,7 +372,23 @@ void BenchTrainingStep(const BenchOptions& o, const torch::Device& device,
   const hpcai500::Precision precision =
       *hpcai500::Parse<hpcai500::Precision>(o.precision);
   w::LossScaler scaler = w::LossScaler::ForPrecision(precision);
+  // --cuda-graph 1: the worker's step, captured after its eager warm-up.
+  WorkloadTask task(work, o.channels_last == 1);
+  std::unique_ptr<w::SyncFreeStep> sync_free;
+  std::unique_ptr<w::CudaGraphStep> graph;
+  const w::Batch batch{input, work.labels, {}};
+  if (o.cuda_graph == 1) {
+    sync_free = std::make_unique<w::SyncFreeStep>(w::StepParts{
+        &task, &optimizer, &scaler, /*reducer=*/nullptr, precision, device});
+    sync_free->SetLearningRate(0.01);
+    graph =
+        std::make_unique<w::CudaGraphStep>(sync_free.get(), nullptr, device);
+  }
   auto step = [&] {
+    if (graph) {
+      graph->Run(batch, o.batch, o.batch);
+      return;
+    }
     // zero_grad(set_to_none=True), as PyTorch recommends for speed.
     for (torch::Tensor& p : params) p.mutable_grad().reset();
     torch::Tensor loss;
@@ -357,18 +408,22 @@ void BenchTrainingStep(const BenchOptions& o, const torch::Device& device,
   std::printf(
       "RESULT {\"impl\": \"hpcai500\", \"model\": \"%s\", %s, \"batch\": "
       "%lld, \"threads\": %d, \"precision\": \"%s\", \"device\": \"%s\", "
-      "\"channels_last\": %s, \"steps\": %d, \"median_step_s\": %.6f, "
-      "\"min_step_s\": %.6f, \"images_per_s\": %.3f}\n",
+      "\"channels_last\": %s, \"cuda_graph\": %s, \"steps\": %d, "
+      "\"median_step_s\": %.6f, \"min_step_s\": %.6f, "
+      "\"images_per_s\": %.3f}\n",
       o.model.c_str(), work.result_fields.c_str(),
       static_cast<long long>(o.batch), torch::get_num_threads(),
       o.precision.c_str(), o.device.c_str(), JsonBool(o.channels_last == 1),
-      o.steps, t.median, t.min, static_cast<double>(o.batch) / t.median);
+      JsonBool(o.cuda_graph == 1), o.steps, t.median, t.min,
+      static_cast<double>(o.batch) / t.median);
 }
 
 int Run(const BenchOptions& o) {
   if (o.threads > 0) torch::set_num_threads(o.threads);
   torch::manual_seed(0);
   const torch::Device device(o.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  // Before any tensor is made: all of the run on the stream it captures on.
+  if (o.cuda_graph == 1) w::UseCaptureStream(device);
   BenchTrainingStep(o, device,
                     IsDetection(o.model) ? DetectionWorkload(o, device)
                                          : ResNetWorkload(o, device));

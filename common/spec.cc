@@ -358,6 +358,14 @@ absl::Status CheckFastPaths(const v1::RunSpec& spec) {
                                            spec.workload()));
     }
   }
+  // The captured step holds the gradient all-reduce; PowerSGD decides on the
+  // host every step (worker/train/cuda_graph_step.h), so the worker would
+  // refuse the run on the node: refuse it here.
+  if (spec.cuda_graph() && spec.compression() == Name(Compression::kPowerSgd)) {
+    return FieldError("cuda_graph",
+                      "cannot capture compression powersgd; use none, fp16 or "
+                      "bf16");
+  }
   return absl::OkStatus();
 }
 

@@ -94,7 +94,7 @@ const Flag kFlags[] = {
     {"fused-bn", &WorkerArgs::fused_bn, Kind::kBool, 0, 0, "false", "",
      "needs --device cuda"},
     {"cuda-graph", &WorkerArgs::cuda_graph, Kind::kBool, 0, 0, "false", "",
-     "needs --device cuda"},
+     "needs --device cuda and NCCL; no powersgd"},
     {"gpu-decode", &WorkerArgs::gpu_decode, Kind::kBool, 0, 0, "false", "",
      "needs --device cuda"},
     {"checkpoint-dir", &WorkerArgs::checkpoint_dir, Kind::kPath, 0, 0, nullptr,
@@ -402,6 +402,15 @@ std::string UsageItem(const Flag& flag) {
   return flag.kind == Kind::kRequired ? item : "[" + item + "]";
 }
 
+// "--cuda-graph" for cuda_graph.
+std::string FastPathFlag(const FastPathInfo& info) {
+  std::string flag = "--" + std::string(info.name);
+  for (char& c : flag) {
+    if (c == '_') c = '-';
+  }
+  return flag;
+}
+
 }  // namespace
 
 bool MllogSubmission::operator==(const MllogSubmission& other) const {
@@ -450,12 +459,10 @@ ArgvOutcome WorkerArgs::FromArgv(const std::vector<std::string>& args,
     *error = "--resume needs --checkpoint-dir";
     return ArgvOutcome::kError;
   }
-  for (const auto& [flag, on] : {std::pair{"--fused-bn", parsed.fused_bn},
-                                 {"--cuda-graph", parsed.cuda_graph},
-                                 {"--gpu-decode", parsed.gpu_decode}}) {
-    if (on.value_or(false) &&
+  for (const FastPathInfo& info : kFastPaths) {
+    if (FastPathOn(parsed, info.path) &&
         parsed.device.value_or(Device::kCpu) != Device::kCuda) {
-      *error = std::string(flag) + " needs --device cuda";
+      *error = FastPathFlag(info) + " needs --device cuda";
       return ArgvOutcome::kError;
     }
   }
@@ -525,6 +532,28 @@ std::string CheckpointFileName(int64_t epoch) {
   std::snprintf(name, sizeof(name), "checkpoint-epoch-%06lld.pt",
                 static_cast<long long>(epoch));
   return name;
+}
+
+bool FastPathOn(const WorkerArgs& args, FastPath path) {
+  switch (path) {
+    case FastPath::kFusedBn:
+      return args.fused_bn.value_or(false);
+    case FastPath::kCudaGraph:
+      return args.cuda_graph.value_or(false);
+    case FastPath::kGpuDecode:
+      return args.gpu_decode.value_or(false);
+  }
+  return false;
+}
+
+std::string EnabledFastPaths(const WorkerArgs& args) {
+  std::string names;
+  for (const FastPathInfo& info : kFastPaths) {
+    if (!FastPathOn(args, info.path)) continue;
+    if (!names.empty()) names += ',';
+    names += info.name;
+  }
+  return names;
 }
 
 }  // namespace hpcai500

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fast_paths.h"
 #include "common/vocabulary.h"
 
 namespace hpcai500 {
@@ -110,6 +111,14 @@ struct WorkerArgs {
   bool operator==(const WorkerArgs& other) const;
   bool operator!=(const WorkerArgs& other) const { return !(*this == other); }
 };
+
+// Whether `args` turns the fast path `path` on (its flag given true).
+bool FastPathOn(const WorkerArgs& args, FastPath path);
+
+// The names of the fast paths `args` turns on, in kFastPaths' order,
+// comma-separated ("fused_bn,cuda_graph"); "" when none. The worker's
+// run_start records it.
+std::string EnabledFastPaths(const WorkerArgs& args);
 
 // The name of the checkpoint a worker writes for `epoch` (>= 0) in its
 // --checkpoint-dir: "checkpoint-epoch-NNNNNN.pt", at least 6 digits, zero

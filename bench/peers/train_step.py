@@ -5,6 +5,11 @@ with set_to_none, optional channels-last and autocast), warm-up steps
 excluded, median of the timed steps. Prints one RESULT line of JSON with the
 same keys as the C++ bench.
 
+--compile 1 is the torch.compile peer (issue 25): the model wrapped in
+torch.compile with --compile-mode (default "default"; "max-autotune-no-cudagraphs"
+autotunes its kernels without CUDA graphs); compilation happens in the first
+warm-up step, so --warmup must be at least 1.
+
 For images of 64 pixels or less the model gets the small-input stem of
 worker/resnet.h (3x3 stride-1 conv1, no max-pool) and 10 classes; the last
 BatchNorm of each block starts at zero as in the worker (no effect on speed).
@@ -44,11 +49,18 @@ def main():
                    default="fp32")
     p.add_argument("--channels-last", type=int, choices=[0, 1], default=1)
     p.add_argument("--small-stem", type=int, choices=[0, 1], default=None)
+    p.add_argument("--compile", type=int, choices=[0, 1], default=0)
+    p.add_argument("--compile-mode", default="default",
+                   choices=["default", "reduce-overhead", "max-autotune",
+                            "max-autotune-no-cudagraphs"])
     timing.add_step_args(p)
     a = p.parse_args()
     if a.steps < 1 or a.batch < 1 or a.warmup < 0:
         sys.exit("train_step.py: --steps and --batch must be >= 1, "
                  "--warmup >= 0")
+    if a.compile and a.warmup < 1:
+        sys.exit("train_step.py: --compile 1 needs --warmup >= 1 (the first "
+                 "step compiles)")
     if a.precision == "fp16" and a.device != "cuda":
         sys.exit("train_step.py: --precision fp16 runs only on --device cuda")
     device = timing.set_up(a)
@@ -61,6 +73,8 @@ def main():
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9,
                                 weight_decay=1e-4)
+    if a.compile:
+        model = torch.compile(model, mode=a.compile_mode)
     scaler = torch.cuda.amp.GradScaler(enabled=a.precision == "fp16")
     images = torch.randn(a.batch, 3, a.image_size, a.image_size,
                          device=device).contiguous(memory_format=fmt)
@@ -82,7 +96,8 @@ def main():
     median, fastest = timing.time_steps(step, device, a.warmup, a.steps)
     timing.print_step_result(
         {"model": a.model, "image_size": a.image_size,
-         "precision": a.precision, "channels_last": bool(a.channels_last)},
+         "precision": a.precision, "channels_last": bool(a.channels_last),
+         "compile": a.compile_mode if a.compile else None},
         a, a.batch, median, fastest)
 
 

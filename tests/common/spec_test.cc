@@ -309,6 +309,18 @@ TEST(RunSpec, FastPathsAreOffByDefaultNeedCudaAndSurviveTheYamlRoundTrip) {
             "only, got extreme_weather");
 }
 
+TEST(RunSpec, CudaGraphRefusesPowerSgd) {
+  const std::string cuda =
+      absl::StrReplaceAll(kGood, {{"device: cpu", "device: cuda"}});
+  ASSERT_TRUE(Parse(cuda + "cuda_graph: true\ncompression: fp16\n").ok());
+  EXPECT_EQ(Parse(cuda + "cuda_graph: true\ncompression: powersgd\n")
+                .status()
+                .message(),
+            "field 'cuda_graph': cannot capture compression powersgd; use "
+            "none, fp16 or bf16");
+  EXPECT_TRUE(Parse(cuda + "compression: powersgd\n").ok());
+}
+
 TEST(RunSpec, HardwareLevelKeepsTheReferenceBatch) {
   const int reference =
       Registry::Builtin()

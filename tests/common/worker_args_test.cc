@@ -101,6 +101,17 @@ TEST(WorkerArgs, FromArgvReadsBothSyntaxesAndStandaloneBools) {
   EXPECT_FALSE(a.precision);
 }
 
+TEST(WorkerArgs, EnabledFastPathsListsTheOnesOnInTableOrder) {
+  WorkerArgs a;
+  EXPECT_EQ(EnabledFastPaths(a), "");
+  a.gpu_decode = true;
+  a.cuda_graph = true;
+  a.fused_bn = false;
+  EXPECT_EQ(EnabledFastPaths(a), "cuda_graph,gpu_decode");
+  EXPECT_TRUE(FastPathOn(a, FastPath::kCudaGraph));
+  EXPECT_FALSE(FastPathOn(a, FastPath::kFusedBn));
+}
+
 TEST(WorkerArgs, FromArgvRefusalsNameTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--config", "c"}, "--workload"},

@@ -2,11 +2,12 @@
 // The real worker on CUDA: bf16 and loss-scaled fp16 runs reaching their
 // epochs, a checkpoint written on CUDA and resumed, LibTorch warnings inside
 // a bf16 step that do not end the run, two ranks sharing one GPU over Gloo
-// with CUDA tensors (every gradient compression), and two ranks over NCCL
-// where two GPUs are. In-process: the gradient reducer all-reduces CUDA
-// buckets over Gloo, and NCCL carries the CPU tensors of the model-state
-// collectives through the device. Each test skips, saying why, where
-// LibTorch sees no GPU or fewer than it needs.
+// with CUDA tensors (every gradient compression), two ranks over NCCL
+// where two GPUs are, and --cuda-graph runs (bf16 against the plain run's
+// loss curve, fp16 with its loss scale). In-process: the gradient reducer
+// all-reduces CUDA buckets over Gloo, and NCCL carries the CPU tensors of the
+// model-state collectives through the device. Each test skips, saying why,
+// where LibTorch sees no GPU or fewer than it needs.
 //
 // HPCAI500_GPU_TESTS_ON_CPU=1 runs the worker cases that can run on the CPU
 // there instead (not fp16, not NCCL): a check of the tests themselves on a
@@ -219,6 +220,20 @@ void ExpectReachedItsEpochs(const WorkerRun& run, int epochs, int64_t samples) {
   EXPECT_EQ(run.Checksum().size(), 16u);
 }
 
+// The scaler of a two-epoch fp16 run of `steps` steps in all ran: it starts
+// at 2^16 and only halves on an overflow (too few steps to grow), so it ends
+// at 2^16 / 2^skips, and not every step overflowed.
+void ExpectScaleHalvedPerSkip(const WorkerRun& run, int64_t steps) {
+  const std::vector<json> scales = run.EpochStat("loss_scale");
+  const std::vector<json> skipped = run.EpochStat("skipped_steps");
+  ASSERT_EQ(scales.size(), 2u);
+  ASSERT_EQ(skipped.size(), 2u);
+  const int64_t skips = skipped[0].get<int64_t>() + skipped[1].get<int64_t>();
+  EXPECT_LT(skips, steps) << "every step overflowed";
+  EXPECT_DOUBLE_EQ(scales[1].get<double>(),
+                   65536.0 / static_cast<double>(int64_t{1} << skips));
+}
+
 TEST_F(CudaWorkerTest, Bf16RunReachesItsEpochs) {
   SKIP_UNLESS_GPUS(1, /*cpu_too=*/true);
   const WorkerRun run =
@@ -235,17 +250,7 @@ TEST_F(CudaWorkerTest, Fp16LossScaledRunReachesItsEpochs) {
       RunAlone("fp16", {"--precision", "fp16", "--batch-size", "16", "--epochs",
                         "2", "--steps-per-epoch", "4"});
   ExpectReachedItsEpochs(run, 2, 64);
-  // The scaler ran: it starts at 2^16 and only halves on an overflow, so
-  // it ends at a power of two above 1 with at most as many halvings as
-  // skipped steps.
-  const std::vector<json> scales = run.EpochStat("loss_scale");
-  const std::vector<json> skipped = run.EpochStat("skipped_steps");
-  ASSERT_EQ(scales.size(), 2u);
-  ASSERT_EQ(skipped.size(), 2u);
-  const int64_t skips = skipped[0].get<int64_t>() + skipped[1].get<int64_t>();
-  EXPECT_LT(skips, 8) << "every step overflowed";
-  EXPECT_DOUBLE_EQ(scales[1].get<double>(),
-                   65536.0 / static_cast<double>(int64_t{1} << skips));
+  ExpectScaleHalvedPerSkip(run, /*steps=*/8);
 }
 
 // Epoch 1 checkpointed on CUDA; resumed with the same budget it trains
@@ -349,6 +354,52 @@ TEST_F(CudaWorkerTest, TwoRanksOverNcclOnTwoGpus) {
   ASSERT_EQ(a.size(), 2u);
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(a[1]["value"], b[1]["value"]);
+}
+
+// ---- --cuda-graph (issue 25) ----------------------------------------------
+
+// The step captured once and replayed (3 eager steps, the capture, then
+// replays: the second epoch is all replays) reaches its epochs, says so in
+// run_start, and with the same seed its loss curve stays within 2% of the
+// plain run's (bf16: the replays run the same kernels, cuDNN's backward may
+// accumulate in another order).
+TEST_F(CudaWorkerTest, CudaGraphRunFollowsThePlainRunsLossCurve) {
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
+  const std::vector<std::string> common = {
+      "--precision", "bf16", "--batch-size",      "16",
+      "--epochs",    "2",    "--steps-per-epoch", "6"};
+  std::vector<std::string> with_graph = common;
+  with_graph.push_back("--cuda-graph=true");
+  const WorkerRun plain = RunAlone("plain", common);
+  const WorkerRun graph = RunAlone("graph", with_graph);
+  ExpectReachedItsEpochs(plain, 2, 96);
+  ExpectReachedItsEpochs(graph, 2, 96);
+  const std::vector<json> a = plain.EpochStat("train_loss");
+  const std::vector<json> b = graph.EpochStat("train_loss");
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(b[i].get<double>(), a[i].get<double>(),
+                0.02 * std::abs(a[i].get<double>()))
+        << "epoch " << i + 1;
+  }
+  const std::vector<json> starts = WithKey(graph.events, "run_start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0]["metadata"].value("fast_paths", ""), "cuda_graph");
+  const std::vector<json> plain_starts = WithKey(plain.events, "run_start");
+  ASSERT_EQ(plain_starts.size(), 1u);
+  EXPECT_FALSE(plain_starts[0]["metadata"].contains("fast_paths"));
+}
+
+// fp16 under the graph: the scale, its growth count and the skip decision
+// live on the device and come back once an epoch, as the plain run's do.
+TEST_F(CudaWorkerTest, CudaGraphFp16RunKeepsItsLossScaleOnTheDevice) {
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
+  const WorkerRun run = RunAlone(
+      "graph-fp16", {"--precision", "fp16", "--batch-size", "16", "--epochs",
+                     "2", "--steps-per-epoch", "6", "--cuda-graph=true"});
+  ExpectReachedItsEpochs(run, 2, 96);
+  ExpectScaleHalvedPerSkip(run, /*steps=*/12);
 }
 
 // ---- In-process: the collectives on CUDA tensors ---------------------------

@@ -36,6 +36,10 @@ const char kBf16Refusal[] =
     "--compression bf16 needs NCCL or LibTorch >= 2.2 for Gloo (this is "
     "LibTorch " TORCH_VERSION "); use --compression fp16";
 
+// run.cc refuses the flags first, saying why (cuda_graph_step.h).
+const char kPowerSgdCaptureRefusal[] =
+    "a capturable gradient reducer cannot compress with PowerSGD";
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
@@ -205,6 +209,9 @@ void GradientReducer::CheckOptions() const {
   if (!(options_.bucket_mb > 0)) {
     throw std::invalid_argument("--bucket-mb must be positive");
   }
+  if (options_.capturable && options_.compression == Compression::kPowerSgd) {
+    throw std::invalid_argument(kPowerSgdCaptureRefusal);
+  }
 }
 
 void GradientReducer::AssignBuckets() {
@@ -275,7 +282,8 @@ GradientReducer::~GradientReducer() {
   }
 }
 
-void GradientReducer::BeginStep(int64_t local_samples) {
+void GradientReducer::BeginStep(int64_t local_samples,
+                                std::optional<int64_t> global_samples) {
   if (!active_) return;
   std::lock_guard<std::mutex> lock(mu_);
   for (Bucket& b : state_) {
@@ -288,13 +296,18 @@ void GradientReducer::BeginStep(int64_t local_samples) {
   next_launch_ = 0;
   // Agree on the global sample count first, so buckets can be scaled by
   // local / global as they launch.
-  torch::Tensor count =
-      torch::tensor({static_cast<double>(local_samples)}, torch::kFloat64);
-  const auto start = std::chrono::steady_clock::now();
-  collectives_->AllReduceSum(count);
-  stats_.wait_seconds += SecondsSince(start);
-  stats_.bytes += count.numel() * count.element_size();
-  const double global = count.item<double>();
+  double global = 0;
+  if (global_samples) {
+    global = static_cast<double>(*global_samples);
+  } else {
+    torch::Tensor count =
+        torch::tensor({static_cast<double>(local_samples)}, torch::kFloat64);
+    const auto start = std::chrono::steady_clock::now();
+    collectives_->AllReduceSum(count);
+    stats_.wait_seconds += SecondsSince(start);
+    stats_.bytes += count.numel() * count.element_size();
+    global = count.item<double>();
+  }
   scale_ = global > 0 ? static_cast<double>(local_samples) / global : 0.0;
   compressing_ = !powersgd_.empty() && steps_ >= options_.powersgd_warmup_steps;
   in_step_ = true;
@@ -363,9 +376,11 @@ void GradientReducer::WriteBack(size_t param, const torch::Tensor& mean) {
   if (p.grad().defined()) {
     p.grad().copy_(value);
   } else {
-    // Its own storage, so zero_grad may clear it in place.
+    // Its own storage, so zero_grad may clear it in place, in the
+    // parameter's layout (channels-last), as autograd makes gradients: the
+    // fused optimizer step walks both as flat memory.
     torch::Tensor handle = p;
-    handle.mutable_grad() = value.clone();
+    handle.mutable_grad() = torch::empty_like(p).copy_(value);
   }
 }
 
@@ -378,7 +393,13 @@ void GradientReducer::FinishStep() {
   while (next_launch_ < state_.size()) Launch(next_launch_++);
 
   const auto start = std::chrono::steady_clock::now();
-  for (Bucket& b : state_) b.work->wait(collectives_->timeout());
+  for (Bucket& b : state_) {
+    if (options_.capturable) {
+      b.work->wait();
+    } else {
+      b.work->wait(collectives_->timeout());
+    }
+  }
   stats_.wait_seconds += SecondsSince(start);
 
   ++steps_;
@@ -443,6 +464,13 @@ void GradientReducer::FinishPowerSgd() {
 CommStats GradientReducer::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+void GradientReducer::CountReplayedStep(const CommStats& step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.bytes += step.bytes;
+  stats_.buckets += step.buckets;
+  stats_.buckets_early += step.buckets_early;
 }
 
 torch::Tensor GradientReducer::PowerSgdError(size_t i) const {

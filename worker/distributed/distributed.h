@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -121,6 +122,12 @@ struct ReducerOptions {
   // start_powerSGD_iter does).
   int64_t powersgd_warmup_steps = 0;
   uint64_t powersgd_seed = 20240601;  // same on every rank
+  // The steps may be captured as a CUDA graph (--cuda-graph): waits on the
+  // all-reduces block no host thread (a captured wait cannot poll the
+  // timeout; the stall watchdog still ends a rank stuck in a replay), and
+  // PowerSGD is refused (std::invalid_argument): its warm-up switch and its
+  // Gram-Schmidt's host-side loop decide per step on the host.
+  bool capturable = false;
 };
 
 // What a GradientReducer carries from one step to the next under PowerSGD,
@@ -171,13 +178,18 @@ class GradientReducer {
 
   // Call before backward: agrees on this step's global sample count
   // (`local_samples` from this rank; 0 when its shard ran out, and then it
-  // runs no backward).
-  void BeginStep(int64_t local_samples);
+  // runs no backward). A caller that knows the count (every rank's batch is
+  // full) passes it as `global_samples`: no collective, no host sync.
+  void BeginStep(int64_t local_samples,
+                 std::optional<int64_t> global_samples = std::nullopt);
   // Call after backward (or instead of it when local_samples was 0).
   void FinishStep();
 
   // Totals since construction.
   CommStats stats() const;
+  // Adds `step` (what one captured step sent) to the totals: a replayed
+  // step runs none of the host code that counts.
+  void CountReplayedStep(const CommStats& step);
   // Number of buckets and their parameter indices (for tests).
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
   // PowerSGD error feedback of parameter `i` (undefined when it is not

@@ -20,10 +20,8 @@ namespace {
 class Lars final : public torch::optim::SGD {
  public:
   Lars(std::vector<torch::optim::OptimizerParamGroup> groups,
-       torch::optim::SGDOptions defaults, double eta, double weight_decay)
-      : SGD(std::move(groups), std::move(defaults)),
-        eta_(eta),
-        weight_decay_(weight_decay) {}
+       torch::optim::SGDOptions defaults, const LarsSettings& settings)
+      : SGD(std::move(groups), std::move(defaults)), settings_(settings) {}
 
   torch::Tensor step(LossClosure closure = nullptr) override {
     {
@@ -31,21 +29,17 @@ class Lars final : public torch::optim::SGD {
       for (torch::Tensor& p : param_groups()[0].params()) {
         if (!p.grad().defined()) continue;
         torch::Tensor& g = p.mutable_grad();
-        torch::Tensor w_norm = p.norm();
-        torch::Tensor g_norm = g.norm();
-        torch::Tensor trust =
-            torch::where(w_norm.gt(0).logical_and(g_norm.gt(0)),
-                         eta_ * w_norm / (g_norm + weight_decay_ * w_norm),
-                         torch::ones_like(w_norm));
-        g.add_(p, weight_decay_).mul_(trust);
+        torch::Tensor trust = LarsTrust(p.norm(), g.norm(), settings_);
+        g.add_(p, settings_.weight_decay).mul_(trust);
       }
     }
     return SGD::step(std::move(closure));
   }
 
+  const LarsSettings& settings() const { return settings_; }
+
  private:
-  const double eta_;
-  const double weight_decay_;
+  const LarsSettings settings_;
 };
 
 }  // namespace
@@ -73,10 +67,24 @@ std::unique_ptr<torch::optim::SGD> MakeOptimizer(
   torch::optim::SGDOptions defaults =
       torch::optim::SGDOptions(base_lr).momentum(config.momentum);
   if (lars) {
-    return std::make_unique<Lars>(std::move(groups), defaults,
-                                  kLarsTrustCoefficient, config.weight_decay);
+    return std::make_unique<Lars>(
+        std::move(groups), defaults,
+        LarsSettings{kLarsTrustCoefficient, config.weight_decay});
   }
   return std::make_unique<torch::optim::SGD>(std::move(groups), defaults);
+}
+
+std::optional<LarsSettings> LarsOf(const torch::optim::SGD& optimizer) {
+  const auto* lars = dynamic_cast<const Lars*>(&optimizer);
+  if (lars == nullptr) return std::nullopt;
+  return lars->settings();
+}
+
+torch::Tensor LarsTrust(const torch::Tensor& w_norm,
+                        const torch::Tensor& g_norm, const LarsSettings& lars) {
+  return torch::where(w_norm.gt(0).logical_and(g_norm.gt(0)),
+                      lars.eta * w_norm / (g_norm + lars.weight_decay * w_norm),
+                      torch::ones_like(w_norm));
 }
 
 void SetLearningRate(torch::optim::SGD& optimizer, double lr) {

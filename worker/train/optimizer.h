@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/registry.h"
@@ -25,6 +26,23 @@ namespace hpcai500::worker {
 std::unique_ptr<torch::optim::SGD> MakeOptimizer(
     const ConfigInfo& config, const std::vector<torch::Tensor>& params,
     double base_lr);
+
+// What LARS adds to SGD (see MakeOptimizer): the trust coefficient and the
+// weight decay it folds into the first group's gradients.
+struct LarsSettings {
+  double eta = 0;
+  double weight_decay = 0;
+};
+
+// The LARS settings of an optimizer MakeOptimizer made for "lars"; nullopt
+// for plain SGD.
+std::optional<LarsSettings> LarsOf(const torch::optim::SGD& optimizer);
+
+// LARS's trust ratio from a weight norm and a gradient norm (tensors of the
+// same shape, elementwise): eta * |w| / (|g| + wd * |w|), 1 where either
+// norm is 0. The plain and the sync-free steps (sync_free_step.h) share it.
+torch::Tensor LarsTrust(const torch::Tensor& w_norm,
+                        const torch::Tensor& g_norm, const LarsSettings& lars);
 
 // Sets the learning rate of every parameter group of `optimizer`.
 void SetLearningRate(torch::optim::SGD& optimizer, double lr);

@@ -62,6 +62,7 @@ class LossScaler {
   static LossScaler ForPrecision(Precision precision);
 
   bool enabled() const { return enabled_; }
+  const Options& options() const { return options_; }
   // The current scale; 1 when disabled.
   double scale() const { return enabled_ ? state_.scale : 1.0; }
 

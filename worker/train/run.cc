@@ -15,6 +15,7 @@
 #include "worker/distributed/distributed.h"
 #include "worker/events/reporter.h"
 #include "worker/models/model_zoo.h"
+#include "worker/train/cuda_graph_step.h"
 #include "worker/train/noop.h"
 #include "worker/train/precision.h"
 #include "worker/train/trainer.h"
@@ -136,6 +137,9 @@ std::string CheckRunnable(const WorkerOptions& options) {
   if (c.optimizer != "sgd" && c.optimizer != "lars") {
     return "config " + c.name + ": optimizer '" + c.optimizer +
            "' is not sgd or lars";
+  }
+  if (std::string problem = CheckCudaGraph(options); !problem.empty()) {
+    return problem;
   }
   return CheckDevice(options);
 }

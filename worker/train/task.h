@@ -48,6 +48,17 @@ class Task {
                                       StallWatchdog& watchdog) = 0;
 };
 
+// A Task that only trains: its evaluation scores nothing. For benches and
+// tests of the training step, which bring their own model and loss.
+class TrainingOnlyTask : public Task {
+ public:
+  void StartEvaluation() override {}
+  void EvaluateBatch(const Batch&) override {}
+  EvalResult FinishEvaluation(Collectives&, StallWatchdog&) override {
+    return {};
+  }
+};
+
 // The task of `options.config`'s model (a classifier or a detector of the
 // zoo), its model built for `data`'s samples and moved to `device`. Seeds
 // come from LibTorch's generator: seed it first. `options` is borrowed for

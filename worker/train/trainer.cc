@@ -105,6 +105,9 @@ void Trainer::ReportRunSetup(int64_t global_batch) {
 
 void Trainer::BuildTraining(int64_t global_batch) {
   const ConfigInfo& c = o_.config;
+  // Before anything is made on the device (the synthetic batch is): the
+  // captured run's one stream, which does not wait for the default one.
+  if (*o_.args.cuda_graph) UseCaptureStream(device_);
   data_ = OpenDataset(o_, device_);
   steps_per_epoch_ =
       StepsPerEpoch(data_->train_size(), o_.world_size, c.batch_size,
@@ -116,6 +119,10 @@ void Trainer::BuildTraining(int64_t global_batch) {
 
   if (*o_.args.deterministic)
     EnableDeterminism(static_cast<int>(*o_.args.threads));
+  if (*o_.args.cuda_graph) {
+    full_steps_ = FullBatchSteps(data_->train_size(), o_.world_size,
+                                 c.batch_size, steps_per_epoch_);
+  }
   torch::manual_seed(*o_.args.seed);
   task_ = MakeTask(o_, *data_, device_);
   collectives_ = std::make_unique<Collectives>(o_, device_);
@@ -127,11 +134,12 @@ void Trainer::BuildTraining(int64_t global_batch) {
   EmitMlperfHyperparameters(
       *log_, o_,
       MlperfRunFacts{global_batch, schedule_->base_lr(), steps_per_epoch_});
+  ReducerOptions reducer_options{
+      *o_.args.compression, static_cast<int>(*o_.args.powersgd_rank),
+      *o_.args.bucket_mb, *o_.args.powersgd_warmup_steps};
+  reducer_options.capturable = *o_.args.cuda_graph;
   reducer_ = std::make_unique<GradientReducer>(
-      collectives_.get(), task_->module().parameters(),
-      ReducerOptions{*o_.args.compression,
-                     static_cast<int>(*o_.args.powersgd_rank),
-                     *o_.args.bucket_mb, *o_.args.powersgd_warmup_steps});
+      collectives_.get(), task_->module().parameters(), reducer_options);
   scaler_ = LossScaler::ForPrecision(*o_.args.precision);
 }
 
@@ -143,7 +151,12 @@ void Trainer::StartRunClocks() {
     std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", o_.rank,
                  energy_note.c_str());
   }
-  reporter_.Point(event_keys::kRunStart, kJsonNull, EventType::kIntervalStart);
+  JsonMembers run_start;
+  if (const std::string on = EnabledFastPaths(o_.args); !on.empty()) {
+    run_start.push_back({event_keys::kMetaFastPaths, JsonString(on)});
+  }
+  reporter_.Point(event_keys::kRunStart, kJsonNull, EventType::kIntervalStart,
+                  run_start);
   // A rank that stops making progress (a peer stopped or gone mid
   // collective) ends with run_stop "aborted" and exit 1 instead of hanging.
   watchdog_ = std::make_unique<StallWatchdog>(
@@ -174,8 +187,12 @@ EpochStats Trainer::TrainEpoch(int epoch) {
   EpochClock clock;
   energy_->StartEpoch();
   double loss_sum = 0;
-  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
-    TrainStep(epoch, step, clock, stats, loss_sum);
+  if (*o_.args.cuda_graph) {
+    loss_sum = TrainCapturedEpoch(epoch, clock, stats);
+  } else {
+    for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+      TrainStep(epoch, step, clock, stats, loss_sum);
+    }
   }
   stats.seconds = SecondsSince(start);
   stats.compute_seconds = clock.seconds(Phase::kCompute);
@@ -245,6 +262,75 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
     std::this_thread::sleep_for(
         (std::chrono::steady_clock::now() - step_start) * slowdown_pct / 100);
   }
+}
+
+double Trainer::TrainCapturedEpoch(int epoch, EpochClock& clock,
+                                   EpochStats& stats) {
+  if (sync_free_ == nullptr) {
+    sync_free_ = std::make_unique<SyncFreeStep>(
+        StepParts{task_.get(), optimizer_.get(), &scaler_, reducer_.get(),
+                  *o_.args.precision, device_});
+    graph_step_ = std::make_unique<CudaGraphStep>(sync_free_.get(),
+                                                  reducer_.get(), device_);
+  }
+  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+    TrainCapturedStep(epoch, step, clock, stats);
+  }
+  // The epoch's one sync: its loss and skipped steps, the scaler's state.
+  watchdog_->SetPhase("epoch totals");
+  const SyncFreeTotals totals = sync_free_->TakeTotals();
+  stats.skipped_steps = totals.skipped_steps;
+  return totals.loss_sum;
+}
+
+void Trainer::TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
+                                EpochStats& stats) {
+  sync_free_->SetLearningRate(
+      schedule_->At((epoch - 1) * steps_per_epoch_ + step));
+  StepTimer wait_for_batch(&clock, Phase::kInputWait);
+  std::optional<Batch> next = data_->NextTrain();
+  wait_for_batch.Stop();
+  const int64_t local = next ? next->size() : 0;
+  watchdog_->Beat();
+  energy_->Poll(clock.now());
+  const int64_t full_batch = o_.config.batch_size;
+  // What the other ranks' replays count, on the steps where they replay.
+  const std::optional<int64_t> assumed_global =
+      step < full_steps_ ? std::optional<int64_t>(full_batch * o_.world_size)
+                         : std::nullopt;
+  const CapturedStepKind kind =
+      KindOfCapturedStep(step, full_steps_, local, full_batch);
+  if (kind == CapturedStepKind::kNoSamples) {
+    watchdog_->SetPhase("gradient all-reduce (no samples)");
+    sync_free_->StepWithoutSamples(assumed_global);
+    return;
+  }
+  StepTimer input_wait(&clock, Phase::kInputWait);
+  const Batch batch = ToDevice(*next);
+  input_wait.Stop();
+  StepTimer compute(&clock, Phase::kCompute);
+  FlopCount forward;
+  switch (kind) {
+    case CapturedStepKind::kReplay:
+      watchdog_->SetPhase("training step (CUDA graph)");
+      forward = graph_step_->Run(batch, local, *assumed_global);
+      break;
+    case CapturedStepKind::kEagerAssumeFull:
+      // Its collectives are those of the replays the other ranks run; its
+      // gradient weighted as if their batches are full.
+      watchdog_->SetPhase("training step (eager, corrupt samples dropped)");
+      forward = sync_free_->Step(batch, local, assumed_global);
+      break;
+    case CapturedStepKind::kEagerCounted:
+    case CapturedStepKind::kNoSamples:
+      watchdog_->SetPhase("training step (eager, partial batch)");
+      forward = sync_free_->Step(batch, local, std::nullopt);
+      break;
+  }
+  stats.forward_flops += forward.flops;
+  stats.other_ops += forward.other_ops;
+  reporter_.ForwardFlopsPerSample(forward.flops / static_cast<double>(local));
+  stats.samples += local;
 }
 
 Batch Trainer::ToDevice(const Batch& batch) const {

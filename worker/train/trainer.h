@@ -27,8 +27,10 @@
 #include "worker/flags.h"
 #include "worker/metrics/energy.h"
 #include "worker/metrics/timing.h"
+#include "worker/train/cuda_graph_step.h"
 #include "worker/train/optimizer.h"
 #include "worker/train/precision.h"
+#include "worker/train/sync_free_step.h"
 #include "worker/train/task.h"
 
 namespace hpcai500::worker {
@@ -70,6 +72,12 @@ class Trainer {
   // `loss_sum`.
   void TrainStep(int epoch, int64_t step, EpochClock& clock, EpochStats& stats,
                  double& loss_sum);
+  // --cuda-graph: the epoch's steps as SyncFreeStep, full batches through
+  // the captured graph, adding to `stats`; returns the epoch's loss sum
+  // (loss * samples), read once at its end.
+  double TrainCapturedEpoch(int epoch, EpochClock& clock, EpochStats& stats);
+  void TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
+                         EpochStats& stats);
   // `batch` (on the CPU) moved to the device.
   Batch ToDevice(const Batch& batch) const;
   EvalResult Evaluate();
@@ -96,6 +104,11 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<GradientReducer> reducer_;
   LossScaler scaler_{/*enabled=*/false};
+  // --cuda-graph: the steps of every rank whose batches are all full, and
+  // the step made at the first epoch (after a resume loaded the state).
+  int64_t full_steps_ = 0;
+  std::unique_ptr<SyncFreeStep> sync_free_;
+  std::unique_ptr<CudaGraphStep> graph_step_;
   // Started by StartRunClocks().
   std::unique_ptr<EpochEnergy> energy_;
   std::unique_ptr<StallWatchdog> watchdog_;

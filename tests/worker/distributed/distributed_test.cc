@@ -391,6 +391,64 @@ TEST(GradientReducer, OneRankHasNothingToReduce) {
   EXPECT_EQ(reducer.stats().bytes, 0);
 }
 
+// --cuda-graph's steps: every rank's batch full, the caller gives the global
+// count, so no count is all-reduced (no host sync), and the mean is the same.
+TEST(GradientReducer, AGivenGlobalCountSkipsTheCountAllReduce) {
+  std::vector<torch::Tensor> counted(2);
+  std::vector<torch::Tensor> given(2);
+  std::vector<CommStats> counted_stats(2);
+  std::vector<CommStats> given_stats(2);
+  RunRanks(2, [&](Collectives& c) {
+    const int r = c.rank();
+    const std::vector<torch::Tensor> g = RandomGrads({{6, 3}}, 40 + r);
+    FixedGradParams f = MakeParams({{6, 3}});
+    ReducerOptions options = Options("none");
+    options.capturable = true;
+    GradientReducer reducer(&c, f.params, options);
+    reducer.BeginStep(4);
+    f.Backward(g);
+    reducer.FinishStep();
+    counted[r] = f.params[0].grad().clone();
+    counted_stats[r] = reducer.stats();
+    f.ZeroGrad();
+    reducer.BeginStep(4, /*global_samples=*/8);
+    f.Backward(g);
+    reducer.FinishStep();
+    given[r] = f.params[0].grad().clone();
+    given_stats[r] = reducer.stats();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(torch::equal(given[r], counted[r]));
+    // The second step sent its gradients only, not the 8-byte count.
+    EXPECT_EQ(given_stats[r].bytes - counted_stats[r].bytes,
+              counted_stats[r].bytes - 8);
+  }
+}
+
+TEST(GradientReducer, ACapturableReducerRefusesPowerSgd) {
+  FixedGradParams f = MakeParams({{16, 16}});
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  Collectives c(store, 0, 1, milliseconds(1000));
+  ReducerOptions options = Options("powersgd");
+  options.capturable = true;
+  EXPECT_THROW(GradientReducer(&c, f.params, options), std::invalid_argument);
+  options.capturable = false;
+  EXPECT_NO_THROW(GradientReducer(&c, f.params, options));
+}
+
+TEST(GradientReducer, AReplayedStepAddsWhatTheCapturedStepSent) {
+  FixedGradParams f = MakeParams({{4, 4}});
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  Collectives c(store, 0, 1, milliseconds(1000));
+  GradientReducer reducer(&c, f.params, Options("none"));
+  reducer.CountReplayedStep({/*bytes=*/64, /*wait_seconds=*/0,
+                             /*buckets_early=*/1, /*buckets=*/2});
+  reducer.CountReplayedStep({64, 0, 1, 2});
+  EXPECT_EQ(reducer.stats().bytes, 128);
+  EXPECT_EQ(reducer.stats().buckets, 4);
+  EXPECT_EQ(reducer.stats().buckets_early, 2);
+}
+
 // Whether Gloo reduces bfloat16 in this LibTorch (2.2 on).
 bool GlooCarriesBFloat16() {
   auto store = c10::make_intrusive<c10d::HashStore>();
