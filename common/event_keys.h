@@ -47,6 +47,9 @@ inline constexpr char kMetaRank[] = "rank";
 inline constexpr char kMetaEpochNum[] = "epoch_num";
 inline constexpr char kMetaStatus[] = "status";  // run_stop
 inline constexpr char kMetaReason[] = "reason";  // run_stop when aborted
+// run_start, when a fast path is on (common/fast_paths.h): their names
+// joined by ',' ("fused_bn,cuda_graph").
+inline constexpr char kMetaFastPaths[] = "fast_paths";
 
 // run_stop's metadata.status values.
 inline constexpr char kStatusSuccess[] = "success";

@@ -9,6 +9,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/fast_paths.h"
 #include "common/limits.h"
 #include "common/numbers.h"
 
@@ -461,6 +462,20 @@ ArgvOutcome WorkerArgs::FromArgv(const std::vector<std::string>& args,
   }
   *out = std::move(parsed);
   return ArgvOutcome::kArgs;
+}
+
+std::vector<std::string> WorkerArgs::FastPathsOn() const {
+  return FastPathNames([this](FastPath path) {
+    switch (path) {
+      case FastPath::kFusedBn:
+        return fused_bn.value_or(false);
+      case FastPath::kCudaGraph:
+        return cuda_graph.value_or(false);
+      case FastPath::kGpuDecode:
+        return gpu_decode.value_or(false);
+    }
+    return false;
+  });
 }
 
 std::vector<std::string> WorkerArgs::FlagNames() {

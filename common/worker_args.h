@@ -106,6 +106,10 @@ struct WorkerArgs {
   // at 80 columns, ending in a newline.
   static std::string Usage(const std::string& program);
 
+  // The names of the fast paths (common/fast_paths.h) set true, in
+  // kFastPaths' order ("fused_bn", "cuda_graph"); empty when none.
+  std::vector<std::string> FastPathsOn() const;
+
   // Field by field, over the same table.
   bool operator==(const WorkerArgs& other) const;
   bool operator!=(const WorkerArgs& other) const { return !(*this == other); }

@@ -138,6 +138,19 @@ TEST(WorkerArgs, FromArgvRefusalsNameTheFlag) {
   }
 }
 
+TEST(WorkerArgs, FastPathsOnNamesTheTrueOnesInTableOrder) {
+  WorkerArgs a;
+  EXPECT_TRUE(a.FastPathsOn().empty());
+  a.gpu_decode = true;
+  a.fused_bn = true;
+  a.cuda_graph = false;
+  EXPECT_EQ(a.FastPathsOn(),
+            std::vector<std::string>({"fused_bn", "gpu_decode"}));
+  a.cuda_graph = true;
+  EXPECT_EQ(a.FastPathsOn(),
+            std::vector<std::string>({"fused_bn", "cuda_graph", "gpu_decode"}));
+}
+
 TEST(WorkerArgs, HelpWinsWhereverItStands) {
   WorkerArgs a;
   std::string error;

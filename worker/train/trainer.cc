@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,6 +33,18 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 // started without that sees every GPU of the node and takes its local rank's.
 int CudaDeviceIndex(int local_rank) {
   return torch::cuda::device_count() == 1 ? 0 : local_rank;
+}
+
+// run_start's record of the fast paths on; none without one, so a run
+// without them logs what it did before they existed.
+JsonMembers FastPathsMetadata(const WorkerArgs& args) {
+  const std::vector<std::string> on = args.FastPathsOn();
+  if (on.empty()) return {};
+  std::string names;
+  for (const std::string& name : on) {
+    names += (names.empty() ? "" : ",") + name;
+  }
+  return {{event_keys::kMetaFastPaths, JsonString(names)}};
 }
 
 }  // namespace
@@ -143,7 +156,8 @@ void Trainer::StartRunClocks() {
     std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", o_.rank,
                  energy_note.c_str());
   }
-  reporter_.Point(event_keys::kRunStart, kJsonNull, EventType::kIntervalStart);
+  reporter_.Point(event_keys::kRunStart, kJsonNull, EventType::kIntervalStart,
+                  FastPathsMetadata(o_.args));
   // A rank that stops making progress (a peer stopped or gone mid
   // collective) ends with run_stop "aborted" and exit 1 instead of hanging.
   watchdog_ = std::make_unique<StallWatchdog>(
