@@ -101,13 +101,16 @@ def train_step(a):
                 str(a.warmup), "--steps", str(a.steps), "--precision",
                 a.precision, "--device", a.device, "--channels-last",
                 str(a.channels_last)]
-        pairs = side_by_side([bench] + args,
+        # Our side only: the peer is plain PyTorch eager.
+        ours_only = ["--fused-bn", str(a.fused_bn)]
+        pairs = side_by_side([bench] + args + ours_only,
                              [PYTHON, os.path.join(PEERS, "train_step.py")]
                              + args, a.rounds)
         ours, peer, ratio = summarize(pairs)
         rows.append((f"{model} {size}x{size} batch {batch} {a.precision} "
                      f"{a.device} threads {a.threads}"
-                     f"{' channels-last' if a.channels_last else ''}",
+                     f"{' channels-last' if a.channels_last else ''}"
+                     f"{' fused-bn' if a.fused_bn else ''}",
                      ours, peer, ratio))
     table("Training step (synthetic data, median step after warm-up)", rows)
 
@@ -270,6 +273,8 @@ def main():
     t.add_argument("--device", default="cpu")
     t.add_argument("--channels-last", type=int, choices=[0, 1], default=1)
     t.add_argument("--only", choices=["resnet50", "resnet18"])
+    t.add_argument("--fused-bn", type=int, choices=[0, 1], default=0,
+                   help="our side with the fused batch-norm kernels")
     e = sub.add_parser("epoch")
     e.add_argument("--threads", type=int, default=os.cpu_count())
     e.add_argument("--batch", type=int, default=64)

@@ -4,6 +4,7 @@
 # about 6 minutes on one H200 with 16 cores, the build included:
 #   1. builds worker-only against that torch's LibTorch: hpcai500-worker, the
 #      gpu-labelled tests (tests/worker/gpu_test.cc,
+#      tests/worker/kernels/fused_bn_gpu_test.cc,
 #      tests/agent/nvml_gpu_test.cc) and hpcai500-train-step-bench. Where the
 #      machine lacks the GoogleTest, Gloo, nlohmann/json or zlib packages, the
 #      folder .device/ of the checkout stands in: .device/googletest (a
@@ -15,7 +16,8 @@
 #      batch 256 against PyTorch eager (10 warm-up and 30 timed steps; two
 #      rounds while time allows), and Faster R-CNN ResNet-50 on the Extreme
 #      Weather grid (16 x 768 x 1152) batch 2 against torchvision's, in fp32
-#      and in bf16 (3 warm-up and 10 timed steps).
+#      and in bf16 (3 warm-up and 10 timed steps); and the ResNet-50 bench
+#      again with the worker's --fused-bn (worker/kernels) on our side.
 # A failed step is recorded and the next one runs; the exit status is 1 when
 # any step failed. Everything printed goes to $OUT/gpu.log, and a summary to
 # $OUT/summary.md ($OUT unset: the build folder).
@@ -196,6 +198,7 @@ write_summary() {
 }
 
 TARGETS=(hpcai500-worker worker_gpu_test agent_nvml_gpu_test)
+TARGETS+=(worker_kernels_gpu_test)  # fused batch norm vs cuDNN
 if [[ ${SKIP_BENCH:-0} != 1 ]]; then TARGETS+=(hpcai500-train-step-bench); fi
 
 step "environment" environment
@@ -213,6 +216,12 @@ if [[ ${SKIP_BENCH:-0} != 1 ]]; then
     --rounds "$rounds" train-step --only resnet50 --resnet50-batch 256 \
     --precision bf16 --device cuda --channels-last 1 --warmup 10 \
     --steps 30 --threads "$JOBS"
+  # The same with the worker's --fused-bn (worker/kernels).
+  step "bench resnet50 bf16 fused-bn" bench_pair \
+    "ResNet-50 v1.5, bf16 autocast, channels-last, batch 256, --fused-bn" \
+    --rounds "$rounds" train-step --only resnet50 --resnet50-batch 256 \
+    --precision bf16 --device cuda --channels-last 1 --warmup 10 \
+    --steps 30 --threads "$JOBS" --fused-bn 1
   for precision in fp32 bf16; do
     step "bench faster_rcnn $precision" bench_pair \
       "Faster R-CNN ResNet-50, 16 x 768 x 1152, batch 2, $precision" \
