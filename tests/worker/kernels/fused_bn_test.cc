@@ -322,5 +322,23 @@ TEST(FusedBatchNormAct2d, Bf16ReadsAndWritesBf16WithFp32Statistics) {
   ExpectClose(p.fused->running_var, p.plain->running_var, "running_var");
 }
 
+// A residual of another dtype (fp32 beside bf16 data) is added in fp32 and
+// gets its gradient in its own dtype.
+TEST(FusedBatchNormAct2d, ResidualOfAnotherDtypeGetsItsOwnGradientDtype) {
+  torch::manual_seed(6);
+  FusedBatchNormAct2d fused(3);
+  torch::Tensor x =
+      torch::randn({2, 3, 4, 4}).to(torch::kBFloat16).requires_grad_(true);
+  torch::Tensor r = torch::randn({2, 3, 4, 4}).requires_grad_(true);
+  torch::Tensor y = fused(x, r);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  y.sum().backward();
+  EXPECT_EQ(x.grad().scalar_type(), torch::kBFloat16);
+  ASSERT_TRUE(r.grad().defined());
+  EXPECT_EQ(r.grad().scalar_type(), torch::kFloat);
+  // d(sum)/d residual is the ReLU's mask.
+  ExpectClose(r.grad(), y.gt(0).to(torch::kFloat), "dresidual");
+}
+
 }  // namespace
 }  // namespace hpcai500::worker
