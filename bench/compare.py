@@ -106,6 +106,8 @@ def train_step(a):
         # Fast paths on our side, torch.compile on the peer's (issue 25).
         if a.cuda_graph:
             ours_cmd += ["--cuda-graph", "1"]
+        if a.fused_bn:
+            ours_cmd += ["--fused-bn", "1"]
         if a.compile:
             peer_cmd += ["--compile", "1", "--compile-mode", a.compile_mode]
         pairs = side_by_side(ours_cmd, peer_cmd, a.rounds)
@@ -114,6 +116,7 @@ def train_step(a):
                      f"{a.device} threads {a.threads}"
                      f"{' channels-last' if a.channels_last else ''}"
                      f"{' cuda-graph' if a.cuda_graph else ''}"
+                     f"{' fused-bn' if a.fused_bn else ''}"
                      f"{' vs torch.compile ' + a.compile_mode if a.compile else ''}",
                      ours, peer, ratio))
     table("Training step (synthetic data, median step after warm-up)", rows)
@@ -279,6 +282,8 @@ def main():
     t.add_argument("--only", choices=["resnet50", "resnet18"])
     t.add_argument("--cuda-graph", type=int, choices=[0, 1], default=0,
                    help="our side: the worker's --cuda-graph step")
+    t.add_argument("--fused-bn", type=int, choices=[0, 1], default=0,
+                   help="our side with the fused batch-norm kernels")
     t.add_argument("--compile", type=int, choices=[0, 1], default=0,
                    help="the peer: torch.compile(model)")
     t.add_argument("--compile-mode", default="default",

@@ -4,6 +4,7 @@
 # about 8 minutes on one H200 with 16 cores, the build included:
 #   1. builds worker-only against that torch's LibTorch: hpcai500-worker, the
 #      gpu-labelled tests (tests/worker/gpu_test.cc,
+#      tests/worker/kernels/fused_bn_gpu_test.cc,
 #      tests/agent/nvml_gpu_test.cc) and hpcai500-train-step-bench. Where the
 #      machine lacks the GoogleTest, Gloo, nlohmann/json or zlib packages, the
 #      folder .device/ of the checkout stands in: .device/googletest (a
@@ -16,9 +17,11 @@
 #      rounds while time allows), and Faster R-CNN ResNet-50 on the Extreme
 #      Weather grid (16 x 768 x 1152) batch 2 against torchvision's, in fp32
 #      and in bf16 (3 warm-up and 10 timed steps); then (issue 25) the
-#      worker's step with --cuda-graph 1 against torch.compile (default
-#      mode; compilation inside the warm-up) at ResNet-50 bf16 channels-last
-#      batch 256, one round: the ratio the issue asks to be >= 1.05x.
+#      worker's step with --cuda-graph 1 --fused-bn 1 against torch.compile
+#      (default mode; compilation inside the warm-up) at ResNet-50 bf16
+#      channels-last batch 256, one round: the ratio the issue asks to be
+#      >= 1.05x; and the ResNet-50 bench again with --fused-bn alone
+#      against eager.
 # A failed step is recorded and the next one runs; the exit status is 1 when
 # any step failed. Everything printed goes to $OUT/gpu.log, and a summary to
 # $OUT/summary.md ($OUT unset: the build folder).
@@ -199,7 +202,7 @@ write_summary() {
 }
 
 TARGETS=(hpcai500-worker worker_gpu_test worker_cuda_graph_gpu_test
-  agent_nvml_gpu_test)
+  worker_kernels_gpu_test agent_nvml_gpu_test)
 if [[ ${SKIP_BENCH:-0} != 1 ]]; then TARGETS+=(hpcai500-train-step-bench); fi
 
 step "environment" environment
@@ -218,11 +221,18 @@ if [[ ${SKIP_BENCH:-0} != 1 ]]; then
     --precision bf16 --device cuda --channels-last 1 --warmup 10 \
     --steps 30 --threads "$JOBS"
   # Issue 25: the fast paths against torch.compile (goal >= 1.05x).
-  step "bench resnet50 bf16 cuda-graph vs torch.compile" bench_pair \
-    "ResNet-50 v1.5, bf16, channels-last, batch 256: --cuda-graph 1 vs torch.compile (goal >= 1.05x)" \
+  step "bench resnet50 bf16 fast paths vs torch.compile" bench_pair \
+    "ResNet-50 v1.5, bf16, channels-last, batch 256: --cuda-graph 1 --fused-bn 1 vs torch.compile (goal >= 1.05x)" \
     train-step --only resnet50 --resnet50-batch 256 --precision bf16 \
     --device cuda --channels-last 1 --warmup 10 --steps 30 \
-    --threads "$JOBS" --cuda-graph 1 --compile 1 --compile-mode default
+    --threads "$JOBS" --cuda-graph 1 --fused-bn 1 --compile 1 \
+    --compile-mode default
+  # --fused-bn alone (worker/kernels) against eager.
+  step "bench resnet50 bf16 fused-bn" bench_pair \
+    "ResNet-50 v1.5, bf16 autocast, channels-last, batch 256, --fused-bn" \
+    train-step --only resnet50 --resnet50-batch 256 \
+    --precision bf16 --device cuda --channels-last 1 --warmup 10 \
+    --steps 30 --threads "$JOBS" --fused-bn 1
   for precision in fp32 bf16; do
     step "bench faster_rcnn $precision" bench_pair \
       "Faster R-CNN ResNet-50, 16 x 768 x 1152, batch 2, $precision" \

@@ -6,7 +6,8 @@
 // timed steps.
 //
 //   hpcai500-train-step-bench --model resnet50 --image-size 224 --batch 16
-//       [--small-stem 0|1] [--cuda-graph 0|1] [common flags]
+//       [--small-stem 0|1] [--cuda-graph 0|1] [--fused-bn 0|1]
+//       [common flags]
 //   hpcai500-train-step-bench --model faster_rcnn_resnet18 --height 96
 //       --width 144 --batch 2 [--boxes 3] [--rois N] [--box-head-width N]
 //       [--conv-box-head 0|1] [common flags]
@@ -22,7 +23,9 @@
 //
 // ResNet: worker/models/resnet.h with cross entropy on random labels;
 // --small-stem defaults to 1 for images of 64 pixels or less (the CIFAR stem),
-// else 0. Faster R-CNN (faster_rcnn_resnet{18,34,50,101}): the detector the
+// else 0. --fused-bn 1: the worker's --fused-bn model (ResNetOptions::fused_bn,
+// worker/kernels: batch norm + ReLU (+ add) as fused NHWC kernels on CUDA).
+// Faster R-CNN (faster_rcnn_resnet{18,34,50,101}): the detector the
 // worker trains on a 16-channel grid of --height rows, from
 // worker/models/faster_rcnn.h's DetectorOptionsFor (C3 features below 192 rows,
 // else C4; anchors scaled by height / 96; --rois and --box-head-width as the
@@ -67,6 +70,7 @@ struct BenchOptions {
   std::string model = "resnet50";
   int64_t image_size = 224;
   int small_stem = -1;         // -1: by image size
+  int fused_bn = 0;            // ResNet: ResNetOptions::fused_bn
   int64_t height = 96;         // detection models
   int64_t width = 144;         // detection models
   int64_t boxes = 3;           // detection models: boxes per image
@@ -111,7 +115,7 @@ void CheckFlagsFitTheModel(const std::map<std::string, std::string>& flags,
   static const std::set<std::string> kDetectionOnly = {
       "height", "width", "boxes", "rois", "box-head-width", "conv-box-head"};
   static const std::set<std::string> kResNetOnly = {"image-size", "small-stem",
-                                                    "cuda-graph"};
+                                                    "cuda-graph", "fused-bn"};
   for (const auto& [name, value] : flags) {
     if (!detection && kDetectionOnly.count(name) > 0) {
       throw std::invalid_argument("--" + name +
@@ -141,6 +145,8 @@ BenchOptions ParseFlags(int argc, char** argv) {
       o.image_size = ParseInt("--image-size", value, 8, 4096);
     } else if (name == "small-stem") {
       o.small_stem = static_cast<int>(ParseInt("--small-stem", value, 0, 1));
+    } else if (name == "fused-bn") {
+      o.fused_bn = static_cast<int>(ParseInt("--fused-bn", value, 0, 1));
     } else if (name == "height") {
       o.height = ParseInt("--height", value, 32, 8192);
     } else if (name == "width") {
@@ -231,6 +237,7 @@ Workload ResNetWorkload(const BenchOptions& o, const torch::Device& device) {
   options.num_classes = o.image_size <= 64 ? 10 : 1000;
   options.small_input_stem =
       o.small_stem < 0 ? o.image_size <= 64 : o.small_stem == 1;
+  options.fused_bn = o.fused_bn == 1;
   w::ResNet model(options);
   torch::Tensor images =
       torch::randn({o.batch, 3, o.image_size, o.image_size}, device);
@@ -242,7 +249,8 @@ Workload ResNetWorkload(const BenchOptions& o, const torch::Device& device) {
             return torch::nn::functional::cross_entropy(net->forward(x),
                                                         labels);
           },
-          "\"image_size\": " + std::to_string(o.image_size)};
+          "\"image_size\": " + std::to_string(o.image_size) +
+              ", \"fused_bn\": " + JsonBool(options.fused_bn)};
 }
 
 // The ground truth of the detection bench, identical to bench_boxes() in

@@ -10,7 +10,9 @@
 #define HPCAI500_COMMON_FAST_PATHS_H_
 
 #include <array>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace hpcai500 {
 
@@ -41,6 +43,17 @@ inline constexpr std::array<FastPathInfo, 3> kFastPaths = {{
 // The entry of `path` in kFastPaths.
 constexpr const FastPathInfo& Info(FastPath path) {
   return kFastPaths[static_cast<size_t>(path)];
+}
+
+// The names of the fast paths for which `is_on(FastPath)` is true, in
+// kFastPaths' order ("fused_bn", "cuda_graph"); empty when none.
+template <typename IsOn>
+std::vector<std::string> FastPathNames(IsOn&& is_on) {
+  std::vector<std::string> on;
+  for (const FastPathInfo& info : kFastPaths) {
+    if (is_on(info.path)) on.emplace_back(info.name);
+  }
+  return on;
 }
 
 }  // namespace hpcai500

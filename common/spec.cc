@@ -543,23 +543,17 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
 }
 
 std::vector<std::string> FastPathsOn(const v1::RunSpec& spec) {
-  std::vector<std::string> on;
-  for (const FastPathInfo& info : kFastPaths) {
-    bool set = false;
-    switch (info.path) {
+  return FastPathNames([&spec](FastPath path) {
+    switch (path) {
       case FastPath::kFusedBn:
-        set = spec.fused_bn();
-        break;
+        return spec.fused_bn();
       case FastPath::kCudaGraph:
-        set = spec.cuda_graph();
-        break;
+        return spec.cuda_graph();
       case FastPath::kGpuDecode:
-        set = spec.gpu_decode();
-        break;
+        return spec.gpu_decode();
     }
-    if (set) on.emplace_back(info.name);
-  }
-  return on;
+    return false;
+  });
 }
 
 std::string RunSpecToYaml(const v1::RunSpec& spec) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/fast_paths.h"
 #include "common/limits.h"
 #include "common/numbers.h"
 
@@ -547,13 +548,12 @@ bool FastPathOn(const WorkerArgs& args, FastPath path) {
 }
 
 std::string EnabledFastPaths(const WorkerArgs& args) {
-  std::string names;
-  for (const FastPathInfo& info : kFastPaths) {
-    if (!FastPathOn(args, info.path)) continue;
-    if (!names.empty()) names += ',';
-    names += info.name;
+  std::string joined;
+  for (const std::string& name : FastPathNames(
+           [&args](FastPath path) { return FastPathOn(args, path); })) {
+    joined += (joined.empty() ? "" : ",") + name;
   }
-  return names;
+  return joined;
 }
 
 }  // namespace hpcai500

@@ -191,6 +191,21 @@ bool ResolveConfig(const WorkerArgs& args, const Registry& registry,
   return true;
 }
 
+// The fast paths a run asked for (common/fast_paths.h) fit its model; the
+// device is --device cuda already (WorkerArgs::FromArgv).
+bool CheckFastPaths(const WorkerArgs& args, const ConfigInfo& config,
+                    std::string* error) {
+  if (!args.fused_bn.value_or(false)) return true;
+  const ModelSpec* model = FindModel(config.model);
+  if (model == nullptr || model->family != ModelFamily::kResNet) {
+    *error = "--fused-bn: model " + config.model +
+             " has no fused batch-norm path; the ResNets have: " +
+             JoinInProse(ModelNames(ModelFamily::kResNet));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 EnvLookup ProcessEnv() {
@@ -250,7 +265,8 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& argv,
   }
   if (!ReadRankLayout(env, &o, error)) return ParseOutcome::kError;
   FillWorkerDefaults(hardware_threads, o.local_world_size, &o.args);
-  if (!ResolveConfig(o.args, registry, &o.config, error)) {
+  if (!ResolveConfig(o.args, registry, &o.config, error) ||
+      !CheckFastPaths(o.args, o.config, error)) {
     return ParseOutcome::kError;
   }
   *out = std::move(o);

@@ -344,6 +344,30 @@ TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {
   EXPECT_EQ(given.config.batch_size, 100);
 }
 
+TEST(WorkerFlags, FusedBnTakesTheResNetsAndRefusesOtherModels) {
+  WorkerOptions o;
+  std::string error;
+  const std::vector<std::string> cuda = {"--device", "cuda", "--fused-bn"};
+  std::vector<std::string> resnet = Smoke({"--model", "resnet50"});
+  resnet.insert(resnet.end(), cuda.begin(), cuda.end());
+  ASSERT_EQ(Parse(resnet, &o, &error), ParseOutcome::kRun) << error;
+  EXPECT_EQ(o.args.fused_bn, true);
+
+  std::vector<std::string> small = Smoke(cuda);  // resnet_small
+  EXPECT_EQ(Parse(small, &o, &error), ParseOutcome::kError);
+  EXPECT_EQ(error.rfind("--fused-bn: model resnet_small has no fused", 0), 0u)
+      << error;
+  EXPECT_NE(error.find("resnet50"), std::string::npos) << error;
+
+  std::vector<std::string> detector = {"--workload", "extreme_weather",
+                                       "--config", "ewa_smoke"};
+  detector.insert(detector.end(), cuda.begin(), cuda.end());
+  EXPECT_EQ(Parse(detector, &o, &error), ParseOutcome::kError);
+  EXPECT_NE(error.find("--fused-bn: model faster_rcnn_resnet18"),
+            std::string::npos)
+      << error;
+}
+
 TEST(TestStepSlowdownPct, ComesOnlyFromItsEnvironmentVariable) {
   EXPECT_EQ(TestStepSlowdownPct(FakeEnv({})), 0);
   EXPECT_EQ(

@@ -253,6 +253,38 @@ TEST_F(CudaWorkerTest, Fp16LossScaledRunReachesItsEpochs) {
   ExpectScaleHalvedPerSkip(run, /*steps=*/8);
 }
 
+// --fused-bn (worker/kernels): the run reaches its epochs, run_start records
+// the fast path (and a plain run records none), and the epochs' mean
+// losses follow the plain run's from the same seed and batches: within 2%
+// (bf16 rounds differently in the two; tests/worker/kernels holds the
+// kernels to cuDNN).
+TEST_F(CudaWorkerTest, FusedBnRunRecordsItAndFollowsThePlainLosses) {
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);  // --fused-bn needs --device cuda
+  const std::vector<std::string> common = {
+      "--precision", "bf16", "--batch-size",      "32", "--epochs", "2",
+      "--seed",      "5",    "--steps-per-epoch", "10"};
+  std::vector<std::string> with_flag = common;
+  with_flag.push_back("--fused-bn");
+  const WorkerRun plain = RunAlone("plain", common);
+  const WorkerRun fused = RunAlone("fused", with_flag);
+  ExpectReachedItsEpochs(plain, 2, 320);
+  ExpectReachedItsEpochs(fused, 2, 320);
+  const std::vector<json> starts = WithKey(fused.events, "run_start");
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0]["metadata"].value("fast_paths", ""), "fused_bn");
+  const std::vector<json> plain_starts = WithKey(plain.events, "run_start");
+  ASSERT_EQ(plain_starts.size(), 1u);
+  EXPECT_FALSE(plain_starts[0]["metadata"].contains("fast_paths"));
+  const std::vector<json> want = plain.EpochStat("train_loss");
+  const std::vector<json> got = fused.EpochStat("train_loss");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t e = 0; e < want.size(); ++e) {
+    EXPECT_NEAR(got[e].get<double>(), want[e].get<double>(),
+                0.02 * want[e].get<double>())
+        << "epoch " << e + 1;
+  }
+}
+
 // Epoch 1 checkpointed on CUDA; resumed with the same budget it trains
 // nothing and ends with the very parameters it loaded; resumed with one
 // more epoch it trains only that one.

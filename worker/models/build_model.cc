@@ -1,5 +1,8 @@
 #include "worker/models/build_model.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "worker/models/model_zoo.h"
 #include "worker/models/resnet.h"
 #include "worker/models/resnet_small.h"
@@ -8,9 +11,13 @@ namespace hpcai500::worker {
 
 torch::nn::AnyModule BuildClassifier(std::string_view name,
                                      const std::array<int64_t, 3>& shape,
-                                     int64_t num_classes) {
+                                     int64_t num_classes, bool fused_bn) {
   const ModelSpec* spec = FindModel(name);
   if (spec != nullptr && spec->family == ModelFamily::kResNetSmall) {
+    if (fused_bn) {
+      throw std::invalid_argument("--fused-bn: model " + std::string(name) +
+                                  " has no fused batch-norm path");
+    }
     return torch::nn::AnyModule(ResNetSmall(num_classes));
   }
   ResNetOptions r;
@@ -18,6 +25,7 @@ torch::nn::AnyModule BuildClassifier(std::string_view name,
   r.num_classes = num_classes;
   r.in_channels = shape[0];
   r.small_input_stem = shape[1] <= 64;
+  r.fused_bn = fused_bn;
   return torch::nn::AnyModule(ResNet(r));
 }
 

@@ -18,10 +18,12 @@ namespace hpcai500::worker {
 
 // Classifier `name` for samples of `shape` ({C, H, W}) with `num_classes`
 // classes: ResNetSmall, or a ResNet (with the small-input stem for images up
-// to 64 pixels high). Throws std::invalid_argument for another name.
+// to 64 pixels high), its batch norms fused with their ReLUs when
+// `fused_bn` (ResNetOptions::fused_bn). Throws std::invalid_argument for
+// another name, or for `fused_bn` with a model that is not a ResNet.
 torch::nn::AnyModule BuildClassifier(std::string_view name,
                                      const std::array<int64_t, 3>& shape,
-                                     int64_t num_classes);
+                                     int64_t num_classes, bool fused_bn);
 
 // Faster R-CNN `name` (faster_rcnn_resnetN) on `shape`'s grid with
 // `num_classes` foreground classes and samplers seeded by `seed`, configured

@@ -58,44 +58,66 @@ int ResNetDepthFromName(const std::string& model) {
   return DepthOfModel(model, ModelFamily::kResNet);
 }
 
+BnRelu::BnRelu(torch::nn::Module& owner, const std::string& name,
+               int64_t channels, bool fused) {
+  if (fused) {
+    fused_ = owner.register_module(name, FusedBatchNormAct2d(channels));
+  } else {
+    plain_ = owner.register_module(name, torch::nn::BatchNorm2d(channels));
+  }
+}
+
+torch::Tensor BnRelu::operator()(const torch::Tensor& x) {
+  if (fused_) return fused_(x);
+  return torch::relu(plain_(x));
+}
+
+torch::Tensor BnRelu::AddRelu(const torch::Tensor& x,
+                              const torch::Tensor& residual) {
+  if (fused_) return fused_(x, residual);
+  torch::Tensor y = plain_(x);
+  y += residual;
+  return torch::relu_(y);
+}
+
+torch::Tensor& BnRelu::weight() {
+  return fused_ ? fused_->weight : plain_->weight;
+}
+
 BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t planes,
-                               int64_t stride)
+                               int64_t stride, bool fused_bn)
     : conv1_(register_module("conv1", Conv3x3(in_channels, planes, stride))),
       conv2_(register_module("conv2", Conv3x3(planes, planes, /*stride=*/1))),
-      bn1_(register_module("bn1", torch::nn::BatchNorm2d(planes))),
-      bn2_(register_module("bn2", torch::nn::BatchNorm2d(planes))) {
+      bn1_(*this, "bn1", planes, fused_bn),
+      bn2_(*this, "bn2", planes, fused_bn) {
   downsample_ = Downsample(in_channels, planes * kExpansion, stride);
   if (downsample_) register_module("downsample", downsample_);
 }
 
 torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
-  torch::Tensor y = torch::relu(bn1_(conv1_(x)));
-  y = bn2_(conv2_(y));
-  y += downsample_ ? downsample_->forward(x) : x;
-  return torch::relu_(y);
+  torch::Tensor y = bn1_(conv1_(x));
+  y = conv2_(y);
+  return bn2_.AddRelu(y, downsample_ ? downsample_->forward(x) : x);
 }
 
 BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t planes,
-                               int64_t stride)
+                               int64_t stride, bool fused_bn)
     : conv1_(
           register_module("conv1", Conv1x1(in_channels, planes, /*stride=*/1))),
       conv2_(register_module("conv2", Conv3x3(planes, planes, stride))),
       conv3_(register_module(
           "conv3", Conv1x1(planes, planes * kExpansion, /*stride=*/1))),
-      bn1_(register_module("bn1", torch::nn::BatchNorm2d(planes))),
-      bn2_(register_module("bn2", torch::nn::BatchNorm2d(planes))),
-      bn3_(
-          register_module("bn3", torch::nn::BatchNorm2d(planes * kExpansion))) {
+      bn1_(*this, "bn1", planes, fused_bn),
+      bn2_(*this, "bn2", planes, fused_bn),
+      bn3_(*this, "bn3", planes * kExpansion, fused_bn) {
   downsample_ = Downsample(in_channels, planes * kExpansion, stride);
   if (downsample_) register_module("downsample", downsample_);
 }
 
 torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {
-  torch::Tensor y = torch::relu(bn1_(conv1_(x)));
-  y = torch::relu(bn2_(conv2_(y)));
-  y = bn3_(conv3_(y));
-  y += downsample_ ? downsample_->forward(x) : x;
-  return torch::relu_(y);
+  torch::Tensor y = bn1_(conv1_(x));
+  y = conv3_(bn2_(conv2_(y)));
+  return bn3_.AddRelu(y, downsample_ ? downsample_->forward(x) : x);
 }
 
 ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
@@ -115,7 +137,7 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
                           /*padding=*/1)
                    : Conv(options.in_channels, 64, /*kernel=*/7,
                           /*stride=*/2, /*padding=*/3));
-  bn1_ = register_module("bn1", torch::nn::BatchNorm2d(64));
+  bn1_ = BnRelu(*this, "bn1", 64, options.fused_bn);
   in_channels_ = 64;
   layer1_ = register_module("layer1", MakeStage(64, arch.blocks[0], 1));
   layer2_ = register_module("layer2", MakeStage(128, arch.blocks[1], 2));
@@ -139,9 +161,9 @@ ResNetImpl::ResNetImpl(const ResNetOptions& options) : options_(options) {
   if (options.zero_init_last_bn) {
     for (auto& module : modules(/*include_self=*/false)) {
       if (auto* block = module->as<BasicBlock>()) {
-        torch::nn::init::zeros_(block->last_bn()->weight);
+        torch::nn::init::zeros_(block->last_bn().weight());
       } else if (auto* block = module->as<Bottleneck>()) {
-        torch::nn::init::zeros_(block->last_bn()->weight);
+        torch::nn::init::zeros_(block->last_bn().weight());
       }
     }
   }
@@ -153,10 +175,12 @@ torch::nn::Sequential ResNetImpl::MakeStage(int64_t planes, int64_t blocks,
   for (int64_t i = 0; i < blocks; ++i) {
     const int64_t block_stride = i == 0 ? stride : 1;
     if (bottleneck_) {
-      stage->push_back(Bottleneck(in_channels_, planes, block_stride));
+      stage->push_back(
+          Bottleneck(in_channels_, planes, block_stride, options_.fused_bn));
       in_channels_ = planes * BottleneckImpl::kExpansion;
     } else {
-      stage->push_back(BasicBlock(in_channels_, planes, block_stride));
+      stage->push_back(
+          BasicBlock(in_channels_, planes, block_stride, options_.fused_bn));
       in_channels_ = planes * BasicBlockImpl::kExpansion;
     }
   }
@@ -170,7 +194,7 @@ std::array<int64_t, 4> ResNetImpl::feature_channels() const {
 }
 
 torch::Tensor ResNetImpl::Stem(const torch::Tensor& x) {
-  torch::Tensor y = torch::relu(bn1_(conv1_(x)));
+  torch::Tensor y = bn1_(conv1_(x));
   if (options_.small_input_stem) return y;
   return torch::max_pool2d(y, /*kernel_size=*/3, /*stride=*/2,
                            /*padding=*/1);

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <string>
 
+#include "worker/kernels/fused_bn.h"
+
 namespace hpcai500::worker {
 
 struct ResNetOptions {
@@ -27,6 +29,9 @@ struct ResNetOptions {
   // max-pool, instead of the 7x7 stride-2 convolution and 3x3 max-pool.
   bool small_input_stem = false;
   bool zero_init_last_bn = true;
+  // Batch norm + ReLU (+ add) as fused kernels (--fused-bn). The plain
+  // model is unchanged by the option's existence.
+  bool fused_bn = false;
 };
 
 // The depth of ResNet model `model` of the zoo (worker/models/model_zoo.h:
@@ -40,18 +45,40 @@ struct ResNetFeatures {
   torch::Tensor c2, c3, c4, c5;
 };
 
+// A batch norm followed by a ReLU, with a residual added before the ReLU
+// where asked: torch::nn::BatchNorm2d and LibTorch ops, or one
+// FusedBatchNormAct2d. Either is registered on its owner under `name`, with
+// the same parameters and buffers. Copies share the module.
+class BnRelu {
+ public:
+  BnRelu() = default;
+  BnRelu(torch::nn::Module& owner, const std::string& name, int64_t channels,
+         bool fused);
+  // relu(bn(x))
+  torch::Tensor operator()(const torch::Tensor& x);
+  // relu(bn(x) + residual)
+  torch::Tensor AddRelu(const torch::Tensor& x, const torch::Tensor& residual);
+  // gamma
+  torch::Tensor& weight();
+
+ private:
+  torch::nn::BatchNorm2d plain_{nullptr};
+  FusedBatchNormAct2d fused_{nullptr};
+};
+
 // Two 3x3 convolutions: relu(bn2(conv2(relu(bn1(conv1 x)))) + shortcut x).
 class BasicBlockImpl : public torch::nn::Module {
  public:
   static constexpr int64_t kExpansion = 1;
-  BasicBlockImpl(int64_t in_channels, int64_t planes, int64_t stride);
+  BasicBlockImpl(int64_t in_channels, int64_t planes, int64_t stride,
+                 bool fused_bn = false);
   torch::Tensor forward(const torch::Tensor& x);
-  // The BatchNorm whose gamma starts at zero.
-  torch::nn::BatchNorm2d& last_bn() { return bn2_; }
+  // The batch norm whose gamma starts at zero.
+  BnRelu& last_bn() { return bn2_; }
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
+  BnRelu bn1_, bn2_;
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(BasicBlock);
@@ -61,13 +88,14 @@ TORCH_MODULE(BasicBlock);
 class BottleneckImpl : public torch::nn::Module {
  public:
   static constexpr int64_t kExpansion = 4;
-  BottleneckImpl(int64_t in_channels, int64_t planes, int64_t stride);
+  BottleneckImpl(int64_t in_channels, int64_t planes, int64_t stride,
+                 bool fused_bn = false);
   torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::BatchNorm2d& last_bn() { return bn3_; }
+  BnRelu& last_bn() { return bn3_; }
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
+  BnRelu bn1_, bn2_, bn3_;
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(Bottleneck);
@@ -100,7 +128,7 @@ class ResNetImpl : public torch::nn::Module {
   bool bottleneck_ = false;
   int64_t in_channels_ = 64;  // running channel count while building
   torch::nn::Conv2d conv1_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr};
+  BnRelu bn1_;
   torch::nn::Sequential layer1_{nullptr}, layer2_{nullptr}, layer3_{nullptr},
       layer4_{nullptr};
   torch::nn::Linear fc_{nullptr};

@@ -1,7 +1,10 @@
 #include "worker/train/classification_task.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
+#include "worker/kernels/fused_bn.h"
 #include "worker/models/build_model.h"
 #include "worker/train/precision.h"
 
@@ -14,7 +17,12 @@ ClassificationTask::ClassificationTask(const WorkerOptions& options,
     : o_(options),
       device_(device),
       num_classes_(num_classes),
-      model_(BuildClassifier(options.config.model, shape, num_classes)) {
+      model_(BuildClassifier(options.config.model, shape, num_classes,
+                             options.args.fused_bn.value_or(false))) {
+  if (options.args.fused_bn.value_or(false)) {
+    const std::string why = FusedBnUnavailableReason(device_);
+    if (!why.empty()) throw std::invalid_argument("--fused-bn: " + why);
+  }
   model_.ptr()->to(device_);
   channels_last_ = WantsChannelsLast(*o_.args.precision, /*asked=*/false);
   if (channels_last_) ToChannelsLast(*model_.ptr());
