@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/fast_paths.h"
 #include "common/numbers.h"
 #include "common/vocabulary.h"
 #include "common/worker_args.h"
@@ -255,6 +256,29 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& argv,
   }
   *out = std::move(o);
   return ParseOutcome::kRun;
+}
+
+std::string FastPathsOn(const WorkerArgs& args) {
+  std::string names;
+  for (const FastPathInfo& info : kFastPaths) {
+    std::optional<bool> on;
+    switch (info.path) {
+      case FastPath::kFusedBn:
+        on = args.fused_bn;
+        break;
+      case FastPath::kCudaGraph:
+        on = args.cuda_graph;
+        break;
+      case FastPath::kGpuDecode:
+        on = args.gpu_decode;
+        break;
+    }
+    if (on.value_or(false)) {
+      if (!names.empty()) names += ",";
+      names += info.name;
+    }
+  }
+  return names;
 }
 
 }  // namespace hpcai500::worker

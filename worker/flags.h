@@ -76,6 +76,11 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
 
 std::string WorkerUsage();
 
+// The fast paths (common/fast_paths.h) `args` turns on, by name in
+// kFastPaths' order and comma-separated ("fused_bn,gpu_decode"); "" when
+// none. The run_start event records it.
+std::string FastPathsOn(const WorkerArgs& args);
+
 }  // namespace hpcai500::worker
 
 #endif  // HPCAI500_WORKER_FLAGS_H_

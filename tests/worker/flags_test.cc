@@ -344,6 +344,16 @@ TEST(WorkerFlags, ImagenetDoublesItsBatchInMixedPrecisionUnlessGiven) {
   EXPECT_EQ(given.config.batch_size, 100);
 }
 
+TEST(FastPathsOn, ListsTheFlagsOnInTheTablesOrder) {
+  WorkerArgs args = DefaultWorkerArgs();
+  EXPECT_EQ(FastPathsOn(args), "");
+  args.gpu_decode = true;
+  EXPECT_EQ(FastPathsOn(args), "gpu_decode");
+  args.fused_bn = true;
+  args.cuda_graph = false;
+  EXPECT_EQ(FastPathsOn(args), "fused_bn,gpu_decode");
+}
+
 TEST(TestStepSlowdownPct, ComesOnlyFromItsEnvironmentVariable) {
   EXPECT_EQ(TestStepSlowdownPct(FakeEnv({})), 0);
   EXPECT_EQ(

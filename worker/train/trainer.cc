@@ -143,7 +143,14 @@ void Trainer::StartRunClocks() {
     std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", o_.rank,
                  energy_note.c_str());
   }
-  reporter_.Point(event_keys::kRunStart, kJsonNull, EventType::kIntervalStart);
+  // Which fast paths made this run, so that its figures stay comparable.
+  const std::string fast_paths = FastPathsOn(o_.args);
+  JsonMembers run_facts;
+  if (!fast_paths.empty()) {
+    run_facts.push_back({"fast_paths", JsonString(fast_paths)});
+  }
+  reporter_.Point(event_keys::kRunStart, kJsonNull, EventType::kIntervalStart,
+                  run_facts);
   // A rank that stops making progress (a peer stopped or gone mid
   // collective) ends with run_stop "aborted" and exit 1 instead of hanging.
   watchdog_ = std::make_unique<StallWatchdog>(
