@@ -137,6 +137,11 @@ std::string CheckRunnable(const WorkerOptions& options) {
     return "config " + c.name + ": optimizer '" + c.optimizer +
            "' is not sgd or lars";
   }
+  // Before the device: a fast path the run cannot take is wrong wherever
+  // the worker runs.
+  if (std::string problem = GpuDecodeProblem(options); !problem.empty()) {
+    return problem;
+  }
   return CheckDevice(options);
 }
 
