@@ -3,8 +3,10 @@
 # compiler, CMake, nvcc and a pip torch but none of the Debian packages the
 # worker's tests build with: from this machine's packages, a googletest
 # source tree (libgtest-dev's /usr/src/googletest) and the headers of Gloo,
-# nlohmann/json and zlib with zlib's library. Carry the folder with the
-# checkout (the device tool: carry [".device"]).
+# nlohmann/json and zlib with zlib's library; and nvJPEG's header and
+# library (--gpu-decode; PyPI's nvidia-nvjpeg in .venv, about 6 MB), which a
+# pip torch does not bring. Carry the folder with the checkout (the device
+# tool: carry [".device"]).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEV="$ROOT/.device"
@@ -14,4 +16,7 @@ cp -r /usr/src/googletest "$DEV/googletest"
 cp -r /usr/include/gloo /usr/include/nlohmann "$DEV/include/"
 cp /usr/include/zlib.h /usr/include/zconf.h "$DEV/include/"
 cp -L "/usr/lib/$(gcc -print-multiarch)/libz.so" "$DEV/lib/libz.so"
+NVJPEG=$(echo "$ROOT"/.venv/lib/python3*/site-packages/nvidia/cu13)
+cp "$NVJPEG/include/nvjpeg.h" "$DEV/include/"
+cp "$NVJPEG/lib/libnvjpeg.so.13" "$DEV/lib/"
 du -sh "$DEV"

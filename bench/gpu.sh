@@ -4,18 +4,22 @@
 # about 6 minutes on one H200 with 16 cores, the build included:
 #   1. builds worker-only against that torch's LibTorch: hpcai500-worker, the
 #      gpu-labelled tests (tests/worker/gpu_test.cc,
-#      tests/agent/nvml_gpu_test.cc) and hpcai500-train-step-bench. Where the
-#      machine lacks the GoogleTest, Gloo, nlohmann/json or zlib packages, the
-#      folder .device/ of the checkout stands in: .device/googletest (a
-#      googletest source tree, built here), .device/include (gloo/,
-#      nlohmann/, zlib.h, zconf.h) and .device/lib/libz.so;
+#      tests/worker/gpu_decode_test.cc, tests/agent/nvml_gpu_test.cc) and
+#      hpcai500-train-step-bench. Where the machine lacks the GoogleTest,
+#      Gloo, nlohmann/json, zlib or nvJPEG packages, the folder .device/ of
+#      the checkout stands in: .device/googletest (a googletest source tree,
+#      built here), .device/include (gloo/, nlohmann/, zlib.h, zconf.h,
+#      nvjpeg.h) and .device/lib (libz.so, libnvjpeg.so.13);
 #   2. runs `ctest -L gpu`;
 #   3. runs the side-by-side benches, each in one run with its PyTorch peer
 #      (bench/compare.py): ResNet-50 v1.5 in bf16 autocast, channels-last,
 #      batch 256 against PyTorch eager (10 warm-up and 30 timed steps; two
 #      rounds while time allows), and Faster R-CNN ResNet-50 on the Extreme
 #      Weather grid (16 x 768 x 1152) batch 2 against torchvision's, in fp32
-#      and in bf16 (3 warm-up and 10 timed steps).
+#      and in bf16 (3 warm-up and 10 timed steps); and the worker end to end
+#      (ResNet-50 bf16 batch 256) on a folder of 4,096 JPEGs, decoded on the
+#      CPU and with --gpu-decode, against the same worker on synthetic data
+#      (compare.py gpu-decode: the second of two 16-step epochs each).
 # A failed step is recorded and the next one runs; the exit status is 1 when
 # any step failed. Everything printed goes to $OUT/gpu.log, and a summary to
 # $OUT/summary.md ($OUT unset: the build folder).
@@ -195,7 +199,8 @@ write_summary() {
   } >"$SUMMARY"
 }
 
-TARGETS=(hpcai500-worker worker_gpu_test agent_nvml_gpu_test)
+TARGETS=(hpcai500-worker worker_gpu_test worker_gpu_decode_test
+  agent_nvml_gpu_test)
 if [[ ${SKIP_BENCH:-0} != 1 ]]; then TARGETS+=(hpcai500-train-step-bench); fi
 
 step "environment" environment
@@ -220,6 +225,9 @@ if [[ ${SKIP_BENCH:-0} != 1 ]]; then
       --precision "$precision" --device cuda --warmup 3 --steps 10 \
       --threads "$JOBS"
   done
+  step "bench gpu-decode" bench_pair \
+    "ResNet-50 v1.5 end to end, bf16, batch 256: JPEG folder vs synthetic data" \
+    gpu-decode --images 4096 --batch 256 --precision bf16 --threads "$JOBS"
 fi
 
 echo
