@@ -6,10 +6,11 @@
 #      gpu-labelled tests (tests/worker/gpu_test.cc,
 #      tests/worker/gpu_decode_test.cc, tests/agent/nvml_gpu_test.cc) and
 #      hpcai500-train-step-bench. Where the machine lacks the GoogleTest,
-#      Gloo, nlohmann/json, zlib or nvJPEG packages, the folder .device/ of
-#      the checkout stands in: .device/googletest (a googletest source tree,
-#      built here), .device/include (gloo/, nlohmann/, zlib.h, zconf.h,
-#      nvjpeg.h) and .device/lib (libz.so, libnvjpeg.so.13);
+#      Gloo, nlohmann/json, zlib, libjpeg-turbo or nvJPEG packages, the folder
+#      .device/ of the checkout stands in: .device/googletest (a googletest
+#      source tree, built here), .device/include (gloo/, nlohmann/, zlib.h,
+#      zconf.h, turbojpeg.h, nvjpeg.h) and .device/lib (libz.so,
+#      libturbojpeg.so, libnvjpeg.so.13);
 #   2. runs `ctest -L gpu`;
 #   3. runs the side-by-side benches, each in one run with its PyTorch peer
 #      (bench/compare.py): ResNet-50 v1.5 in bf16 autocast, channels-last,

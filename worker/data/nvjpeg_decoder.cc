@@ -1,5 +1,6 @@
 #include "worker/data/nvjpeg_decoder.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <utility>
@@ -29,6 +30,10 @@ struct NvjpegApi {
   decltype(&nvjpegDecode) Decode = nullptr;
   decltype(&nvjpegDecodeBatchedInitialize) DecodeBatchedInitialize = nullptr;
   decltype(&nvjpegDecodeBatched) DecodeBatched = nullptr;
+  decltype(&nvjpegJpegStreamCreate) JpegStreamCreate = nullptr;
+  decltype(&nvjpegJpegStreamDestroy) JpegStreamDestroy = nullptr;
+  decltype(&nvjpegJpegStreamParse) JpegStreamParse = nullptr;
+  decltype(&nvjpegDecodeBatchedSupported) DecodeBatchedSupported = nullptr;
 };
 
 namespace {
@@ -109,6 +114,13 @@ std::shared_ptr<const NvjpegApi> OpenNvjpeg(
     Resolve(library, "nvjpegDecodeBatchedInitialize",
             &api->DecodeBatchedInitialize, &missing);
     Resolve(library, "nvjpegDecodeBatched", &api->DecodeBatched, &missing);
+    Resolve(library, "nvjpegJpegStreamCreate", &api->JpegStreamCreate,
+            &missing);
+    Resolve(library, "nvjpegJpegStreamDestroy", &api->JpegStreamDestroy,
+            &missing);
+    Resolve(library, "nvjpegJpegStreamParse", &api->JpegStreamParse, &missing);
+    Resolve(library, "nvjpegDecodeBatchedSupported",
+            &api->DecodeBatchedSupported, &missing);
     if (missing.empty()) return api;
     tried += "\n  " + path + ": lacks " + missing;
   }
@@ -133,33 +145,68 @@ std::vector<std::string> NvjpegLibraryCandidates() {
 struct NvjpegDecoder::Handles {
   explicit Handles(const NvjpegApi& api) : api(api) {}
   ~Handles() {
+    DestroyBatched();
     if (single_state != nullptr) api.JpegStateDestroy(single_state);
     if (single != nullptr) api.Destroy(single);
-    if (batched_state != nullptr) api.JpegStateDestroy(batched_state);
-    if (batched != nullptr) api.Destroy(batched);
   }
 
-  // A batched handle and state of `backend`; false (nothing kept) when
-  // nvJPEG or this GPU lacks it.
+  void DestroyBatched() {
+    if (parsed != nullptr) api.JpegStreamDestroy(parsed);
+    if (batched_state != nullptr) api.JpegStateDestroy(batched_state);
+    if (batched != nullptr) api.Destroy(batched);
+    parsed = nullptr;
+    batched_state = nullptr;
+    batched = nullptr;
+  }
+
+  // A batched handle and state of `backend` (the hardware one: and a
+  // parsed-stream object to ask it which files it takes); false, nothing
+  // kept, when nvJPEG or this GPU lacks it.
   bool TryBatched(nvjpegBackend_t backend) {
-    nvjpegHandle_t handle = nullptr;
-    nvjpegJpegState_t state = nullptr;
-    bool ok = api.CreateEx(backend, nullptr, nullptr, 0, &handle) ==
+    DestroyBatched();
+    bool ok = api.CreateEx(backend, nullptr, nullptr, 0, &batched) ==
               NVJPEG_STATUS_SUCCESS;
-    ok = ok && api.JpegStateCreate(handle, &state) == NVJPEG_STATUS_SUCCESS;
+    ok = ok &&
+         api.JpegStateCreate(batched, &batched_state) == NVJPEG_STATUS_SUCCESS;
     // The hardware backend is created on GPUs without the engine too; a
     // batch initialisation is what fails there.
-    ok = ok &&
-         api.DecodeBatchedInitialize(handle, state, 1, 1, NVJPEG_OUTPUT_RGBI) ==
-             NVJPEG_STATUS_SUCCESS;
-    if (!ok) {
-      if (state != nullptr) api.JpegStateDestroy(state);
-      if (handle != nullptr) api.Destroy(handle);
-      return false;
+    ok = ok && api.DecodeBatchedInitialize(batched, batched_state, 1, 1,
+                                           NVJPEG_OUTPUT_RGBI) ==
+                   NVJPEG_STATUS_SUCCESS;
+    hardware = backend == NVJPEG_BACKEND_HARDWARE;
+    if (ok && hardware) {
+      ok = api.JpegStreamCreate(batched, &parsed) == NVJPEG_STATUS_SUCCESS;
     }
-    batched = handle;
-    batched_state = state;
-    return true;
+    if (!ok) {
+      DestroyBatched();
+      hardware = false;
+    }
+    return ok;
+  }
+
+  // Makes the CUDA batched decoder (GPU-assisted Huffman decoding, else the
+  // default); throws when neither can be made.
+  void UseCudaBackend(const std::string& where) {
+    if (!TryBatched(NVJPEG_BACKEND_GPU_HYBRID) &&
+        !TryBatched(NVJPEG_BACKEND_DEFAULT)) {
+      throw std::runtime_error("--gpu-decode: nvJPEG (" + api.path +
+                               ") could not make a batched decoder on " +
+                               where);
+    }
+  }
+
+  // Whether the batched decoder takes `jpeg`: all do on the CUDA backend;
+  // the hardware one takes only single-scan baseline files of some chroma
+  // subsamplings, and says which.
+  bool BatchedTakes(const std::vector<uint8_t>& jpeg) {
+    if (!hardware) return true;
+    int unsupported = 1;
+    return api.JpegStreamParse(batched, jpeg.data(), jpeg.size(),
+                               /*save_metadata=*/0, /*save_stream=*/0,
+                               parsed) == NVJPEG_STATUS_SUCCESS &&
+           api.DecodeBatchedSupported(batched, parsed, &unsupported) ==
+               NVJPEG_STATUS_SUCCESS &&
+           unsupported == 0;
   }
 
   // The handle that decodes an image at a time, made on first use.
@@ -173,6 +220,7 @@ struct NvjpegDecoder::Handles {
   const NvjpegApi& api;
   nvjpegHandle_t batched = nullptr;
   nvjpegJpegState_t batched_state = nullptr;
+  nvjpegJpegStream_t parsed = nullptr;  // the hardware backend's only
   bool hardware = false;
   nvjpegHandle_t single = nullptr;
   nvjpegJpegState_t single_state = nullptr;
@@ -187,12 +235,8 @@ NvjpegDecoder::NvjpegDecoder(std::shared_ptr<const NvjpegApi> api,
   }
   const c10::cuda::CUDAGuard on_device(device_.index());
   handles_ = std::make_unique<Handles>(*api_);
-  handles_->hardware = handles_->TryBatched(NVJPEG_BACKEND_HARDWARE);
-  if (!handles_->hardware && !handles_->TryBatched(NVJPEG_BACKEND_GPU_HYBRID) &&
-      !handles_->TryBatched(NVJPEG_BACKEND_DEFAULT)) {
-    throw std::runtime_error("--gpu-decode: nvJPEG (" + api_->path +
-                             ") could not make a batched decoder on " +
-                             device_.str());
+  if (!handles_->TryBatched(NVJPEG_BACKEND_HARDWARE)) {
+    handles_->UseCudaBackend(device_.str());
   }
 }
 
@@ -239,41 +283,69 @@ DecodedBatch NvjpegDecoder::Decode(
   if (decodable.empty()) return out;
 
   uint8_t* base = out.pixels.data_ptr<uint8_t>();
-  std::vector<const unsigned char*> data;
-  std::vector<size_t> lengths;
-  std::vector<nvjpegImage_t> destinations;
-  for (size_t i : decodable) {
-    data.push_back(jpegs[i]->data());
-    lengths.push_back(jpegs[i]->size());
-    nvjpegImage_t destination{};
-    destination.channel[0] = base + out.images[i].offset;
-    destination.pitch[0] = static_cast<size_t>(out.images[i].width) * 3;
-    destinations.push_back(destination);
-  }
+  auto destination = [&](size_t i) {
+    nvjpegImage_t d{};
+    d.channel[0] = base + out.images[i].offset;
+    d.pitch[0] = static_cast<size_t>(out.images[i].width) * 3;
+    return d;
+  };
   const cudaStream_t stream =
       c10::cuda::getCurrentCUDAStream(device_.index()).stream();
-  nvjpegStatus_t status = api.DecodeBatchedInitialize(
-      handles_->batched, handles_->batched_state,
-      static_cast<int>(decodable.size()), 1, NVJPEG_OUTPUT_RGBI);
-  if (status == NVJPEG_STATUS_SUCCESS) {
-    status = api.DecodeBatched(handles_->batched, handles_->batched_state,
-                               data.data(), lengths.data(), destinations.data(),
-                               stream);
+  std::vector<size_t> batched, single;
+  for (size_t i : decodable) {
+    (handles_->BatchedTakes(*jpegs[i]) ? batched : single).push_back(i);
   }
-  if (status == NVJPEG_STATUS_SUCCESS) return out;
-  if (!BlamesTheFile(status) && status != NVJPEG_STATUS_INVALID_PARAMETER) {
-    Check(status, "nvjpegDecodeBatched");
+  // One batched call for the files the batched decoder takes.
+  auto decode_batched = [&] {
+    std::vector<const unsigned char*> data;
+    std::vector<size_t> lengths;
+    std::vector<nvjpegImage_t> destinations;
+    for (size_t i : batched) {
+      data.push_back(jpegs[i]->data());
+      lengths.push_back(jpegs[i]->size());
+      destinations.push_back(destination(i));
+    }
+    nvjpegStatus_t status = api.DecodeBatchedInitialize(
+        handles_->batched, handles_->batched_state,
+        static_cast<int>(batched.size()), 1, NVJPEG_OUTPUT_RGBI);
+    if (status == NVJPEG_STATUS_SUCCESS) {
+      status = api.DecodeBatched(handles_->batched, handles_->batched_state,
+                                 data.data(), lengths.data(),
+                                 destinations.data(), stream);
+    }
+    return status;
+  };
+  if (!batched.empty()) {
+    nvjpegStatus_t status = decode_batched();
+    if (status != NVJPEG_STATUS_SUCCESS && !BlamesTheFile(status) &&
+        handles_->hardware) {
+      // The hardware decoder failing where it said it could: say so once
+      // and go on with the CUDA decoder (the option stays a GPU decode).
+      std::fprintf(stderr,
+                   "hpcai500-worker: --gpu-decode: nvJPEG's hardware decoder "
+                   "failed a batch (%s); using its CUDA decoder\n",
+                   StatusName(status).c_str());
+      handles_->UseCudaBackend(device_.str());
+      status = decode_batched();
+    }
+    if (status != NVJPEG_STATUS_SUCCESS) {
+      if (!BlamesTheFile(status) && status != NVJPEG_STATUS_INVALID_PARAMETER) {
+        Check(status, "nvjpegDecodeBatched");
+      }
+      // Some file of the batch is one the batched call refuses: each file
+      // answers for itself.
+      single.insert(single.end(), batched.begin(), batched.end());
+    }
   }
-  // Some file of the batch is one the batched decoder refuses: an image at a
-  // time, each file answering for itself.
-  handles_->EnsureSingle();
-  for (size_t k = 0; k < decodable.size(); ++k) {
-    status =
-        api.Decode(handles_->single, handles_->single_state, data[k],
-                   lengths[k], NVJPEG_OUTPUT_RGBI, &destinations[k], stream);
+  // An image at a time: the files the batched decoder does not take.
+  if (!single.empty()) handles_->EnsureSingle();
+  for (size_t i : single) {
+    nvjpegImage_t d = destination(i);
+    const nvjpegStatus_t status =
+        api.Decode(handles_->single, handles_->single_state, jpegs[i]->data(),
+                   jpegs[i]->size(), NVJPEG_OUTPUT_RGBI, &d, stream);
     if (BlamesTheFile(status)) {
-      out.errors[decodable[k]] =
-          "nvJPEG cannot decode it: " + StatusName(status);
+      out.errors[i] = "nvJPEG cannot decode it: " + StatusName(status);
     } else {
       Check(status, "nvjpegDecode");
     }

@@ -35,10 +35,11 @@ std::shared_ptr<const NvjpegApi> OpenNvjpeg(
 
 // Decodes batches with nvJPEG's batched API into interleaved RGB on the
 // current CUDA device: with its hardware decoder (A100, H100, H200) where
-// the GPU has one, else its CUDA one. A batch that the batched call refuses
-// is decoded an image at a time, so that one file nvJPEG cannot decode
-// (progressive where the hardware takes only baseline, CMYK, truncated)
-// costs only itself. Not thread-safe: one thread decodes.
+// the GPU has one, else its CUDA one. Files the hardware decoder does not
+// take (progressive ones, some chroma subsamplings) are decoded an image at
+// a time beside the batch, and so is a batch the batched call refuses, so
+// that a file nvJPEG cannot decode (CMYK, truncated) costs only itself. Not
+// thread-safe: one thread decodes.
 class NvjpegDecoder final : public JpegBatchDecoder {
  public:
   // Creates nvJPEG's handles on `device` (a CUDA device). Throws
