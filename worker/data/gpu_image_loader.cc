@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace hpcai500::worker {
@@ -175,6 +176,12 @@ ImageBatch GpuImageLoader::MakeBatch(
   const torch::Device device = decoder_->device();
   const int64_t size = options_jpeg_.crop_size;
   DecodedBatch decoded = decoder_->Decode(jpegs);
+  if (decoded.images.size() != jpegs.size() ||
+      decoded.errors.size() != jpegs.size()) {
+    throw std::logic_error("--gpu-decode: the decoder answered for " +
+                           std::to_string(decoded.errors.size()) + " of " +
+                           std::to_string(jpegs.size()) + " files");
+  }
   std::vector<PackedImage> images;
   std::vector<SamplePlan> plans;
   std::vector<int64_t> labels;
