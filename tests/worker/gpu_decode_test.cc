@@ -16,17 +16,22 @@
 #include <string>
 #include <vector>
 
-#include "tests/worker/jpeg_util.h"
 #include "tests/worker/test_util.h"
 #include "worker/data/gpu_image_loader.h"
 #include "worker/data/image_data.h"
 #include "worker/data/image_loader.h"
 #include "worker/data/nvjpeg_decoder.h"
 
+#ifdef HPCAI500_HAVE_TURBOJPEG
+#include "tests/worker/jpeg_util.h"
+#endif
+
 namespace hpcai500::worker {
 namespace {
 
 namespace fs = std::filesystem;
+
+#ifdef HPCAI500_HAVE_TURBOJPEG
 
 using hpcai500::testing::EncodeJpeg;
 using hpcai500::testing::ReadEvents;
@@ -244,6 +249,15 @@ TEST(GpuDecodeWorker, TrainsFromAJpegFolderLikeTheCpuPath) {
   EXPECT_LT(gpu_stats.back()["value"]["train_loss"].get<double>(),
             gpu_stats.front()["value"]["train_loss"].get<double>());
 }
+
+#else  // !HPCAI500_HAVE_TURBOJPEG
+
+TEST(GpuDecode, NeedsLibjpegTurbo) {
+  GTEST_SKIP() << "built without libjpeg-turbo: the cases compare nvJPEG "
+                  "with it and read JPEG folders through it";
+}
+
+#endif  // HPCAI500_HAVE_TURBOJPEG
 
 }  // namespace
 }  // namespace hpcai500::worker
