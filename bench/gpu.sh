@@ -5,11 +5,14 @@
 #   1. builds worker-only against that torch's LibTorch: hpcai500-worker, the
 #      gpu-labelled tests (tests/worker/gpu_test.cc,
 #      tests/worker/kernels/fused_bn_gpu_test.cc,
-#      tests/agent/nvml_gpu_test.cc) and hpcai500-train-step-bench. Where the
-#      machine lacks the GoogleTest, Gloo, nlohmann/json or zlib packages, the
-#      folder .device/ of the checkout stands in: .device/googletest (a
-#      googletest source tree, built here), .device/include (gloo/,
-#      nlohmann/, zlib.h, zconf.h) and .device/lib/libz.so;
+#      tests/worker/train/cuda_graph_gpu_test.cc,
+#      tests/worker/gpu_decode_test.cc, tests/agent/nvml_gpu_test.cc) and
+#      hpcai500-train-step-bench. Where the machine lacks the GoogleTest,
+#      Gloo, nlohmann/json, zlib, libjpeg-turbo or nvJPEG packages, the folder
+#      .device/ of the checkout stands in: .device/googletest (a googletest
+#      source tree, built here), .device/include (gloo/, nlohmann/, zlib.h,
+#      zconf.h, turbojpeg.h, nvjpeg.h) and .device/lib (libz.so,
+#      libturbojpeg.so, libnvjpeg.so.13);
 #   2. runs `ctest -L gpu`;
 #   3. runs the side-by-side benches, each in one run with its PyTorch peer
 #      (bench/compare.py): ResNet-50 v1.5 in bf16 autocast, channels-last,
@@ -20,8 +23,11 @@
 #      worker's step with --cuda-graph 1 --fused-bn 1 against torch.compile
 #      (default mode; compilation inside the warm-up) at ResNet-50 bf16
 #      channels-last batch 256, one round: the ratio the issue asks to be
-#      >= 1.05x; and the ResNet-50 bench again with --fused-bn alone
-#      against eager.
+#      >= 1.05x; the ResNet-50 bench again with --fused-bn alone against
+#      eager; and the worker end to end (ResNet-50 bf16 batch 256) on a
+#      folder of 4,096 JPEGs, decoded on the CPU and with --gpu-decode,
+#      against the same worker on synthetic data (compare.py gpu-decode: the
+#      second of two 16-step epochs each).
 # A failed step is recorded and the next one runs; the exit status is 1 when
 # any step failed. Everything printed goes to $OUT/gpu.log, and a summary to
 # $OUT/summary.md ($OUT unset: the build folder).
@@ -202,7 +208,7 @@ write_summary() {
 }
 
 TARGETS=(hpcai500-worker worker_gpu_test worker_cuda_graph_gpu_test
-  worker_kernels_gpu_test agent_nvml_gpu_test)
+  worker_kernels_gpu_test worker_gpu_decode_test agent_nvml_gpu_test)
 if [[ ${SKIP_BENCH:-0} != 1 ]]; then TARGETS+=(hpcai500-train-step-bench); fi
 
 step "environment" environment
@@ -227,6 +233,9 @@ if [[ ${SKIP_BENCH:-0} != 1 ]]; then
     --device cuda --channels-last 1 --warmup 10 --steps 30 \
     --threads "$JOBS" --cuda-graph 1 --fused-bn 1 --compile 1 \
     --compile-mode default
+  step "bench gpu-decode" bench_pair \
+    "ResNet-50 v1.5 end to end, bf16, batch 256: JPEG folder vs synthetic data" \
+    gpu-decode --images 4096 --batch 256 --precision bf16 --threads "$JOBS"
   # --fused-bn alone (worker/kernels) against eager.
   step "bench resnet50 bf16 fused-bn" bench_pair \
     "ResNet-50 v1.5, bf16 autocast, channels-last, batch 256, --fused-bn" \

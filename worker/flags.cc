@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/fast_paths.h"
 #include "common/numbers.h"
 #include "common/vocabulary.h"
 #include "common/worker_args.h"

@@ -10,13 +10,14 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#ifdef HPCAI500_HAVE_TURBOJPEG
-#include <turbojpeg.h>
-#endif
-
 #include "tests/worker/test_util.h"
+
+#ifdef HPCAI500_HAVE_TURBOJPEG
+#include "tests/worker/jpeg_util.h"
+#endif
 
 namespace {
 
@@ -223,22 +224,37 @@ TEST(ImageClassificationWorker, MissingDataFolderAbortsNamingIt) {
       << stop[0];
 }
 
+// --gpu-decode decodes JPEG files: a run without them ends at start (exit
+// 2, before any device is looked for, so this runs without a GPU) naming
+// the flag and why.
+TEST(ImageClassificationWorker, RefusesGpuDecodeWithoutJpegFiles) {
+  const ScratchDir scratch("ic_it_gpu_decode");
+  const std::string& dir = scratch.path();
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"synthetic", "synthetic data"}, {dir + "/cifar", "dataset cifar10"}};
+  for (const auto& [data, why] : runs) {
+    EXPECT_EQ(RunWorker({"--workload", "image_classification", "--config",
+                         "cifar10", "--data", data, "--device", "cuda",
+                         "--gpu-decode", "--events-file", dir + "/events"},
+                        dir),
+              2)
+        << data;
+    const std::string stderr_text = ReadFile(dir + "/stderr");
+    EXPECT_NE(stderr_text.find("--gpu-decode"), std::string::npos)
+        << stderr_text;
+    EXPECT_NE(stderr_text.find(why), std::string::npos) << stderr_text;
+  }
+}
+
 #ifdef HPCAI500_HAVE_TURBOJPEG
 // Writes a width x height JPEG of random pixels.
 void WriteJpeg(const std::string& path, int width, int height,
                std::mt19937& rng) {
-  std::vector<unsigned char> rgb(static_cast<size_t>(width) * height * 3);
-  for (auto& p : rgb) p = static_cast<unsigned char>(rng() % 256);
-  tjhandle tj = tjInitCompress();
-  unsigned char* jpeg = nullptr;
-  unsigned long size = 0;
-  ASSERT_EQ(tjCompress2(tj, rgb.data(), width, 0, height, TJPF_RGB, &jpeg,
-                        &size, TJSAMP_420, 85, 0),
-            0);
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(jpeg), size);
-  tjFree(jpeg);
-  tjDestroy(tj);
+  std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
+  for (auto& p : rgb) p = static_cast<uint8_t>(rng() % 256);
+  hpcai500::testing::WriteFileBytes(
+      path, hpcai500::testing::EncodeJpeg(rgb, width, height, TJSAMP_420,
+                                          /*quality=*/85));
 }
 
 TEST(ImageClassificationWorker, TrainsFromAnImageFolderTree) {

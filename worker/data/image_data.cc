@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <numeric>
 #include <utility>
 
@@ -24,25 +23,20 @@ constexpr int64_t kCifarImageBytes = kCifarRecordBytes - 1;
 constexpr int64_t kCifarSide = 32;
 constexpr int64_t kCifarPad = 4;
 
+// One read of the file's size: --gpu-decode reads thousands a second, and a
+// stream iterator copied them a byte at a time.
 std::vector<uint8_t> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error("cannot open " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("error reading " + path);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw std::runtime_error("error reading " + path);
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) {
+    throw std::runtime_error("error reading " + path);
+  }
   return bytes;
 }
-
-// Writes normalised floats: out[c] = (pixel / 255 - mean[c]) / std[c].
-struct Normalizer {
-  explicit Normalizer(const Normalization& n) {
-    for (int c = 0; c < 3; ++c) {
-      scale[c] = 1.0f / (255.0f * n.std[c]);
-      bias[c] = -n.mean[c] / n.std[c];
-    }
-  }
-  std::array<float, 3> scale, bias;
-};
 
 int64_t UniformInt(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -53,66 +47,6 @@ bool HasJpegExtension(const fs::path& path) {
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return std::tolower(c); });
   return ext == ".jpeg" || ext == ".jpg";
-}
-
-// One axis of a bilinear resampling: for each output pixel, the two source
-// pixels and the weight of the second.
-struct Taps {
-  std::vector<int64_t> lo, hi;
-  std::vector<float> weight;
-};
-
-// Output pixel i samples source coordinate start + (i + 0.5) * extent / n
-// - 0.5 (pixel centres aligned, as PIL and torchvision do), clamped to the
-// image.
-Taps BilinearTaps(double start, double extent, int64_t n, int64_t limit,
-                  bool reverse) {
-  Taps t;
-  t.lo.resize(n);
-  t.hi.resize(n);
-  t.weight.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    double s = start + (static_cast<double>(i) + 0.5) * extent / n - 0.5;
-    s = std::clamp(s, 0.0, static_cast<double>(limit - 1));
-    const int64_t lo = static_cast<int64_t>(std::floor(s));
-    const int64_t at = reverse ? n - 1 - i : i;
-    t.lo[at] = lo;
-    t.hi[at] = std::min(lo + 1, limit - 1);
-    t.weight[at] = static_cast<float>(s - lo);
-  }
-  return t;
-}
-
-// Resamples the region [x0, x0 + w) x [y0, y0 + h) (in pixels of the packed
-// RGB image `rgb`, width x height) to size x size, optionally mirrored, and
-// writes it normalised in CHW order.
-void ResampleToChw(const uint8_t* rgb, int64_t width, int64_t height, double x0,
-                   double y0, double w, double h, int64_t size, bool flip,
-                   const Normalizer& norm, float* out) {
-  const Taps xs = BilinearTaps(x0, w, size, width, flip);
-  const Taps ys = BilinearTaps(y0, h, size, height, /*reverse=*/false);
-  const int64_t plane = size * size;
-  std::vector<float> row(static_cast<size_t>(width) * 3);
-  for (int64_t oy = 0; oy < size; ++oy) {
-    const uint8_t* top = rgb + ys.lo[oy] * width * 3;
-    const uint8_t* bottom = rgb + ys.hi[oy] * width * 3;
-    const float wy = ys.weight[oy];
-    // Blend the two source rows only over the columns the taps touch.
-    const int64_t first = std::min(xs.lo.front(), xs.lo.back());
-    const int64_t last = std::max(xs.hi.front(), xs.hi.back());
-    for (int64_t k = first * 3; k < (last + 1) * 3; ++k) {
-      row[k] = top[k] + wy * (static_cast<float>(bottom[k]) - top[k]);
-    }
-    for (int64_t ox = 0; ox < size; ++ox) {
-      const float* a = &row[xs.lo[ox] * 3];
-      const float* b = &row[xs.hi[ox] * 3];
-      const float wx = xs.weight[ox];
-      for (int c = 0; c < 3; ++c) {
-        const float v = a[c] + wx * (b[c] - a[c]);
-        out[c * plane + oy * size + ox] = v * norm.scale[c] + norm.bias[c];
-      }
-    }
-  }
 }
 
 std::vector<std::string> CifarFiles(const std::string& dir, Split split) {
@@ -234,6 +168,26 @@ std::pair<int, int> ChooseDecodeScale(const CropBox& crop, int64_t min_width,
   return {1, 1};
 }
 
+SamplePlan PlanSample(Split split, int64_t width, int64_t height,
+                      const ImageFolderOptions& options, std::mt19937_64& rng) {
+  SamplePlan plan;
+  if (split == Split::kTrain) {
+    plan.crop = RandomResizedCropBox(width, height, options, rng);
+    plan.flip = options.flip && UniformInt(rng, 0, 1) == 1;
+    return plan;
+  }
+  // Shorter side to resize_size, then the centre crop_size square.
+  const double side = static_cast<double>(options.crop_size) *
+                      std::min(width, height) / options.resize_size;
+  CropBox& crop = plan.crop;
+  crop.width = crop.height = std::max<int64_t>(1, std::llround(side));
+  crop.width = std::min<int64_t>(crop.width, width);
+  crop.height = std::min<int64_t>(crop.height, height);
+  crop.x = (width - crop.width) / 2;
+  crop.y = (height - crop.height) / 2;
+  return plan;
+}
+
 // --- ImageNet-style folders ------------------------------------------------
 
 ImageFolderDataset::ImageFolderDataset(const std::string& root, Split split,
@@ -320,22 +274,8 @@ int64_t ImageFolderDataset::Get(int64_t index, std::mt19937_64& rng,
 
   // The region of the full-size image that becomes the output square.
   const int64_t size = options_.crop_size;
-  CropBox crop;
-  bool flip = false;
-  if (split_ == Split::kTrain) {
-    crop = RandomResizedCropBox(width, height, options_, rng);
-    flip = options_.flip && UniformInt(rng, 0, 1) == 1;
-  } else {
-    // Shorter side to resize_size, then the centre size x size square.
-    const double side = static_cast<double>(size) * std::min(width, height) /
-                        options_.resize_size;
-    crop.width = crop.height = std::max<int64_t>(1, std::llround(side));
-    crop.width = std::min<int64_t>(crop.width, width);
-    crop.height = std::min<int64_t>(crop.height, height);
-    crop.x = (width - crop.width) / 2;
-    crop.y = (height - crop.height) / 2;
-  }
-
+  const SamplePlan plan = PlanSample(split_, width, height, options_, rng);
+  const CropBox& crop = plan.crop;
   const auto [num, denom] = ChooseDecodeScale(crop, size, size);
   const tjscalingfactor factor{num, denom};
   const int scaled_w = TJSCALED(width, factor);
@@ -352,13 +292,28 @@ int64_t ImageFolderDataset::Get(int64_t index, std::mt19937_64& rng,
   const double sy = static_cast<double>(scaled_h) / height;
   const Normalizer norm(options_.normalization);
   ResampleToChw(rgb.data(), scaled_w, scaled_h, crop.x * sx, crop.y * sy,
-                crop.width * sx, crop.height * sy, size, flip, norm, out);
+                crop.width * sx, crop.height * sy, size, plan.flip, norm, out);
   return labels_[index];
 #else
   (void)rng;
   (void)out;
   throw std::runtime_error("built without libjpeg-turbo");
 #endif
+}
+
+EncodedSample ImageFolderDataset::ReadEncoded(int64_t index) const {
+  if (index < 0 || index >= size()) {
+    throw std::out_of_range("image index " + std::to_string(index));
+  }
+  try {
+    return {ReadWholeFile(files_[index]), labels_[index]};
+  } catch (const std::runtime_error& e) {
+    throw CorruptSample(e.what());
+  }
+}
+
+EncodedSample ImageDataset::ReadEncoded(int64_t /*index*/) const {
+  throw std::logic_error("this data set's samples are not JPEG files");
 }
 
 // --- Synthetic -------------------------------------------------------------
@@ -399,6 +354,12 @@ class IndexedSubset final : public ImageDataset {
   }
   std::string Describe(int64_t index) const override {
     return parent_->Describe(ParentIndex(index));
+  }
+  const ImageFolderOptions* jpeg_options() const override {
+    return parent_->jpeg_options();
+  }
+  EncodedSample ReadEncoded(int64_t index) const override {
+    return parent_->ReadEncoded(ParentIndex(index));
   }
 
  private:

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/data/resample.h"
+
 namespace hpcai500::worker {
 
 // Thrown by ImageDataset::Get for a sample that cannot be decoded; the loader
@@ -32,6 +34,15 @@ namespace hpcai500::worker {
 class CorruptSample : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+struct ImageFolderOptions;
+
+// A sample's file as stored (a JPEG) and its label, for a decoder outside
+// the data set (--gpu-decode).
+struct EncodedSample {
+  std::vector<uint8_t> bytes;
+  int64_t label = 0;
 };
 
 // A random-access set of labelled images.
@@ -51,19 +62,17 @@ class ImageDataset {
                       float* out) const = 0;
   // A name for sample `index` in warnings (a file path, or set:index).
   virtual std::string Describe(int64_t index) const = 0;
+  // Non-null when every sample is a JPEG file that ReadEncoded returns, and
+  // Get would crop it as these options say; borrowed for the data set's
+  // lifetime. Null (the default): samples are not JPEG files.
+  virtual const ImageFolderOptions* jpeg_options() const { return nullptr; }
+  // Sample `index`'s file bytes and label, where jpeg_options() is non-null.
+  // Throws CorruptSample when the file cannot be read, std::logic_error
+  // where jpeg_options() is null.
+  virtual EncodedSample ReadEncoded(int64_t index) const;
 };
 
 enum class Split { kTrain, kEval };
-
-// Per-channel normalisation applied after scaling pixels to [0, 1].
-struct Normalization {
-  std::array<float, 3> mean;
-  std::array<float, 3> std;
-};
-inline constexpr Normalization kImageNetNormalization{{0.485f, 0.456f, 0.406f},
-                                                      {0.229f, 0.224f, 0.225f}};
-inline constexpr Normalization kCifar10Normalization{
-    {0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
 
 inline constexpr int64_t kCifarRecordBytes = 1 + 3 * 32 * 32;
 
@@ -124,6 +133,8 @@ class ImageFolderDataset final : public ImageDataset {
   }
   int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override;
   std::string Describe(int64_t index) const override { return files_[index]; }
+  const ImageFolderOptions* jpeg_options() const override { return &options_; }
+  EncodedSample ReadEncoded(int64_t index) const override;
   const std::vector<std::string>& classes() const { return classes_; }
 
  private:
@@ -156,6 +167,22 @@ struct CropBox {
 CropBox RandomResizedCropBox(int64_t width, int64_t height,
                              const ImageFolderOptions& options,
                              std::mt19937_64& rng);
+
+// How one sample becomes the output square: the region of the full-size
+// image to resample, and whether to mirror it.
+struct SamplePlan {
+  CropBox crop;
+  bool flip = false;
+};
+
+// The plan of a width x height image of `split`: training draws
+// RandomResizedCropBox and then (with options.flip) a fair coin from `rng`;
+// evaluation takes the centre square that is crop_size of a shorter side
+// resized to resize_size, drawing nothing. ImageFolderDataset::Get and
+// --gpu-decode both plan with this, so that for the same generator state
+// they crop and flip alike.
+SamplePlan PlanSample(Split split, int64_t width, int64_t height,
+                      const ImageFolderOptions& options, std::mt19937_64& rng);
 
 // The largest libjpeg-turbo reduction (num/denom <= 1 among the library's
 // scaling factors) at which a `crop` region of the full image still covers

@@ -9,19 +9,72 @@
 
 namespace hpcai500::worker {
 
-ImageLoader::ImageLoader(const ImageDataset& dataset, LoaderOptions options)
-    : dataset_(dataset), options_(std::move(options)) {
-  if (options_.batch_size < 1 || options_.threads < 1 ||
-      options_.queue_batches < 1) {
+std::mt19937_64 SampleRng(uint64_t seed, int epoch, int64_t index) {
+  std::seed_seq seq{static_cast<uint32_t>(seed),
+                    static_cast<uint32_t>(seed >> 32),
+                    static_cast<uint32_t>(epoch), static_cast<uint32_t>(index),
+                    static_cast<uint32_t>(index >> 32)};
+  return std::mt19937_64(seq);
+}
+
+bool CorruptSamples::Contains(int64_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return indices_.count(index) > 0;
+}
+
+void CorruptSamples::Add(int64_t index, const std::string& name,
+                         const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!indices_.insert(index).second) return;
+  }
+  const std::string line =
+      "warning: skipping corrupt image " + name + ": " + why;
+  if (warn_) {
+    warn_(line);
+  } else {
+    std::cerr << line << std::endl;
+  }
+}
+
+int64_t CorruptSamples::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return indices_.size();
+}
+
+void CheckLoaderOptions(const LoaderOptions& options) {
+  if (options.batch_size < 1 || options.threads < 1 ||
+      options.queue_batches < 1) {
     throw std::invalid_argument(
         "image loader: batch_size, threads and queue_batches must be >= 1");
   }
-  if (options_.world_size < 1 || options_.rank < 0 ||
-      options_.rank >= options_.world_size) {
+  if (options.world_size < 1 || options.rank < 0 ||
+      options.rank >= options.world_size) {
     throw std::invalid_argument(
-        "image loader: rank " + std::to_string(options_.rank) +
-        " outside world of " + std::to_string(options_.world_size));
+        "image loader: rank " + std::to_string(options.rank) +
+        " outside world of " + std::to_string(options.world_size));
   }
+}
+
+std::vector<int64_t> EpochShard(const LoaderOptions& options,
+                                int64_t dataset_size, int epoch) {
+  if (epoch < 0) throw std::invalid_argument("image loader: epoch < 0");
+  return options.shuffle
+             ? ShardIndices(dataset_size, options.seed, epoch, options.rank,
+                            options.world_size)
+             : EvalShardIndices(dataset_size, options.rank, options.world_size);
+}
+
+int64_t EpochBatches(const LoaderOptions& options, int64_t shard_size) {
+  const int64_t batches =
+      (shard_size + options.batch_size - 1) / options.batch_size;
+  return options.max_batches > 0 ? std::min(batches, options.max_batches)
+                                 : batches;
+}
+
+ImageLoader::ImageLoader(const ImageDataset& dataset, LoaderOptions options)
+    : dataset_(dataset), options_(std::move(options)), corrupt_(options_.warn) {
+  CheckLoaderOptions(options_);
 }
 
 ImageLoader::~ImageLoader() { StopThreads(); }
@@ -37,19 +90,9 @@ void ImageLoader::StopThreads() {
 }
 
 void ImageLoader::StartEpoch(int epoch) {
-  if (epoch < 0) throw std::invalid_argument("image loader: epoch < 0");
+  std::vector<int64_t> shard = EpochShard(options_, dataset_.size(), epoch);
   StopThreads();
-  std::vector<int64_t> shard =
-      options_.shuffle ? ShardIndices(dataset_.size(), options_.seed, epoch,
-                                      options_.rank, options_.world_size)
-                       : EvalShardIndices(dataset_.size(), options_.rank,
-                                          options_.world_size);
-  int64_t batches =
-      (static_cast<int64_t>(shard.size()) + options_.batch_size - 1) /
-      options_.batch_size;
-  if (options_.max_batches > 0) {
-    batches = std::min(batches, options_.max_batches);
-  }
+  const int64_t batches = EpochBatches(options_, shard.size());
   {
     std::lock_guard<std::mutex> lock(mu_);
     epoch_ = epoch;
@@ -109,34 +152,13 @@ ImageBatch ImageLoader::DecodeBatch(int64_t batch, int epoch,
   int64_t kept = 0;
   for (int64_t i = begin; i < end; ++i) {
     const int64_t index = shard[i];
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (corrupt_.count(index) > 0) continue;
-    }
-    std::seed_seq seq{static_cast<uint32_t>(options_.seed),
-                      static_cast<uint32_t>(options_.seed >> 32),
-                      static_cast<uint32_t>(epoch),
-                      static_cast<uint32_t>(index),
-                      static_cast<uint32_t>(index >> 32)};
-    std::mt19937_64 rng(seq);
+    if (corrupt_.Contains(index)) continue;
+    std::mt19937_64 rng = SampleRng(options_.seed, epoch, index);
     try {
       label[kept] = dataset_.Get(index, rng, pixels + kept * sample_numel);
       ++kept;
     } catch (const CorruptSample& e) {
-      bool first = false;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        first = corrupt_.insert(index).second;
-      }
-      if (first) {
-        const std::string line = "warning: skipping corrupt image " +
-                                 dataset_.Describe(index) + ": " + e.what();
-        if (options_.warn) {
-          options_.warn(line);
-        } else {
-          std::cerr << line << std::endl;
-        }
-      }
+      corrupt_.Add(index, dataset_.Describe(index), e.what());
     }
   }
   return {images.narrow(0, 0, kept), labels.narrow(0, 0, kept)};
@@ -170,9 +192,6 @@ int64_t ImageLoader::shard_size() const {
   return shard_.size();
 }
 
-int64_t ImageLoader::corrupt_samples() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return corrupt_.size();
-}
+int64_t ImageLoader::corrupt_samples() const { return corrupt_.size(); }
 
 }  // namespace hpcai500::worker

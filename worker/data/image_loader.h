@@ -15,9 +15,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "worker/data/image_data.h"
@@ -45,6 +47,55 @@ struct LoaderOptions {
   std::function<void(const std::string&)> warn;
 };
 
+// Throws std::invalid_argument for batch_size, threads or queue_batches < 1,
+// or a rank outside world_size.
+void CheckLoaderOptions(const LoaderOptions& options);
+// This rank's shard of `epoch` (>= 0, else std::invalid_argument): shuffled
+// per epoch (worker/data/sharding.h ShardIndices), or in index order.
+std::vector<int64_t> EpochShard(const LoaderOptions& options,
+                                int64_t dataset_size, int epoch);
+// Batches of an epoch over `shard_size` samples: the last one partial, at
+// most max_batches when that is > 0.
+int64_t EpochBatches(const LoaderOptions& options, int64_t shard_size);
+
+// One rank's batches, an epoch at a time: ImageLoader (decoder threads on
+// the CPU) or GpuImageLoader (--gpu-decode, worker/data/gpu_image_loader.h).
+// Thread-compatible: one consumer thread.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Stops any epoch in flight and starts `epoch` (>= 0).
+  virtual void StartEpoch(int epoch) = 0;
+  // The next batch of the epoch, or nullopt after its last. Blocks while it
+  // is being decoded; rethrows a decoder's error.
+  virtual std::optional<ImageBatch> Next() = 0;
+  // Distinct corrupt samples found (and skipped) so far.
+  virtual int64_t corrupt_samples() const = 0;
+};
+
+// The samples found corrupt, each warned about once through `warn` (null:
+// standard error). Thread-safe.
+class CorruptSamples {
+ public:
+  explicit CorruptSamples(std::function<void(const std::string&)> warn)
+      : warn_(std::move(warn)) {}
+  bool Contains(int64_t index) const;
+  // Adds `index`; the first time, warns "skipping corrupt image <name>:
+  // <why>".
+  void Add(int64_t index, const std::string& name, const std::string& why);
+  int64_t size() const;
+
+ private:
+  const std::function<void(const std::string&)> warn_;
+  mutable std::mutex mu_;
+  std::set<int64_t> indices_;  // guarded by mu_
+};
+
+// The generator of sample `index`'s augmentation in `epoch`, seeded by
+// (seed, epoch, index) alone, so that a sample is cropped alike whichever
+// thread, or decoder (--gpu-decode, worker/data/gpu_image_loader.h), takes it.
+std::mt19937_64 SampleRng(uint64_t seed, int epoch, int64_t index);
+
 // Batches of this rank's shard of `dataset`, one epoch at a time. Batch b of
 // an epoch holds shard entries [b*B, (b+1)*B) minus corrupt samples (so it
 // may be smaller, and the last one is partial), always in that order;
@@ -52,27 +103,27 @@ struct LoaderOptions {
 // so the output does not depend on thread timing.
 // Thread-safety: one consumer thread calls StartEpoch/Next; the decoder
 // threads are internal.
-class ImageLoader {
+class ImageLoader final : public BatchSource {
  public:
   // Borrows `dataset` for the loader's lifetime. Throws std::invalid_argument
   // for batch_size, threads or queue_batches < 1, or a bad rank/world_size.
   ImageLoader(const ImageDataset& dataset, LoaderOptions options);
-  ~ImageLoader();
+  ~ImageLoader() override;
   ImageLoader(const ImageLoader&) = delete;
   ImageLoader& operator=(const ImageLoader&) = delete;
 
   // Stops any epoch in flight and starts decoding `epoch` (>= 0).
-  void StartEpoch(int epoch);
+  void StartEpoch(int epoch) override;
   // The next batch of the epoch, or nullopt after its last. Blocks while the
   // batch is being decoded. Rethrows a decoder's non-corrupt-sample error.
-  std::optional<ImageBatch> Next();
+  std::optional<ImageBatch> Next() override;
 
   // Batches StartEpoch's epoch yields.
   int64_t batches_per_epoch() const;
   // Samples in this rank's shard (before corrupt ones are dropped).
   int64_t shard_size() const;
   // Distinct corrupt samples found so far (each is warned about once).
-  int64_t corrupt_samples() const;
+  int64_t corrupt_samples() const override;
 
  private:
   void Decode();  // decoder thread body
@@ -96,7 +147,7 @@ class ImageLoader {
   std::map<int64_t, ImageBatch> ready_;
   std::exception_ptr error_;
   bool stopping_ = false;
-  std::set<int64_t> corrupt_;
+  CorruptSamples corrupt_;
 };
 
 }  // namespace hpcai500::worker

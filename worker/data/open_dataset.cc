@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <stdexcept>
@@ -15,7 +16,9 @@
 #include "worker/data/ewa_file.h"
 #include "worker/data/ewa_generator.h"
 #include "worker/data/fashion_mnist.h"
+#include "worker/data/gpu_image_loader.h"
 #include "worker/data/image_loader.h"
+#include "worker/data/nvjpeg_decoder.h"
 #include "worker/data/sharding.h"
 
 namespace hpcai500::worker {
@@ -89,12 +92,35 @@ class FashionMnistData final : public Dataset {
   int64_t batches_left_ = 0;
 };
 
-// CIFAR-10 or an ImageNet folder tree, decoded by ImageLoader threads.
+// The training batches of --gpu-decode: nvJPEG (`nvjpeg`) on the rank's GPU.
+std::unique_ptr<BatchSource> GpuDecodedBatches(
+    const ImageDataset& train, LoaderOptions options,
+    std::shared_ptr<const NvjpegApi> nvjpeg, const torch::Device& device,
+    int rank) {
+  auto decoder = std::make_unique<NvjpegDecoder>(std::move(nvjpeg), device);
+  std::fprintf(stderr,
+               "hpcai500-worker rank %d: --gpu-decode: nvJPEG's %s decoder "
+               "on %s\n",
+               rank, decoder->backend().c_str(), device.str().c_str());
+  return std::make_unique<GpuImageLoader>(train, std::move(options),
+                                          std::move(decoder));
+}
+
+// CIFAR-10 or an ImageNet folder tree, decoded by ImageLoader threads (the
+// training split of --gpu-decode: by nvJPEG on the device).
 class LoadedImageData final : public Dataset {
  public:
   LoadedImageData(const WorkerOptions& o, std::unique_ptr<ImageDataset> train,
-                  std::unique_ptr<ImageDataset> eval)
-      : o_(o), train_(std::move(train)), eval_(std::move(eval)) {}
+                  std::unique_ptr<ImageDataset> eval,
+                  const torch::Device& device)
+      : o_(o),
+        device_(device),
+        // Opened here, while the run initialises: a missing library ends
+        // it before its timed part.
+        nvjpeg_(*o.args.gpu_decode ? OpenNvjpeg(NvjpegLibraryCandidates())
+                                   : nullptr),
+        train_(std::move(train)),
+        eval_(std::move(eval)) {}
   int64_t train_size() const override { return train_->size(); }
   int64_t eval_size() const override { return eval_->size(); }
   std::array<int64_t, 3> sample_shape() const override {
@@ -105,8 +131,13 @@ class LoadedImageData final : public Dataset {
     if (!train_loader_ || max_batches != max_batches_) {
       train_loader_.reset();
       max_batches_ = max_batches;
-      train_loader_ = std::make_unique<ImageLoader>(
-          *train_, Options(/*shuffle=*/true, max_batches));
+      LoaderOptions options = Options(/*shuffle=*/true, max_batches);
+      if (nvjpeg_) {
+        train_loader_ = GpuDecodedBatches(*train_, std::move(options), nvjpeg_,
+                                          device_, o_.rank);
+      } else {
+        train_loader_ = std::make_unique<ImageLoader>(*train_, options);
+      }
     }
     train_loader_->StartEpoch(epoch);
   }
@@ -142,9 +173,11 @@ class LoadedImageData final : public Dataset {
   }
 
   const WorkerOptions& o_;
+  const torch::Device device_;
+  const std::shared_ptr<const NvjpegApi> nvjpeg_;  // with --gpu-decode
   std::unique_ptr<ImageDataset> train_;
   std::unique_ptr<ImageDataset> eval_;
-  std::unique_ptr<ImageLoader> train_loader_;
+  std::unique_ptr<BatchSource> train_loader_;
   std::unique_ptr<ImageLoader> eval_loader_;
   int64_t max_batches_ = 0;
 };
@@ -344,6 +377,21 @@ bool UsesSyntheticData(const ConfigInfo& config) {
   return !config.real_data || config.dataset == "synthetic";
 }
 
+std::string GpuDecodeProblem(const WorkerOptions& options) {
+  if (!*options.args.gpu_decode) return "";
+  const ConfigInfo& c = options.config;
+  if (UsesSyntheticData(c)) {
+    return "--gpu-decode decodes JPEG files, and config " + c.name +
+           " trains on synthetic data";
+  }
+  if (c.dataset != "imagenet") {
+    return "--gpu-decode decodes the JPEG files of an image folder (dataset "
+           "imagenet); config " +
+           c.name + " reads dataset " + c.dataset + ", which holds none";
+  }
+  return "";
+}
+
 bool IsKnownDataset(std::string_view name) {
   return name == "fashion_mnist" || name == "cifar10" || name == "imagenet" ||
          name == "synthetic" || name == "extreme_weather";
@@ -378,8 +426,8 @@ std::unique_ptr<Dataset> OpenDataset(const WorkerOptions& o,
                                                          Split::kTrain),
                     std::make_unique<ImageFolderDataset>(c.data_dir + "/val",
                                                          Split::kEval));
-  return std::make_unique<LoadedImageData>(o, std::move(train),
-                                           std::move(eval));
+  return std::make_unique<LoadedImageData>(o, std::move(train), std::move(eval),
+                                           device);
 }
 
 }  // namespace hpcai500::worker

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "common/registry.h"
@@ -22,6 +23,11 @@ namespace hpcai500::worker {
 
 // Whether the run trains on random tensors (never ranked).
 bool UsesSyntheticData(const ConfigInfo& config);
+
+// Why --gpu-decode cannot decode the data of `options`' run (it decodes the
+// JPEG files of an image folder: synthetic data and the other data sets have
+// none); "" when it can or the flag is off.
+std::string GpuDecodeProblem(const WorkerOptions& options);
 
 // Whether this worker reads dataset `name`.
 bool IsKnownDataset(std::string_view name);

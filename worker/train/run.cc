@@ -141,6 +141,11 @@ std::string CheckRunnable(const WorkerOptions& options) {
   if (std::string problem = CheckCudaGraph(options); !problem.empty()) {
     return problem;
   }
+  // Before the device: a fast path the run cannot take is wrong wherever
+  // the worker runs.
+  if (std::string problem = GpuDecodeProblem(options); !problem.empty()) {
+    return problem;
+  }
   return CheckDevice(options);
 }
 

@@ -17,8 +17,8 @@
 namespace hpcai500::worker {
 
 // What flags alone cannot check: the model and dataset are ones this worker
-// builds (a noop config has none), the device exists, the precision runs on
-// it. Returns an empty
+// builds (a noop config has none), the fast paths asked for can take this
+// run, the device exists, the precision runs on it. Returns an empty
 // string when runnable, else the problem (the caller exits 2).
 std::string CheckRunnable(const WorkerOptions& options);
 
