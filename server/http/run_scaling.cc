@@ -55,8 +55,11 @@ Json PointsJson(const std::map<int64_t, PointSums>& by_devices) {
   for (const auto& [devices, sums] : by_devices) {
     const double valid_flops = sums.valid_flops / sums.runs;
     if (points.empty()) base = valid_flops / devices;
-    const auto per_row = [&](double total) {
-      return sums.rows > 0 ? total / sums.rows : 0.0;
+    // By value: C++17 lets no lambda capture a structured binding (clang
+    // refuses it; the fuzz build compiles with clang).
+    const int64_t rows = sums.rows;
+    const auto per_row = [rows](double total) {
+      return rows > 0 ? total / rows : 0.0;
     };
     points.push_back({
         {"devices", devices},
