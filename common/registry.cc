@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "common/fast_paths.h"
+
 namespace hpcai500 {
 
 extern const char kRegistryText[];  // generated from common/registry.ini
@@ -97,6 +99,23 @@ bool ParseYears(std::string_view s, std::vector<int>* out) {
   return !out->empty();
 }
 
+// "fused_bn, cuda_graph": names of kFastPaths, each once.
+std::string ParseFastPaths(std::string_view s, std::vector<std::string>* out) {
+  out->clear();
+  for (std::string_view item : ListItems(s)) {
+    const bool known = std::any_of(
+        kFastPaths.begin(), kFastPaths.end(),
+        [&](const FastPathInfo& info) { return info.name == item; });
+    if (!known)
+      return "fast_paths: '" + std::string(item) + "' is no fast path";
+    if (std::find(out->begin(), out->end(), item) != out->end()) {
+      return "fast_paths: '" + std::string(item) + "' twice";
+    }
+    out->emplace_back(item);
+  }
+  return "";
+}
+
 // "HEIGHTxWIDTH", both positive.
 bool ParseGrid(std::string_view s, int64_t* height, int64_t* width) {
   const size_t x = s.find('x');
@@ -162,6 +181,8 @@ std::string SetConfigKey(ConfigInfo& c, std::string_view key,
     return integer(&c.rois_per_image);
   else if (key == "box_head_width")
     return integer(&c.box_head_width);
+  else if (key == "fast_paths")
+    return ParseFastPaths(value, &c.fast_paths);
   else if (key == "generate_grid")
     return ParseGrid(value, &c.generate_height, &c.generate_width)
                ? ""

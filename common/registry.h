@@ -62,6 +62,11 @@ struct ConfigInfo {
   // 512 and 1024).
   int64_t rois_per_image = 0;
   int64_t box_head_width = 0;
+  // The fast paths (common/fast_paths.h) this config can take, by name, as
+  // the worker can serve them (its model, its data); a spec turning on
+  // another is refused at submit. tests/worker/flags_test.cc holds the list
+  // to the worker's own rules.
+  std::vector<std::string> fast_paths;
 };
 
 // A reference convergence point (MLCommons' RCP): how many epochs reference

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <functional>
@@ -345,17 +346,11 @@ absl::Status CheckSweepFields(const v1::RunSpec& spec) {
   return CheckOneOf<Scaling>(Field("scaling"), spec.scaling());
 }
 
-// Each fast path needs device cuda; for now only the classification
-// workload has them (the detector's step has shapes that follow the data).
+// Each fast path needs device cuda.
 absl::Status CheckFastPaths(const v1::RunSpec& spec) {
   for (const std::string& path : FastPathsOn(spec)) {
     if (spec.device() != Name(Device::kCuda)) {
       return FieldError(path, "needs device cuda");
-    }
-    if (spec.workload() != "image_classification") {
-      return FieldError(path, absl::StrCat("is built for workload "
-                                           "image_classification only, got ",
-                                           spec.workload()));
     }
   }
   // The captured step holds the gradient all-reduce; PowerSGD decides on the
@@ -397,6 +392,30 @@ absl::Status CheckRunFields(const v1::RunSpec& spec) {
   RETURN_IF_ERROR(CheckPlacementFields(spec));
   RETURN_IF_ERROR(CheckSweepFields(spec));
   return CheckName("system", spec.system(), 128, /*allow_spaces=*/true);
+}
+
+// Each fast path on is one the config can take (its registry fast_paths:
+// the worker would refuse the run on the node otherwise).
+absl::Status CheckFastPathsFitTheConfig(const v1::RunSpec& spec,
+                                        const ConfigInfo& config,
+                                        const Registry& registry) {
+  for (const std::string& path : FastPathsOn(spec)) {
+    const auto has = [&path](const ConfigInfo& c) {
+      return std::find(c.fast_paths.begin(), c.fast_paths.end(), path) !=
+             c.fast_paths.end();
+    };
+    if (has(config)) continue;
+    std::vector<std::string> able;
+    for (const ConfigInfo& c : registry.configs()) {
+      if (has(c)) able.push_back(c.workload + "/" + c.name);
+    }
+    return FieldError(
+        path, absl::StrCat("config ", spec.workload(), "/", spec.config(),
+                           " cannot take it (its model or data has no such "
+                           "path); configs that can: ",
+                           able.empty() ? "none" : JoinInProse(able)));
+  }
+  return absl::OkStatus();
 }
 
 // min_epochs only with abort_if_hopeless (alone it would ask for nothing),
@@ -505,6 +524,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec,
   }
   RETURN_IF_ERROR(CheckRunFields(spec));
   RETURN_IF_ERROR(CheckBudget(spec, *config));
+  RETURN_IF_ERROR(CheckFastPathsFitTheConfig(spec, *config, registry));
   return CheckHardwareLevel(spec, *config);
 }
 

@@ -42,6 +42,27 @@ TEST(Registry, RefusesConfigOfUndeclaredWorkload) {
   EXPECT_NE(error.find("undeclared workload"), std::string::npos) << error;
 }
 
+TEST(Registry, ReadsAConfigsFastPathsAndRefusesUnknownOnes) {
+  std::string error;
+  std::optional<Registry> registry = Registry::Parse(
+      "[workload w]\nexponent = 5\n[config w/c]\nepochs = 1\n"
+      "batch_size = 1\ntarget = 0.5\nfast_paths = fused_bn, cuda_graph\n",
+      &error);
+  ASSERT_TRUE(registry.has_value()) << error;
+  EXPECT_EQ(registry->FindConfig("w", "c")->fast_paths,
+            std::vector<std::string>({"fused_bn", "cuda_graph"}));
+  EXPECT_FALSE(Registry::Parse("[workload w]\n[config w/c]\n"
+                               "fast_paths = fused_bn, warp_drive\n",
+                               &error)
+                   .has_value());
+  EXPECT_NE(error.find("fast_paths: 'warp_drive' is no fast path"),
+            std::string::npos)
+      << error;
+  EXPECT_TRUE(Registry::Builtin()
+                  .FindConfig("image_classification", "fashion_mnist_smoke")
+                  ->fast_paths.size() == 1);
+}
+
 TEST(Registry, RefusesBadNumbers) {
   std::string error;
   EXPECT_FALSE(

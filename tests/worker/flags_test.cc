@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <string>
 
+#include "common/registry.h"
+#include "worker/models/model_zoo.h"
 #include "worker/test_slowdown.h"
 
 namespace hpcai500::worker {
@@ -399,6 +403,31 @@ TEST(WorkerFlags, HelpAsksForUsage) {
   std::string error;
   EXPECT_EQ(Parse({"--help"}, &o, &error), ParseOutcome::kHelp);
   EXPECT_NE(WorkerUsage().find("--workload"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpcai500::worker
+
+namespace hpcai500::worker {
+namespace {
+
+// The registry's fast_paths (what the coordinator accepts at submit) list
+// fused_bn exactly for the configs whose model the worker fuses, and
+// cuda_graph for the classification configs (the detector's step has shapes
+// that follow the data).
+TEST(WorkerFlags, TheRegistryListsFusedBnAndCudaGraphWhereTheWorkerServesThem) {
+  for (const ConfigInfo& config : Registry::Builtin().configs()) {
+    const auto listed = [&config](const std::string& path) {
+      return std::count(config.fast_paths.begin(), config.fast_paths.end(),
+                        path) > 0;
+    };
+    const ModelSpec* model = FindModel(config.model);
+    EXPECT_EQ(listed("fused_bn"),
+              model != nullptr && model->family == ModelFamily::kResNet)
+        << config.workload << "/" << config.name;
+    EXPECT_EQ(listed("cuda_graph"), config.workload == "image_classification")
+        << config.workload << "/" << config.name;
+  }
 }
 
 }  // namespace

@@ -165,6 +165,20 @@ TEST(GpuDecodeProblem, RefusesDataWithoutJpegFiles) {
   EXPECT_EQ(GpuDecodeProblem(off), "");
 }
 
+// The registry's fast_paths (what the coordinator accepts at submit) list
+// gpu_decode for exactly the configs this worker decodes on the GPU.
+TEST(GpuDecodeProblem, TheRegistryListsGpuDecodeWhereTheWorkerServesIt) {
+  for (const ConfigInfo& config : Registry::Builtin().configs()) {
+    WorkerOptions o;
+    o.config = config;
+    o.args.gpu_decode = true;
+    const bool listed = std::count(config.fast_paths.begin(),
+                                   config.fast_paths.end(), "gpu_decode") > 0;
+    EXPECT_EQ(listed, GpuDecodeProblem(o).empty())
+        << config.workload << "/" << config.name << ": " << GpuDecodeProblem(o);
+  }
+}
+
 #ifdef HPCAI500_HAVE_TURBOJPEG
 
 void WriteJpeg(const std::string& path, int width, int height,
