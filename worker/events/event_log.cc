@@ -91,12 +91,15 @@ std::string_view EventTypeName(EventType type) {
   return "POINT_IN_TIME";
 }
 
-// `file` as seen from the repository's root. The compiler spells every
-// source file's path the same way (absolute, or relative to the build
-// folder when ccache rewrites it), so whatever precedes this file's own
-// path in its __FILE__ is the root's spelling; a path not under it is kept.
+// `file` as seen from the repository's root. The compiler spells a source
+// file's path absolute (HPCAI500_SOURCE_ROOT), or relative to the build
+// folder when ccache rewrites it (scripts/build.sh sets its base folder),
+// as this file's own __FILE__ shows; a build may mix both (a ninja run
+// without ccache's base folder), so either is taken off, and a relative
+// path's leading "../" (a build folder inside the checkout). Anything else
+// is kept.
 std::string_view FromRepositoryRoot(std::string_view file) {
-  static const std::string_view root = [] {
+  static const std::string_view own_root = [] {
     constexpr std::string_view kSelf = "worker/events/event_log.cc";
     const std::string_view self = __FILE__;
     return self.size() >= kSelf.size() &&
@@ -104,7 +107,14 @@ std::string_view FromRepositoryRoot(std::string_view file) {
                ? self.substr(0, self.size() - kSelf.size())
                : std::string_view();
   }();
-  if (file.substr(0, root.size()) == root) file.remove_prefix(root.size());
+  for (const std::string_view root :
+       {std::string_view(HPCAI500_SOURCE_ROOT), own_root}) {
+    if (!root.empty() && file.substr(0, root.size()) == root) {
+      file.remove_prefix(root.size());
+      return file;
+    }
+  }
+  while (file.substr(0, 3) == "../") file.remove_prefix(3);
   return file;
 }
 
