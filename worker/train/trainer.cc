@@ -239,13 +239,9 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
       }
       loss = task_->Loss(batch, &forward);
     }
-    stats.forward_flops += forward.flops;
-    stats.other_ops += forward.other_ops;
-    // The first batch also gives the per-sample figure the score uses.
-    reporter_.ForwardFlopsPerSample(forward.flops / static_cast<double>(local));
+    CountStep(forward, local, stats);
     scaler_.Scale(loss).backward();
     loss_sum += loss.item<double>() * local;
-    stats.samples += local;
   }
   watchdog_->SetPhase("gradient all-reduce");
   reducer_->FinishStep();
@@ -327,8 +323,14 @@ void Trainer::TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
       forward = sync_free_->Step(batch, local, std::nullopt);
       break;
   }
+  CountStep(forward, local, stats);
+}
+
+void Trainer::CountStep(const FlopCount& forward, int64_t local,
+                        EpochStats& stats) {
   stats.forward_flops += forward.flops;
   stats.other_ops += forward.other_ops;
+  // The first batch also gives the per-sample figure the score uses.
   reporter_.ForwardFlopsPerSample(forward.flops / static_cast<double>(local));
   stats.samples += local;
 }

@@ -78,6 +78,9 @@ class Trainer {
   double TrainCapturedEpoch(int epoch, EpochClock& clock, EpochStats& stats);
   void TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
                          EpochStats& stats);
+  // Adds a step's `local` samples (> 0) and its forward FLOPs to `stats`;
+  // the first also gives the reporter the per-sample figure.
+  void CountStep(const FlopCount& forward, int64_t local, EpochStats& stats);
   // `batch` (on the CPU) moved to the device.
   Batch ToDevice(const Batch& batch) const;
   EvalResult Evaluate();
