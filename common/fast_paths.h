@@ -28,22 +28,15 @@ enum class FastPath {
 
 struct FastPathInfo {
   FastPath path;
-  std::string_view name;     // the spec field; the worker flag with '-'
-  std::string_view summary;  // one line for usage texts and `show`
+  std::string_view name;  // the spec field; the worker flag with '-'
 };
 
+// The enum's comments say what each does; docs/design.md "Fast paths" too.
 inline constexpr std::array<FastPathInfo, 3> kFastPaths = {{
-    {FastPath::kFusedBn, "fused_bn",
-     "batch norm + ReLU (+ add) as fused NHWC kernels"},
-    {FastPath::kCudaGraph, "cuda_graph",
-     "the training step captured once as a CUDA graph"},
-    {FastPath::kGpuDecode, "gpu_decode", "JPEGs decoded on the GPU (nvJPEG)"},
+    {FastPath::kFusedBn, "fused_bn"},
+    {FastPath::kCudaGraph, "cuda_graph"},
+    {FastPath::kGpuDecode, "gpu_decode"},
 }};
-
-// The entry of `path` in kFastPaths.
-constexpr const FastPathInfo& Info(FastPath path) {
-  return kFastPaths[static_cast<size_t>(path)];
-}
 
 // The names of the fast paths for which `is_on(FastPath)` is true, in
 // kFastPaths' order ("fused_bn", "cuda_graph"); empty when none.
