@@ -380,32 +380,28 @@ void BenchTrainingStep(const BenchOptions& o, const torch::Device& device,
   const hpcai500::Precision precision =
       *hpcai500::Parse<hpcai500::Precision>(o.precision);
   w::LossScaler scaler = w::LossScaler::ForPrecision(precision);
-  // --cuda-graph 1: the worker's step, captured after its eager warm-up.
+  // The worker's step (worker/train/sync_free_step.h): eager, or with
+  // --cuda-graph 1 captured after its eager warm-up.
   WorkloadTask task(work, o.channels_last == 1);
-  std::unique_ptr<w::SyncFreeStep> sync_free;
+  w::SyncFreeStep sync_free(w::StepParts{&task, &optimizer, &scaler,
+                                         /*reducer=*/nullptr, precision,
+                                         device});
+  sync_free.SetLearningRate(0.01);
   std::unique_ptr<w::CudaGraphStep> graph;
   const w::Batch batch{input, work.labels, {}};
   if (o.cuda_graph == 1) {
-    sync_free = std::make_unique<w::SyncFreeStep>(w::StepParts{
-        &task, &optimizer, &scaler, /*reducer=*/nullptr, precision, device});
-    sync_free->SetLearningRate(0.01);
-    graph =
-        std::make_unique<w::CudaGraphStep>(sync_free.get(), nullptr, device);
+    graph = std::make_unique<w::CudaGraphStep>(
+        &sync_free, nullptr, device,
+        w::StaticBatchShape{input.size(0),
+                            {input.size(1), input.size(2), input.size(3)},
+                            o.channels_last == 1});
   }
   auto step = [&] {
     if (graph) {
       graph->Run(batch, o.batch, o.batch);
-      return;
+    } else {
+      sync_free.Step(batch, o.batch, o.batch);
     }
-    // zero_grad(set_to_none=True), as PyTorch recommends for speed.
-    for (torch::Tensor& p : params) p.mutable_grad().reset();
-    torch::Tensor loss;
-    {
-      w::AutocastScope autocast(precision, device);
-      loss = work.loss(input);
-    }
-    scaler.Scale(loss).backward();
-    scaler.Step(optimizer, params);
   };
   const StepTimes t = TimeSteps(o, device, step);
   if (!o.profile.empty()) {

@@ -388,6 +388,44 @@ TEST_F(CudaWorkerTest, TwoRanksOverNcclOnTwoGpus) {
   EXPECT_EQ(a[1]["value"], b[1]["value"]);
 }
 
+// Two ranks that each see every GPU (mpirun and srun launches, a node
+// without per-rank CUDA_VISIBLE_DEVICES) train on their own: rank 1 makes
+// cuda:1 current before anything touches CUDA, so its graph capture (which
+// reads the current device), its NCCL communicator and, on resume, its SGD
+// momentum (read onto the CPU, then moved to its parameters' device) are all
+// on cuda:1. Each of these failed on rank 1 when it ran on cuda:0's context.
+TEST_F(CudaWorkerTest, TwoRanksSeeingEveryGpuCaptureAndResumeOnTheirOwn) {
+  SKIP_UNLESS_GPUS(2, /*cpu_too=*/false);
+  config_ = "cifar10";
+  const std::string checkpoints = Path("checkpoints");
+  const std::vector<std::string> common = {"--dist-backend",
+                                           "nccl",
+                                           "--precision",
+                                           "bf16",
+                                           "--cuda-graph=true",
+                                           "--batch-size",
+                                           "8",
+                                           "--steps-per-epoch",
+                                           "6",
+                                           "--checkpoint-dir",
+                                           checkpoints};
+  std::vector<std::string> first = common;
+  first.insert(first.end(), {"--epochs", "1"});
+  for (const WorkerRun& run : RunTwoRanks("all-visible", first, {})) {
+    ExpectReachedItsEpochs(run, 1, 48);
+  }
+  std::vector<std::string> resumed = common;
+  resumed.insert(resumed.end(), {"--epochs", "2", "--resume"});
+  const std::vector<WorkerRun> ranks =
+      RunTwoRanks("all-visible-resumed", resumed, {});
+  for (const WorkerRun& run : ranks) {
+    ExpectReachedItsEpochs(run, 1, 48);  // epoch 2 only
+    ASSERT_EQ(WithKey(run.events, "hpcai500_resume").size(), 1u);
+    EXPECT_EQ(WithKey(run.events, "hpcai500_resume")[0]["value"], 1);
+  }
+  EXPECT_EQ(ranks[0].Checksum(), ranks[1].Checksum());
+}
+
 // ---- --cuda-graph (issue 25) ----------------------------------------------
 
 // The step captured once and replayed (3 eager steps, the capture, then

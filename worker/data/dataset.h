@@ -25,6 +25,9 @@ struct Batch {
   torch::Tensor images;                  // float [B, C, H, W], CPU
   torch::Tensor labels;                  // classification: int64 [B]
   std::vector<DetectionTarget> targets;  // detection: x1 y1 x2 y2 boxes
+  // Classification: rows labelled kIgnoredLabel (worker/train/task.h) are
+  // padding that the loss masks (a --cuda-graph step's static batch).
+  bool masked = false;
   int64_t size() const { return images.size(0); }
 };
 

@@ -134,8 +134,17 @@ void Collectives::Init(c10::intrusive_ptr<c10d::Store> store, bool loopback) {
 #ifdef USE_C10D_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout_;
-    group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(prefixed, rank_,
-                                                         world_size_, options);
+    auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        prefixed, rank_, world_size_, options);
+    // Bound to the rank's GPU, as init_process_group(device_id=...) binds
+    // it: its communicator is made there (not on the current device at its
+    // first collective), and on a node where each rank sees every GPU no
+    // two ranks' communicators share one.
+    if (device_.is_cuda()) {
+      nccl->setBoundDeviceId(device_);
+      nccl->eagerConnectSingleDevice(device_);
+    }
+    group_ = std::move(nccl);
     return;
 #else
     throw std::invalid_argument(
@@ -393,8 +402,15 @@ void GradientReducer::FinishStep() {
   while (next_launch_ < state_.size()) Launch(next_launch_++);
 
   const auto start = std::chrono::steady_clock::now();
+  // NCCL: wait() only makes the current stream wait for the all-reduce's,
+  // so the host goes on queueing the step (a wait with a timeout would spin
+  // the host until the bucket is done; NCCL's own watchdog and the stall
+  // watchdog end a collective that never finishes). Gloo's results are on
+  // the host: wait for them, up to the timeout.
+  const bool on_device =
+      options_.capturable || collectives_->backend() == DistBackend::kNccl;
   for (Bucket& b : state_) {
-    if (options_.capturable) {
+    if (on_device) {
       b.work->wait();
     } else {
       b.work->wait(collectives_->timeout());

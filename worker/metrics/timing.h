@@ -1,7 +1,8 @@
 // Where one rank's epoch time goes: the trainer wraps each part of a step in
 // a StepTimer, and the EpochClock sums them per phase for
-// hpcai500_epoch_stats. On CUDA a phase is host time: it includes device
-// work only up to the next synchronisation (loss.item() ends compute).
+// hpcai500_epoch_stats. On CUDA a phase is host time: device work shows up
+// in the phase where the host next waits for it (no step synchronises; the
+// epoch's totals, read at its end, do).
 //
 // Thread-safety: not thread-safe; the training thread owns its clock.
 #ifndef HPCAI500_WORKER_METRICS_TIMING_H_

@@ -214,7 +214,10 @@ namespace {
 // Loads `archive` from `path` and checks its format version.
 void OpenArchive(const std::string& path,
                  torch::serialize::InputArchive& archive) {
-  archive.load_from(path);
+  // Onto the CPU whatever device wrote it (rank 0's cuda:0 is not every
+  // rank's device, nor one it should touch); tensors are copied or moved to
+  // where they live from there.
+  archive.load_from(path, torch::Device(torch::kCPU));
   c10::IValue value;
   archive.read("format_version", value);
   if (value.toInt() != kFormatVersion) {
@@ -385,6 +388,22 @@ std::optional<std::string> NewestCheckpoint(const std::string& dir) {
   return all.rbegin()->second;
 }
 
+void MoveStateToParameters(torch::optim::Optimizer& optimizer) {
+  torch::NoGradGuard no_grad;
+  auto& states = optimizer.state();
+  for (auto& group : optimizer.param_groups()) {
+    for (const torch::Tensor& p : group.params()) {
+      const auto it = states.find(p.unsafeGetTensorImpl());
+      if (it == states.end()) continue;
+      auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get());
+      if (sgd == nullptr || !sgd->momentum_buffer().defined()) continue;
+      if (sgd->momentum_buffer().device() != p.device()) {
+        sgd->momentum_buffer(sgd->momentum_buffer().to(p.device()));
+      }
+    }
+  }
+}
+
 void LoadCheckpoint(const std::string& path, TrainingState* state) {
   NamingErrors("checkpoint " + path, [&path, state] {
     torch::serialize::InputArchive archive;
@@ -412,6 +431,7 @@ void LoadCheckpoint(const std::string& path, TrainingState* state) {
     ReadTensors("parameter", state->model->named_parameters(), archive);
     ReadTensors("buffer", state->model->named_buffers(), archive);
     state->optimizer->load(optimizer);
+    MoveStateToParameters(*state->optimizer);
     state->scaler->Restore({scale.toDouble(), growth_tracker.toInt()});
     {
       auto generator = at::detail::getDefaultCPUGenerator();

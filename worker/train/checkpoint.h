@@ -91,6 +91,10 @@ std::string CheckpointPartPath(const std::string& dir, int64_t epoch, int rank);
 std::string SavePowerSgdPart(const std::string& dir, int64_t epoch, int rank,
                              const PowerSgdState& state, int keep = 2);
 
+// Moves `optimizer`'s SGD momentum buffers to their parameters' devices
+// (LoadCheckpoint reads them onto the CPU). Other state is left alone.
+void MoveStateToParameters(torch::optim::Optimizer& optimizer);
+
 // The PowerSGD state saved at `path` (CPU tensors). Throws
 // std::runtime_error naming `path` when it is missing ("written by a run
 // without PowerSGD?"), unreadable or corrupt.

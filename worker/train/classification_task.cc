@@ -32,10 +32,8 @@ torch::Tensor ClassificationTask::Loss(const Batch& batch, FlopCount* forward) {
   FlopCounter counter;
   torch::Tensor logits = model_.forward(batch.images);
   *forward = counter.Stop();
-  return torch::nn::functional::cross_entropy(
-      logits, batch.labels,
-      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(
-          o_.config.label_smoothing));
+  return CrossEntropyLoss(logits, batch.labels, o_.config.label_smoothing,
+                          batch.masked);
 }
 
 void ClassificationTask::StartEvaluation() {

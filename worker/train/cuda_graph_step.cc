@@ -5,12 +5,11 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
-#include "worker/data/sharding.h"
 #include "worker/models/model_zoo.h"
+#include "worker/train/task.h"
 
 namespace hpcai500::worker {
 
@@ -63,20 +62,6 @@ std::string CheckCudaGraph(const WorkerOptions& options) {
   return "";
 }
 
-int64_t FullBatchSteps(int64_t train_size, int world_size, int64_t batch_size,
-                       int64_t steps_per_epoch) {
-  const int64_t smallest = ShardSize(train_size, world_size - 1, world_size);
-  return std::min(steps_per_epoch, smallest / batch_size);
-}
-
-CapturedStepKind KindOfCapturedStep(int64_t step, int64_t full_steps,
-                                    int64_t local, int64_t batch_size) {
-  if (local == 0) return CapturedStepKind::kNoSamples;
-  if (step >= full_steps) return CapturedStepKind::kEagerCounted;
-  return local == batch_size ? CapturedStepKind::kReplay
-                             : CapturedStepKind::kEagerAssumeFull;
-}
-
 void UseCaptureStream(const torch::Device& device) {
   if (!device.is_cuda()) return;
   c10::cuda::setCurrentCUDAStream(
@@ -87,36 +72,57 @@ struct CudaGraphStep::Graph {
   at::cuda::CUDAGraph graph;
 };
 
+// The static inputs of `shape` on `device`: zero images, every label
+// masked until a batch is copied in.
+Batch StaticBatch(const StaticBatchShape& shape, const torch::Device& device) {
+  if (shape.batch_size < 1) {
+    throw std::invalid_argument("--cuda-graph: a batch size of " +
+                                std::to_string(shape.batch_size));
+  }
+  const auto& [c, h, w] = shape.sample_shape;
+  Batch batch;
+  batch.images =
+      torch::zeros({shape.batch_size, c, h, w},
+                   torch::TensorOptions().device(device).memory_format(
+                       shape.channels_last ? torch::MemoryFormat::ChannelsLast
+                                           : torch::MemoryFormat::Contiguous));
+  batch.labels =
+      torch::full({shape.batch_size}, kIgnoredLabel,
+                  torch::TensorOptions().dtype(torch::kInt64).device(device));
+  batch.masked = true;
+  return batch;
+}
+
 CudaGraphStep::CudaGraphStep(SyncFreeStep* step, GradientReducer* reducer,
-                             const torch::Device& device, int warmup_steps)
+                             const torch::Device& device,
+                             const StaticBatchShape& shape, int warmup_steps)
     : step_(step),
       reducer_(reducer),
       device_(device),
+      static_(StaticBatch(shape, device)),
       eager_left_(warmup_steps) {}
 
 CudaGraphStep::~CudaGraphStep() = default;
 
 FlopCount CudaGraphStep::Run(const Batch& batch, int64_t local,
                              int64_t global) {
+  CopyIntoStatic(batch, local);
+  // The static batch counts as full: its masked rows add nothing to the loss,
+  // which divides by the whole batch (CrossEntropyLoss), so each real sample
+  // weighs 1 / global as in an eager step of `local` samples.
+  const int64_t full = static_.size();
   if (!device_.is_cuda() || eager_left_ > 0) {
     if (eager_left_ > 0) --eager_left_;
-    return step_->Step(batch, local, global);
+    return step_->Step(static_, full, global);
   }
-  if (graph_ == nullptr) {
-    Capture(batch, local, global);
-  } else {
-    CopyIntoStatic(batch);
-  }
+  if (graph_ == nullptr) Capture(global);
   // Capturing ran nothing: the captured step's first replay is this step.
   graph_->graph.replay();
   if (reducer_ != nullptr) reducer_->CountReplayedStep(step_comm_);
   return flops_;
 }
 
-void CudaGraphStep::Capture(const Batch& batch, int64_t local, int64_t global) {
-  // Clones keep the layout (channels-last) the task gave the batch.
-  static_.images = batch.images.clone();
-  static_.labels = batch.labels.clone();
+void CudaGraphStep::Capture(int64_t global) {
   // The eager steps' cached blocks go back to the driver before the graph
   // takes its own pool, as torch.cuda.graph does.
   torch::cuda::synchronize(device_.index());
@@ -134,7 +140,7 @@ void CudaGraphStep::Capture(const Batch& batch, int64_t local, int64_t global) {
                                cudaStreamCaptureModeThreadLocal);
     // Gradients reset to none inside the capture: backward allocates them
     // from the graph's pool, where every replay writes them again.
-    flops_ = step_->Step(static_, local, global, /*reset_grads=*/true);
+    flops_ = step_->Step(static_, static_.size(), global, /*reset_grads=*/true);
     graph->graph.capture_end();
   }
   if (reducer_ != nullptr) {
@@ -146,16 +152,34 @@ void CudaGraphStep::Capture(const Batch& batch, int64_t local, int64_t global) {
   graph_ = std::move(graph);
 }
 
-void CudaGraphStep::CopyIntoStatic(const Batch& batch) {
-  if (!batch.images.sizes().equals(static_.images.sizes()) ||
-      !batch.labels.sizes().equals(static_.labels.sizes())) {
+void CudaGraphStep::CopyIntoStatic(const Batch& batch, int64_t local) {
+  const int64_t full = static_.size();
+  const bool fits =
+      local >= 0 && local <= full &&
+      (local == 0 ||
+       (batch.images.dim() == 4 && batch.images.size(0) >= local &&
+        batch.images.sizes().slice(1).equals(static_.images.sizes().slice(1)) &&
+        batch.labels.dim() == 1 && batch.labels.size(0) >= local));
+  if (!fits) {
     throw std::invalid_argument(
-        "--cuda-graph: a batch of images " + ShapeText(batch.images) +
-        " and labels " + ShapeText(batch.labels) + " after capturing " +
-        ShapeText(static_.images) + " and " + ShapeText(static_.labels));
+        "--cuda-graph: " + std::to_string(local) + " samples of images " +
+        (batch.images.defined() ? ShapeText(batch.images) : "[]") +
+        " and labels " +
+        (batch.labels.defined() ? ShapeText(batch.labels) : "[]") +
+        " for the captured " + ShapeText(static_.images) + " and " +
+        ShapeText(static_.labels));
   }
-  static_.images.copy_(batch.images, /*non_blocking=*/true);
-  static_.labels.copy_(batch.labels, /*non_blocking=*/true);
+  torch::NoGradGuard no_grad;
+  if (local > 0) {
+    static_.images.narrow(0, 0, local)
+        .copy_(batch.images.narrow(0, 0, local),
+               /*non_blocking=*/true);
+    static_.labels.narrow(0, 0, local)
+        .copy_(batch.labels.narrow(0, 0, local),
+               /*non_blocking=*/true);
+  }
+  if (local < full)
+    static_.labels.narrow(0, local, full - local).fill_(kIgnoredLabel);
 }
 
 }  // namespace hpcai500::worker

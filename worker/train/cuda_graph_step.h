@@ -5,8 +5,12 @@
 // and the optimizer. What it captures is SyncFreeStep
 // (worker/train/sync_free_step.h): no host sync inside, the learning rate and
 // the loss scale read from device tensors. A graph replays fixed addresses
-// and shapes: the batch is copied into static buffers first, and only full
-// batches replay (the trainer runs an epoch's last, partial batch eagerly).
+// and shapes: the batch is copied into static buffers first. Every step of
+// the epoch's full steps (KindOfStep's kFull) replays on every rank: a rank
+// that dropped corrupt samples copies in the rows it has and labels the
+// rest kIgnoredLabel, which the loss masks (their stale images still reach
+// BatchNorm's batch statistics), so no rank runs eagerly while another
+// replays. The epoch's last, partial step runs eagerly on every rank.
 //
 // Not thread-safe: the training thread drives it.
 #ifndef HPCAI500_WORKER_TRAIN_CUDA_GRAPH_STEP_H_
@@ -14,6 +18,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,23 +44,13 @@ inline constexpr int kCudaGraphWarmupSteps = 3;
 // decide on the host every step).
 std::string CheckCudaGraph(const WorkerOptions& options);
 
-// The steps of an epoch in which every rank's batch is full: the smallest
-// shard's full batches (shards of `train_size` samples over `world_size`
-// ranks differ by at most one), at most `steps_per_epoch`.
-int64_t FullBatchSteps(int64_t train_size, int world_size, int64_t batch_size,
-                       int64_t steps_per_epoch);
-
-// How a --cuda-graph run trains step `step` of an epoch, given
-// `full_steps` (FullBatchSteps) and this rank's `local` samples of a full
-// `batch_size`.
-enum class CapturedStepKind {
-  kReplay,           // every rank full: the graph (its warm-up, capture)
-  kEagerAssumeFull,  // corrupt samples dropped here: eager, same collectives
-  kEagerCounted,     // some rank partial: eager, the sample count agreed
-  kNoSamples,        // no samples here: its all-reduce part only
+// The inputs a captured step reads: `batch_size` samples of `sample_shape`
+// ({C, H, W}), channels-last when `channels_last`.
+struct StaticBatchShape {
+  int64_t batch_size = 0;
+  std::array<int64_t, 3> sample_shape{};
+  bool channels_last = false;
 };
-CapturedStepKind KindOfCapturedStep(int64_t step, int64_t full_steps,
-                                    int64_t local, int64_t batch_size);
 
 // Makes a stream of LibTorch's pool the calling thread's current stream on
 // `device` for the rest of the process; no-op on the CPU. A graph cannot be
@@ -67,23 +62,28 @@ void UseCaptureStream(const torch::Device& device);
 
 class CudaGraphStep {
  public:
-  // Borrows `step` and `reducer` (null: none) for its lifetime. On a CUDA
-  // `device` the first `warmup_steps` calls of Run train eagerly, the next
-  // one captures the step and replays it; on the CPU every call trains
-  // eagerly (what the unit tests run). The current stream must be the one
-  // the run uses (UseCaptureStream).
+  // Borrows `step` and `reducer` (null: none) for its lifetime; makes the
+  // static inputs of `shape` on `device`. On a CUDA `device` the first
+  // `warmup_steps` calls of Run train eagerly, the next one captures the
+  // step and replays it; on the CPU every call trains eagerly on the static
+  // inputs, masking included (what the unit tests run). The current stream
+  // must be the one the run uses (UseCaptureStream). Throws
+  // std::invalid_argument for a batch size below 1.
   CudaGraphStep(SyncFreeStep* step, GradientReducer* reducer,
-                const torch::Device& device,
+                const torch::Device& device, const StaticBatchShape& shape,
                 int warmup_steps = kCudaGraphWarmupSteps);
   ~CudaGraphStep();
   CudaGraphStep(const CudaGraphStep&) = delete;
   CudaGraphStep& operator=(const CudaGraphStep&) = delete;
 
-  // Trains one step on `batch` (images and labels on the device, `local`
-  // samples of the `global` all ranks train this step; every rank's batch
-  // full). After the capture every batch must have the captured shapes
-  // (std::invalid_argument otherwise). Returns the forward pass's FLOPs (a
-  // replay repeats the captured step's).
+  // Trains one full step (KindOfStep's kFull) on `batch` (images and labels
+  // on the device; `local` samples, 0 to the batch size; with none the
+  // batch may be empty), weighted as one of `global` samples that all ranks
+  // train this step, `local` of them here. Rows past `local` are masked.
+  // std::invalid_argument for a batch whose samples are not the static
+  // shape's, or more of them. Returns the forward pass's FLOPs for the
+  // static batch (a replay repeats the captured step's); the caller counts
+  // `local` samples of them.
   FlopCount Run(const Batch& batch, int64_t local, int64_t global);
 
   // Whether the step has been captured (a replay follows every Run).
@@ -91,17 +91,17 @@ class CudaGraphStep {
 
  private:
   struct Graph;
-  void Capture(const Batch& batch, int64_t local, int64_t global);
-  void CopyIntoStatic(const Batch& batch);
+  void Capture(int64_t global);
+  void CopyIntoStatic(const Batch& batch, int64_t local);
 
   // Constant after construction.
   SyncFreeStep* const step_;
   GradientReducer* const reducer_;
   const torch::Device device_;
+  Batch static_;  // the inputs the graph reads; their contents change
 
   int eager_left_;
   std::unique_ptr<Graph> graph_;  // set by Capture
-  Batch static_;                  // the inputs the graph reads
   FlopCount flops_;               // of the captured step
   CommStats step_comm_;           // what the captured step sends
 };

@@ -2,10 +2,24 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
+#include "worker/data/sharding.h"
+
 namespace hpcai500::worker {
+
+int64_t FullBatchSteps(int64_t train_size, int world_size, int64_t batch_size,
+                       int64_t steps_per_epoch) {
+  const int64_t smallest = ShardSize(train_size, world_size - 1, world_size);
+  return std::min(steps_per_epoch, smallest / batch_size);
+}
+
+StepKind KindOfStep(int64_t step, int64_t full_steps, int64_t local) {
+  if (step < full_steps) return StepKind::kFull;
+  return local > 0 ? StepKind::kCounted : StepKind::kNoSamples;
+}
 
 SyncFreeStep::SyncFreeStep(const StepParts& parts)
     : parts_(parts),
@@ -44,7 +58,11 @@ void SyncFreeStep::SetLearningRate(double lr) { lr_.fill_(lr); }
 FlopCount SyncFreeStep::Step(const Batch& batch, int64_t local,
                              std::optional<int64_t> global, bool reset_grads) {
   if (reset_grads) parts_.optimizer->zero_grad();
-  if (parts_.reducer != nullptr) parts_.reducer->BeginStep(local, global);
+  if (parts_.reducer != nullptr) {
+    SetPhase("gradient all-reduce (sample count)");
+    parts_.reducer->BeginStep(local, global);
+  }
+  SetPhase("forward and backward");
   FlopCount forward;
   torch::Tensor loss;
   {
@@ -58,7 +76,10 @@ FlopCount SyncFreeStep::Step(const Batch& batch, int64_t local,
     loss_sum_.add_(
         loss.detach().to(torch::kFloat64).mul(static_cast<double>(local)));
   }
-  if (parts_.reducer != nullptr) parts_.reducer->FinishStep();
+  if (parts_.reducer != nullptr) {
+    SetPhase("gradient all-reduce");
+    parts_.reducer->FinishStep();
+  }
   OptimizerStep();
   return forward;
 }
@@ -66,13 +87,19 @@ FlopCount SyncFreeStep::Step(const Batch& batch, int64_t local,
 void SyncFreeStep::StepWithoutSamples(std::optional<int64_t> global) {
   parts_.optimizer->zero_grad();
   if (parts_.reducer != nullptr) {
+    SetPhase("gradient all-reduce (no samples)");
     parts_.reducer->BeginStep(/*local_samples=*/0, global);
     parts_.reducer->FinishStep();
   }
   OptimizerStep();
 }
 
+void SyncFreeStep::SetPhase(const char* phase) {
+  if (parts_.watchdog != nullptr) parts_.watchdog->SetPhase(phase);
+}
+
 void SyncFreeStep::OptimizerStep() {
+  SetPhase("optimizer step");
   torch::NoGradGuard no_grad;
   const bool scaling = parts_.scaler->enabled();
   if (scaling) {

@@ -1,14 +1,15 @@
-// The training step without host synchronisation (--cuda-graph, issue 25):
-// the same recipe as the trainer's plain step (worker/train/trainer.cc), with
-// everything that step reads back or decides on the host moved to the
-// device, so that the step can be captured once as a CUDA graph and replayed
-// (worker/train/cuda_graph_step.h). The learning rate, and for fp16 the loss
-// scale, its growth count and the overflow flag, are device tensors that the
-// optimizer step reads; the loss is summed on the device and read once per
-// epoch; SGD and LARS step with LibTorch's fused multi-tensor SGD, which
-// takes the learning rate as a tensor and skips the step on the device when
-// the overflow flag is set. On the CPU it runs eagerly, which is how the unit
-// tests hold it to the plain step.
+// The training step without host synchronisation: the trainer's step
+// (worker/train/trainer.cc) in every run, and what --cuda-graph captures once
+// and replays (worker/train/cuda_graph_step.h). It keeps the recipe of
+// LibTorch's SGD and the GradScaler-style LossScaler (worker/train/
+// precision.h, the reference its tests hold it to) with everything they read
+// back or decide on the host moved to the device. The learning rate, and for
+// fp16 the loss scale, its growth count and the overflow flag, are device
+// tensors that the optimizer step reads; the loss is summed on the device and
+// read once per epoch; SGD and LARS step with LibTorch's fused multi-tensor
+// SGD, which takes the learning rate as a tensor and skips the step on the
+// device when the overflow flag is set. On the CPU it runs eagerly, which is
+// how the unit tests hold it to the plain step.
 //
 // Not thread-safe: the training thread drives it.
 #ifndef HPCAI500_WORKER_TRAIN_SYNC_FREE_STEP_H_
@@ -39,6 +40,8 @@ struct StepParts {
   GradientReducer* reducer = nullptr;
   Precision precision = Precision::kFp32;
   torch::Device device = torch::kCPU;
+  // Told each phase of an eager step (null: none); a replay sets none.
+  StallWatchdog* watchdog = nullptr;
 };
 
 // What an epoch of sync-free steps adds up to, read in one synchronisation.
@@ -46,6 +49,31 @@ struct SyncFreeTotals {
   double loss_sum = 0;  // sum over steps of loss * samples
   int64_t skipped_steps = 0;
 };
+
+// The steps of an epoch in which every rank's batch is full: the smallest
+// shard's full batches (shards of `train_size` samples over `world_size`
+// ranks differ by at most one), at most `steps_per_epoch`.
+int64_t FullBatchSteps(int64_t train_size, int world_size, int64_t batch_size,
+                       int64_t steps_per_epoch);
+
+// How a rank trains step `step` of an epoch, given `full_steps`
+// (FullBatchSteps) and its `local` samples. Every rank makes the same
+// choice for a step whatever its own samples, so the ranks' collectives
+// always match: no per-step collective where the count is known, and a
+// --cuda-graph run's captured collectives never meet eager ones.
+enum class StepKind {
+  // Every rank's batch is full, but for corrupt samples a rank dropped: the
+  // global count is batch size x ranks, known without a collective (a
+  // dropped sample weighs as a sample with no gradient); --cuda-graph
+  // replays, the dropped rows masked.
+  kFull,
+  // Past the smallest shard's full batches: eager, the global count agreed
+  // by a collective (the epoch's last step, usually).
+  kCounted,
+  // The same, with no samples on this rank: its all-reduce part only.
+  kNoSamples,
+};
+StepKind KindOfStep(int64_t step, int64_t full_steps, int64_t local);
 
 class SyncFreeStep {
  public:
@@ -93,6 +121,8 @@ class SyncFreeStep {
   void StepGroup(torch::optim::OptimizerParamGroup& group,
                  const std::optional<LarsSettings>& lars);
   torch::Tensor& MomentumBuffer(const torch::Tensor& param);
+  // Names `phase` (a string literal) to the watchdog, if any.
+  void SetPhase(const char* phase);
 
   // Constant after construction.
   const StepParts parts_;

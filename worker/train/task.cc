@@ -26,6 +26,20 @@ std::unique_ptr<Task> MakeTask(const WorkerOptions& options,
                               "' is not built by this worker");
 }
 
+torch::Tensor CrossEntropyLoss(const torch::Tensor& logits,
+                               const torch::Tensor& labels,
+                               double label_smoothing, bool masked) {
+  namespace F = torch::nn::functional;
+  auto options = F::CrossEntropyFuncOptions().label_smoothing(label_smoothing);
+  if (!masked) return F::cross_entropy(logits, labels, options);
+  // Masked rows come out as 0 with reduction none.
+  return F::cross_entropy(
+             logits, labels,
+             options.ignore_index(kIgnoredLabel).reduction(torch::kNone))
+      .sum()
+      .div(static_cast<double>(labels.size(0)));
+}
+
 torch::Tensor ImagesOn(const torch::Tensor& images, const torch::Device& device,
                        bool channels_last) {
   torch::Tensor x = images.to(device);

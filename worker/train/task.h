@@ -68,6 +68,19 @@ std::unique_ptr<Task> MakeTask(const WorkerOptions& options,
                                const Dataset& data,
                                const torch::Device& device);
 
+// The label of a masked row of a Batch (Batch::masked).
+inline constexpr int64_t kIgnoredLabel = -100;
+
+// The classification loss: cross entropy of `logits` [B, classes] against
+// `labels` [B] with `label_smoothing`, the mean over the batch. A masked
+// batch's rows labelled kIgnoredLabel add nothing, and the others' sum is
+// divided by B all the same (not by their count, which would need a host
+// sync to know and would weigh a short batch's samples up): each sample
+// weighs what it does in a batch of B.
+torch::Tensor CrossEntropyLoss(const torch::Tensor& logits,
+                               const torch::Tensor& labels,
+                               double label_smoothing, bool masked);
+
 // `images` on `device`, channels-last when `channels_last`.
 torch::Tensor ImagesOn(const torch::Tensor& images, const torch::Device& device,
                        bool channels_last);

@@ -1,10 +1,15 @@
 #include "worker/train/trainer.h"
 
+#include <ATen/Context.h>
+#include <c10/cuda/CUDAFunctions.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,19 +32,30 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// The CUDA device of a local rank. An agent gives each rank exactly its own
-// GPU (CUDA_VISIBLE_DEVICES), which the rank then sees as device 0; a rank
-// started without that sees every GPU of the node and takes its local rank's.
-int CudaDeviceIndex(int local_rank) {
-  return torch::cuda::device_count() == 1 ? 0 : local_rank;
-}
-
 }  // namespace
 
+int CudaDeviceFor(int local_rank, int64_t visible_devices) {
+  if (visible_devices < 1) {
+    throw std::invalid_argument(
+        "--device cuda: no CUDA device is visible to this rank (driver, "
+        "CUDA_VISIBLE_DEVICES?)");
+  }
+  if (visible_devices == 1) return 0;
+  if (local_rank < 0 || local_rank >= visible_devices) {
+    throw std::invalid_argument(
+        "--device cuda: local rank " + std::to_string(local_rank) + " but " +
+        std::to_string(visible_devices) +
+        " CUDA devices are visible: more ranks on this node than GPUs");
+  }
+  return local_rank;
+}
+
 torch::Device DeviceOf(const WorkerOptions& options) {
-  return *options.args.device == Device::kCuda
-             ? torch::Device(torch::kCUDA, CudaDeviceIndex(options.local_rank))
-             : torch::Device(torch::kCPU);
+  if (*options.args.device != Device::kCuda) return torch::Device(torch::kCPU);
+  return torch::Device(torch::kCUDA,
+                       static_cast<c10::DeviceIndex>(CudaDeviceFor(
+                           options.local_rank,
+                           static_cast<int64_t>(torch::cuda::device_count()))));
 }
 
 Trainer::Trainer(const WorkerOptions& options, EventLog* log,
@@ -49,6 +65,10 @@ Trainer::Trainer(const WorkerOptions& options, EventLog* log,
       reporter_(log),
       log_(log),
       lease_(lease) {
+  // Before anything touches CUDA: the rank's device is the current one, so
+  // that its context, streams, graph capture and NCCL communicator are all
+  // on its own GPU, never on GPU 0 (a rank that sees every GPU of the node).
+  if (device_.is_cuda()) c10::cuda::set_device(device_.index());
   // Rank 0's lines go into each checkpoint's manifest (WriteManifest).
   if (o_.rank == 0 && o_.args.checkpoint_dir && o_.args.run_id &&
       o_.args.attempt) {
@@ -117,12 +137,15 @@ void Trainer::BuildTraining(int64_t global_batch) {
                                           c.batch_size, steps_per_epoch_)));
   reporter_.Point(event_keys::kEvalSamples, JsonInt(data_->eval_size()));
 
-  if (*o_.args.deterministic)
+  if (*o_.args.deterministic) {
     EnableDeterminism(static_cast<int>(*o_.args.threads));
-  if (*o_.args.cuda_graph) {
-    full_steps_ = FullBatchSteps(data_->train_size(), o_.world_size,
-                                 c.batch_size, steps_per_epoch_);
+  } else if (device_.is_cuda()) {
+    // The shapes of a run are fixed: cuDNN's autotuner picks each
+    // convolution's fastest algorithm once and keeps it.
+    at::globalContext().setBenchmarkCuDNN(true);
   }
+  full_steps_ = FullBatchSteps(data_->train_size(), o_.world_size, c.batch_size,
+                               steps_per_epoch_);
   torch::manual_seed(*o_.args.seed);
   task_ = MakeTask(o_, *data_, device_);
   collectives_ = std::make_unique<Collectives>(o_, device_);
@@ -181,19 +204,31 @@ void Trainer::RunEpoch(int epoch) {
 EpochStats Trainer::TrainEpoch(int epoch) {
   task_->module().train();
   data_->StartEpoch(epoch, steps_per_epoch_);
+  if (sync_free_ == nullptr) {
+    // Made at the first epoch trained: a resume has loaded the momentum and
+    // the loss scale it takes over.
+    sync_free_ = std::make_unique<SyncFreeStep>(
+        StepParts{task_.get(), optimizer_.get(), &scaler_, reducer_.get(),
+                  *o_.args.precision, device_, watchdog_.get()});
+    if (*o_.args.cuda_graph) {
+      graph_step_ = std::make_unique<CudaGraphStep>(
+          sync_free_.get(), reducer_.get(), device_,
+          StaticBatchShape{o_.config.batch_size, data_->sample_shape(),
+                           task_->channels_last()});
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   EpochStats stats;
   const CommStats comm_before = reducer_->stats();
   EpochClock clock;
   energy_->StartEpoch();
-  double loss_sum = 0;
-  if (*o_.args.cuda_graph) {
-    loss_sum = TrainCapturedEpoch(epoch, clock, stats);
-  } else {
-    for (int64_t step = 0; step < steps_per_epoch_; ++step) {
-      TrainStep(epoch, step, clock, stats, loss_sum);
-    }
+  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+    TrainStep(epoch, step, clock, stats);
   }
+  // The epoch's one sync: its loss and skipped steps, the scaler's state.
+  watchdog_->SetPhase("epoch totals");
+  const SyncFreeTotals totals = sync_free_->TakeTotals();
+  stats.skipped_steps = totals.skipped_steps;
   stats.seconds = SecondsSince(start);
   stats.compute_seconds = clock.seconds(Phase::kCompute);
   stats.input_wait_seconds = clock.seconds(Phase::kInputWait);
@@ -202,85 +237,15 @@ EpochStats Trainer::TrainEpoch(int epoch) {
   const CommStats comm_after = reducer_->stats();
   stats.comm_bytes = comm_after.bytes - comm_before.bytes;
   stats.comm_wait_seconds = comm_after.wait_seconds - comm_before.wait_seconds;
-  stats.mean_loss = stats.samples > 0 ? loss_sum / stats.samples : 0.0;
+  stats.mean_loss = stats.samples > 0 ? totals.loss_sum / stats.samples : 0.0;
   stats.loss_scale = scaler_.scale();
   stats.corrupt_samples = data_->corrupt_samples();
   return stats;
 }
 
 void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
-                        EpochStats& stats, double& loss_sum) {
+                        EpochStats& stats) {
   const auto step_start = std::chrono::steady_clock::now();
-  SetLearningRate(*optimizer_,
-                  schedule_->At((epoch - 1) * steps_per_epoch_ + step));
-  optimizer_->zero_grad();
-  StepTimer wait_for_batch(&clock, Phase::kInputWait);
-  std::optional<Batch> next = data_->NextTrain();
-  wait_for_batch.Stop();
-  const int64_t local = next ? next->size() : 0;
-  watchdog_->Beat();
-  watchdog_->SetPhase("gradient all-reduce (sample count)");
-  reducer_->BeginStep(local);
-  watchdog_->SetPhase("forward and backward");
-  energy_->Poll(clock.now());
-  if (local > 0) {
-    StepTimer input_wait(&clock, Phase::kInputWait);
-    const Batch batch = ToDevice(*next);
-    input_wait.Stop();
-    StepTimer compute(&clock, Phase::kCompute);
-    torch::Tensor loss;
-    FlopCount forward;
-    {
-      AutocastScope autocast(*o_.args.precision, device_);
-      // Tests only (worker/train/test_warnings.h); a bad value ends the run.
-      static const bool warn = TestTorchWarningsRequested(ProcessEnv());
-      if (warn && step < kTestWarningSteps) {
-        RaiseTestWarnings(device_, epoch, step);
-      }
-      loss = task_->Loss(batch, &forward);
-    }
-    CountStep(forward, local, stats);
-    scaler_.Scale(loss).backward();
-    loss_sum += loss.item<double>() * local;
-  }
-  watchdog_->SetPhase("gradient all-reduce");
-  reducer_->FinishStep();
-  watchdog_->SetPhase("optimizer step");
-  StepTimer compute(&clock, Phase::kCompute);
-  if (!scaler_.Step(*optimizer_, task_->module().parameters())) {
-    ++stats.skipped_steps;
-  }
-  // Tests only (worker/test_slowdown.h); a bad value ends the run.
-  static const int slowdown_pct = TestStepSlowdownPct(ProcessEnv());
-  static const std::string slowdown_gate = TestSlowdownGate(ProcessEnv());
-  if (slowdown_pct > 0 &&
-      (slowdown_gate.empty() || std::filesystem::exists(slowdown_gate))) {
-    std::this_thread::sleep_for(
-        (std::chrono::steady_clock::now() - step_start) * slowdown_pct / 100);
-  }
-}
-
-double Trainer::TrainCapturedEpoch(int epoch, EpochClock& clock,
-                                   EpochStats& stats) {
-  if (sync_free_ == nullptr) {
-    sync_free_ = std::make_unique<SyncFreeStep>(
-        StepParts{task_.get(), optimizer_.get(), &scaler_, reducer_.get(),
-                  *o_.args.precision, device_});
-    graph_step_ = std::make_unique<CudaGraphStep>(sync_free_.get(),
-                                                  reducer_.get(), device_);
-  }
-  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
-    TrainCapturedStep(epoch, step, clock, stats);
-  }
-  // The epoch's one sync: its loss and skipped steps, the scaler's state.
-  watchdog_->SetPhase("epoch totals");
-  const SyncFreeTotals totals = sync_free_->TakeTotals();
-  stats.skipped_steps = totals.skipped_steps;
-  return totals.loss_sum;
-}
-
-void Trainer::TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
-                                EpochStats& stats) {
   sync_free_->SetLearningRate(
       schedule_->At((epoch - 1) * steps_per_epoch_ + step));
   StepTimer wait_for_batch(&clock, Phase::kInputWait);
@@ -289,41 +254,62 @@ void Trainer::TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
   const int64_t local = next ? next->size() : 0;
   watchdog_->Beat();
   energy_->Poll(clock.now());
-  const int64_t full_batch = o_.config.batch_size;
-  // What the other ranks' replays count, on the steps where they replay.
-  const std::optional<int64_t> assumed_global =
-      step < full_steps_ ? std::optional<int64_t>(full_batch * o_.world_size)
-                         : std::nullopt;
-  const CapturedStepKind kind =
-      KindOfCapturedStep(step, full_steps_, local, full_batch);
-  if (kind == CapturedStepKind::kNoSamples) {
-    watchdog_->SetPhase("gradient all-reduce (no samples)");
-    sync_free_->StepWithoutSamples(assumed_global);
+  const StepKind kind = KindOfStep(step, full_steps_, local);
+  // Known on every rank without a collective on the full steps.
+  const std::optional<int64_t> global =
+      kind == StepKind::kFull
+          ? std::optional<int64_t>(o_.config.batch_size * o_.world_size)
+          : std::nullopt;
+  const bool replay = kind == StepKind::kFull && graph_step_ != nullptr;
+  if (local == 0 && !replay) {
+    sync_free_->StepWithoutSamples(global);
+    SlowDownForTests(step_start);
     return;
   }
   StepTimer input_wait(&clock, Phase::kInputWait);
-  const Batch batch = ToDevice(*next);
+  const Batch batch = local > 0 ? ToDevice(*next) : Batch{};
   input_wait.Stop();
   StepTimer compute(&clock, Phase::kCompute);
+  RaiseTestWarningsAt(epoch, step);
   FlopCount forward;
-  switch (kind) {
-    case CapturedStepKind::kReplay:
-      watchdog_->SetPhase("training step (CUDA graph)");
-      forward = graph_step_->Run(batch, local, *assumed_global);
-      break;
-    case CapturedStepKind::kEagerAssumeFull:
-      // Its collectives are those of the replays the other ranks run; its
-      // gradient weighted as if their batches are full.
-      watchdog_->SetPhase("training step (eager, corrupt samples dropped)");
-      forward = sync_free_->Step(batch, local, assumed_global);
-      break;
-    case CapturedStepKind::kEagerCounted:
-    case CapturedStepKind::kNoSamples:
-      watchdog_->SetPhase("training step (eager, partial batch)");
-      forward = sync_free_->Step(batch, local, std::nullopt);
-      break;
+  if (replay) {
+    watchdog_->SetPhase("training step (CUDA graph)");
+    forward = graph_step_->Run(batch, local, *global);
+  } else {
+    forward = sync_free_->Step(batch, local, global);
   }
-  CountStep(forward, local, stats);
+  if (local > 0) {
+    // A masked replay's FLOPs are the whole static batch's: count this
+    // rank's samples' share.
+    if (replay && local < o_.config.batch_size) {
+      const double share = static_cast<double>(local) / o_.config.batch_size;
+      forward.flops *= share;
+      forward.other_ops = static_cast<int64_t>(forward.other_ops * share);
+      forward.other_elements *= share;
+    }
+    CountStep(forward, local, stats);
+  }
+  SlowDownForTests(step_start);
+}
+
+void Trainer::RaiseTestWarningsAt(int epoch, int64_t step) const {
+  // Tests only (worker/train/test_warnings.h); a bad value ends the run.
+  static const bool warn = TestTorchWarningsRequested(ProcessEnv());
+  if (!warn || step >= kTestWarningSteps) return;
+  AutocastScope autocast(*o_.args.precision, device_);
+  RaiseTestWarnings(device_, epoch, step);
+}
+
+void Trainer::SlowDownForTests(
+    std::chrono::steady_clock::time_point step_start) const {
+  // Tests only (worker/test_slowdown.h); a bad value ends the run.
+  static const int slowdown_pct = TestStepSlowdownPct(ProcessEnv());
+  static const std::string slowdown_gate = TestSlowdownGate(ProcessEnv());
+  if (slowdown_pct > 0 &&
+      (slowdown_gate.empty() || std::filesystem::exists(slowdown_gate))) {
+    std::this_thread::sleep_for(
+        (std::chrono::steady_clock::now() - step_start) * slowdown_pct / 100);
+  }
 }
 
 void Trainer::CountStep(const FlopCount& forward, int64_t local,

@@ -35,9 +35,16 @@
 
 namespace hpcai500::worker {
 
-// The device of this rank: the CPU, or on CUDA its own GPU (device 0 when
-// the agent gave it exactly one through CUDA_VISIBLE_DEVICES, else its local
-// rank's).
+// The CUDA device index of a rank with `local_rank` that sees
+// `visible_devices` GPUs: 0 when it sees exactly one (the agent gives each
+// rank its own through CUDA_VISIBLE_DEVICES), else its local rank's (mpirun
+// and srun launches, a node without per-rank CUDA_VISIBLE_DEVICES). Throws
+// std::invalid_argument when it sees none, or fewer than its local rank
+// needs.
+int CudaDeviceFor(int local_rank, int64_t visible_devices);
+
+// The device of this rank: the CPU, or its own GPU (CudaDeviceFor). The
+// Trainer makes it the current CUDA device before anything else.
 torch::Device DeviceOf(const WorkerOptions& options);
 
 class Trainer {
@@ -68,16 +75,15 @@ class Trainer {
   // One epoch of training, its evaluation and its checkpoint.
   void RunEpoch(int epoch);
   EpochStats TrainEpoch(int epoch);
-  // One optimizer step of `epoch` (1-based), adding to `stats` and
-  // `loss_sum`.
-  void TrainStep(int epoch, int64_t step, EpochClock& clock, EpochStats& stats,
-                 double& loss_sum);
-  // --cuda-graph: the epoch's steps as SyncFreeStep, full batches through
-  // the captured graph, adding to `stats`; returns the epoch's loss sum
-  // (loss * samples), read once at its end.
-  double TrainCapturedEpoch(int epoch, EpochClock& clock, EpochStats& stats);
-  void TrainCapturedStep(int epoch, int64_t step, EpochClock& clock,
-                         EpochStats& stats);
+  // One optimizer step of `epoch` (1-based) through the sync-free step (on
+  // --cuda-graph, a full step replays the captured graph), adding to
+  // `stats`; the loss and skipped steps are summed on the device and read
+  // once at the epoch's end.
+  void TrainStep(int epoch, int64_t step, EpochClock& clock, EpochStats& stats);
+  // The step's test hooks: warnings (worker/train/test_warnings.h) and a
+  // slowdown (worker/test_slowdown.h).
+  void RaiseTestWarningsAt(int epoch, int64_t step) const;
+  void SlowDownForTests(std::chrono::steady_clock::time_point step_start) const;
   // Adds a step's `local` samples (> 0) and its forward FLOPs to `stats`;
   // the first also gives the reporter the per-sample figure.
   void CountStep(const FlopCount& forward, int64_t local, EpochStats& stats);
@@ -107,8 +113,9 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<GradientReducer> reducer_;
   LossScaler scaler_{/*enabled=*/false};
-  // --cuda-graph: the steps of every rank whose batches are all full, and
-  // the step made at the first epoch (after a resume loaded the state).
+  // The steps of every epoch in which every rank's batch is full
+  // (FullBatchSteps), and the step made at the first epoch (after a resume
+  // loaded the state); graph_step_ only with --cuda-graph.
   int64_t full_steps_ = 0;
   std::unique_ptr<SyncFreeStep> sync_free_;
   std::unique_ptr<CudaGraphStep> graph_step_;

@@ -89,8 +89,8 @@ class ResNetTask final : public TrainingOnlyTask {
   torch::nn::Module& module() override { return *model_; }
   bool channels_last() const override { return true; }
   torch::Tensor Loss(const Batch& batch, FlopCount*) override {
-    return torch::nn::functional::cross_entropy(model_->forward(batch.images),
-                                                batch.labels);
+    return CrossEntropyLoss(model_->forward(batch.images), batch.labels,
+                            /*label_smoothing=*/0.0, batch.masked);
   }
 
  private:
@@ -102,6 +102,11 @@ struct Case {
   int64_t image_size = 32;
   Precision precision = Precision::kBf16;
 };
+
+// The static inputs of `c`'s batches.
+StaticBatchShape ShapeOf(const Case& c) {
+  return {kBatch, {3, c.image_size, c.image_size}, /*channels_last=*/true};
+}
 
 // Batch `step` of `c`, the same for every run, on `device` channels-last.
 // Its own generator: rank threads draw at once.
@@ -125,7 +130,7 @@ struct Trainee {
         scaler(LossScaler::ForPrecision(c.precision)),
         step(StepParts{&task, optimizer.get(), &scaler, nullptr, c.precision,
                        device}),
-        graph(&step, nullptr, device) {}
+        graph(&step, nullptr, device, ShapeOf(c)) {}
 
   static ConfigInfo Recipe() {
     ConfigInfo config;
@@ -280,7 +285,7 @@ TEST(CudaGraphNccl, TwoRanksReplayTheReducersAllReduce) {
         LossScaler scaler(/*enabled=*/false);
         SyncFreeStep step(StepParts{&task, optimizer.get(), &scaler, &reducer,
                                     c.precision, device});
-        CudaGraphStep graph(&step, &reducer, device);
+        CudaGraphStep graph(&step, &reducer, device, ShapeOf(c));
         for (int i = 0; i < 6; ++i) {
           step.SetLearningRate(LearningRateOf(i));
           // Each rank its own batch: only the all-reduce makes them agree.

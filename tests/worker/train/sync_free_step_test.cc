@@ -33,25 +33,33 @@ constexpr double kRtol = 1e-5;
 constexpr double kAtol = 1e-6;
 constexpr double kForwardFlops = 7;  // what TinyTask reports
 
-// A classifier small enough for many steps: conv, BatchNorm, ReLU, pool,
-// linear.
+// A classifier small enough for many steps: conv, BatchNorm (unless
+// `batch_norm` is false: a masked row's image then changes nothing), ReLU,
+// pool, linear; the classification loss, masking included.
 class TinyTask final : public TrainingOnlyTask {
  public:
-  TinyTask() {
+  explicit TinyTask(bool batch_norm = true) {
     torch::manual_seed(7);  // both twins start from the same weights
     net_ = torch::nn::Sequential(
-        torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)),
-        torch::nn::BatchNorm2d(8), torch::nn::ReLU(),
-        torch::nn::AdaptiveAvgPool2d(1), torch::nn::Flatten(),
-        torch::nn::Linear(8, 5));
+        torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)));
+    if (batch_norm) net_->push_back(torch::nn::BatchNorm2d(8));
+    net_->push_back(torch::nn::ReLU());
+    net_->push_back(torch::nn::AdaptiveAvgPool2d(1));
+    net_->push_back(torch::nn::Flatten());
+    net_->push_back(torch::nn::Linear(8, 5));
   }
   torch::nn::Module& module() override { return *net_; }
   bool channels_last() const override { return false; }
   torch::Tensor Loss(const Batch& batch, FlopCount* forward) override {
     forward->flops = kForwardFlops;
-    return torch::nn::functional::cross_entropy(net_->forward(batch.images),
-                                                batch.labels);
+    return CrossEntropyLoss(net_->forward(batch.images), batch.labels,
+                            /*label_smoothing=*/0.1, batch.masked) *
+           loss_weight;
   }
+
+  // What the loss is multiplied by: local / global samples stands in for
+  // the reducer's weighting in a test without ranks.
+  double loss_weight = 1.0;
 
  private:
   torch::nn::Sequential net_{nullptr};
@@ -76,8 +84,10 @@ double LearningRateOf(int step) { return 0.05 * (step + 1); }
 // One model trained by the trainer's plain step, one by the sync-free step.
 struct Twins {
   explicit Twins(const std::string& optimizer, LossScaler::Options scaling = {},
-                 bool scaled = false)
-      : plain_optimizer(
+                 bool scaled = false, bool batch_norm = true)
+      : plain(batch_norm),
+        fast(batch_norm),
+        plain_optimizer(
             MakeOptimizer(Recipe(optimizer), plain.module().parameters(), 0.1)),
         fast_optimizer(
             MakeOptimizer(Recipe(optimizer), fast.module().parameters(), 0.1)),
@@ -232,10 +242,13 @@ TEST(SyncFreeStep, TheScaleIsReadBackOnlyWhenTheTotalsAreTaken) {
   EXPECT_EQ(twins.fast_scaler.scale(), 32768.0);
 }
 
+// The static inputs of BatchOf's batches.
+constexpr StaticBatchShape kTinyShape{4, {3, 6, 6}, /*channels_last=*/false};
+
 TEST(CudaGraphStep, OnTheCpuEveryStepRunsEagerlyAndMatchesThePlainStep) {
   Twins twins("sgd");
   SyncFreeStep fast(twins.FastParts());
-  CudaGraphStep graph(&fast, /*reducer=*/nullptr, torch::kCPU,
+  CudaGraphStep graph(&fast, /*reducer=*/nullptr, torch::kCPU, kTinyShape,
                       /*warmup_steps=*/1);
   for (int step = 0; step < 4; ++step) {
     twins.PlainStep(step);
@@ -246,7 +259,90 @@ TEST(CudaGraphStep, OnTheCpuEveryStepRunsEagerlyAndMatchesThePlainStep) {
   ExpectSameParameters(twins.plain.module(), twins.fast.module());
 }
 
-TEST(CudaGraphStep, FullBatchStepsAreTheSmallestShardsWholeBatches) {
+// A rank that dropped corrupt samples replays the full step with those rows
+// masked: each of its samples weighs what it does in the eager step of its
+// short batch weighted as one of the full global count (the reducer's
+// local / global, which a test without ranks puts in the loss), and so do
+// the parameters and the loss sum (a model without BatchNorm, whose batch
+// statistics would see the masked rows' stale images).
+TEST(CudaGraphStep, AShortBatchReplaysMaskedAsTheEagerStepWeightedAsFull) {
+  Twins twins("sgd", {}, /*scaled=*/false, /*batch_norm=*/false);
+  SyncFreeStep eager(StepParts{&twins.plain, twins.plain_optimizer.get(),
+                               &twins.plain_scaler, nullptr, Precision::kFp32,
+                               torch::kCPU});
+  SyncFreeStep fast(twins.FastParts());
+  CudaGraphStep graph(&fast, /*reducer=*/nullptr, torch::kCPU, kTinyShape);
+  const std::vector<int64_t> locals = {4, 3, 1, 2, 4};
+  double eager_loss = 0;
+  for (int step = 0; step < 5; ++step) {
+    const int64_t local = locals[step];
+    const Batch batch = BatchOf(step);
+    const Batch short_batch{
+        batch.images.narrow(0, 0, local), batch.labels.narrow(0, 0, local), {}};
+    eager.SetLearningRate(LearningRateOf(step));
+    fast.SetLearningRate(LearningRateOf(step));
+    twins.plain.loss_weight = static_cast<double>(local) / 4;
+    eager.Step(short_batch, local, /*global=*/4);
+    eager_loss += eager.TakeTotals().loss_sum / twins.plain.loss_weight;
+    graph.Run(short_batch, local, /*global=*/4);
+  }
+  ExpectSameParameters(twins.plain.module(), twins.fast.module());
+  EXPECT_NEAR(fast.TakeTotals().loss_sum, eager_loss, 1e-5 * eager_loss);
+}
+
+// A rank whose every sample of a full step was corrupt replays too, every
+// row masked: no loss and a zero gradient of its own (the all-reduce then
+// brings the others').
+TEST(CudaGraphStep, ARankWithoutSamplesReplaysWithEveryRowMasked) {
+  Twins twins("sgd");
+  SyncFreeStep fast(twins.FastParts());
+  CudaGraphStep graph(&fast, /*reducer=*/nullptr, torch::kCPU, kTinyShape);
+  fast.SetLearningRate(0.0);
+  graph.Run(BatchOf(0), 4, 4);
+  EXPECT_GT(fast.TakeTotals().loss_sum, 0.0);
+  graph.Run(Batch{}, 0, 4);
+  EXPECT_EQ(fast.TakeTotals().loss_sum, 0.0);
+  for (const torch::Tensor& p : twins.fast.module().parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().abs().max().item<double>(), 0.0);
+  }
+}
+
+TEST(CudaGraphStep, RefusesABatchOfOtherSamplesOrMoreOfThem) {
+  Twins twins("sgd");
+  SyncFreeStep fast(twins.FastParts());
+  CudaGraphStep graph(&fast, /*reducer=*/nullptr, torch::kCPU, kTinyShape);
+  const Batch wide{torch::randn({4, 3, 7, 6}), torch::randint(5, {4}), {}};
+  EXPECT_THROW(graph.Run(wide, 4, 4), std::invalid_argument);
+  const Batch five{torch::randn({5, 3, 6, 6}), torch::randint(5, {5}), {}};
+  EXPECT_THROW(graph.Run(five, 5, 5), std::invalid_argument);
+  EXPECT_THROW(CudaGraphStep(&fast, nullptr, torch::kCPU,
+                             StaticBatchShape{0, {3, 6, 6}, false}),
+               std::invalid_argument);
+}
+
+TEST(CrossEntropyLoss, MaskedRowsAddNothingAndTheRestDivideByTheWholeBatch) {
+  torch::manual_seed(3);
+  const torch::Tensor logits = torch::randn({4, 5});
+  const torch::Tensor labels = torch::tensor({1, 4, 0, 2});
+  // Nothing masked: the plain mean (up to the order of the sum).
+  EXPECT_TRUE(torch::allclose(CrossEntropyLoss(logits, labels, 0.1, true),
+                              CrossEntropyLoss(logits, labels, 0.1, false)));
+  // Two rows masked: the other two's mean, times 2 / 4.
+  const torch::Tensor masked =
+      torch::tensor(std::vector<int64_t>{1, kIgnoredLabel, 0, kIgnoredLabel});
+  const torch::Tensor kept =
+      CrossEntropyLoss(logits.index_select(0, torch::tensor({0, 2})),
+                       torch::tensor({1, 0}), 0.1, false);
+  EXPECT_TRUE(
+      torch::allclose(CrossEntropyLoss(logits, masked, 0.1, true), kept * 0.5));
+  // All masked: zero, not the NaN of a mean over no rows.
+  EXPECT_EQ(CrossEntropyLoss(logits, torch::full({4}, kIgnoredLabel), 0.1, true)
+                .item<double>(),
+            0.0);
+}
+
+TEST(SyncFreeStep, FullBatchStepsAreTheSmallestShardsWholeBatches) {
   // 1000 samples over 3 ranks: shards of 334, 333, 333.
   EXPECT_EQ(FullBatchSteps(1000, 3, 100, 4), 3);
   EXPECT_EQ(FullBatchSteps(1000, 3, 111, 4), 3);  // 333 = 3 x 111
@@ -256,15 +352,17 @@ TEST(CudaGraphStep, FullBatchStepsAreTheSmallestShardsWholeBatches) {
   EXPECT_EQ(FullBatchSteps(10, 1, 16, 10), 0);
 }
 
-TEST(CudaGraphStep, OnlyFullBatchesOfFullStepsReplay) {
-  EXPECT_EQ(KindOfCapturedStep(0, 3, 16, 16), CapturedStepKind::kReplay);
-  EXPECT_EQ(KindOfCapturedStep(2, 3, 16, 16), CapturedStepKind::kReplay);
-  EXPECT_EQ(KindOfCapturedStep(2, 3, 15, 16),
-            CapturedStepKind::kEagerAssumeFull);
-  EXPECT_EQ(KindOfCapturedStep(3, 3, 16, 16), CapturedStepKind::kEagerCounted);
-  EXPECT_EQ(KindOfCapturedStep(3, 3, 4, 16), CapturedStepKind::kEagerCounted);
-  EXPECT_EQ(KindOfCapturedStep(3, 3, 0, 16), CapturedStepKind::kNoSamples);
-  EXPECT_EQ(KindOfCapturedStep(1, 3, 0, 16), CapturedStepKind::kNoSamples);
+// Every rank makes the same choice on the full steps whatever it holds, so
+// that no rank runs eagerly (or agrees a count) while another replays.
+TEST(SyncFreeStep, EveryRankTakesTheFullStepsAlikeWhateverItsSamples) {
+  for (int64_t local : {16, 15, 1, 0}) {
+    EXPECT_EQ(KindOfStep(0, 3, local), StepKind::kFull) << local;
+    EXPECT_EQ(KindOfStep(2, 3, local), StepKind::kFull) << local;
+  }
+  EXPECT_EQ(KindOfStep(3, 3, 16), StepKind::kCounted);
+  EXPECT_EQ(KindOfStep(3, 3, 4), StepKind::kCounted);
+  EXPECT_EQ(KindOfStep(3, 3, 0), StepKind::kNoSamples);
+  EXPECT_EQ(KindOfStep(0, 0, 4), StepKind::kCounted);
 }
 
 WorkerOptions OptionsOf(std::vector<std::string> more) {
