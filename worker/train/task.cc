@@ -6,7 +6,6 @@
 #include "worker/models/model_zoo.h"
 #include "worker/train/classification_task.h"
 #include "worker/train/detection_task.h"
-#include "worker/train/precision.h"
 
 namespace hpcai500::worker {
 
@@ -24,12 +23,6 @@ std::unique_ptr<Task> MakeTask(const WorkerOptions& options,
   }
   throw std::invalid_argument("model '" + model +
                               "' is not built by this worker");
-}
-
-torch::Tensor ImagesOn(const torch::Tensor& images, const torch::Device& device,
-                       bool channels_last) {
-  torch::Tensor x = images.to(device);
-  return channels_last ? ChannelsLastInput(x) : x;
 }
 
 }  // namespace hpcai500::worker
