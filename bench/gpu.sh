@@ -237,7 +237,8 @@ write_summary() {
 }
 
 TARGETS=(hpcai500-worker worker_gpu_test worker_cuda_graph_gpu_test
-  worker_kernels_gpu_test worker_gpu_decode_test agent_nvml_gpu_test)
+  worker_kernels_gpu_test worker_gpu_decode_test worker_device_input_gpu_test
+  agent_nvml_gpu_test)
 if [[ ${SKIP_BENCH:-0} != 1 ]]; then TARGETS+=(hpcai500-train-step-bench); fi
 
 step "environment" environment

@@ -1,8 +1,9 @@
-// hpcai500-input-bench: JPEG decode + random-resized-crop + flip + normalise
-// of every image under an ImageNet-style folder with the worker's
-// ImageFolderDataset (libjpeg-turbo), on one thread, the same work
-// bench/peers/input_pipeline.py does with torchvision + PIL. Prints one
-// RESULT line of JSON.
+// hpcai500-input-bench: JPEG decode + random-resized-crop + flip to uint8
+// pixels of every image under an ImageNet-style folder with the worker's
+// ImageFolderDataset (libjpeg-turbo), on one thread: the work of a decoder
+// thread (the worker normalises on the device, worker/data/device_input.h).
+// bench/peers/input_pipeline.py does the same with torchvision + PIL, and
+// normalises on the CPU besides. Prints one RESULT line of JSON.
 //
 //   hpcai500-input-bench --root DIR [--passes N] [--crop 224]
 //
@@ -50,7 +51,7 @@ int Run(int argc, char** argv) {
   const hpcai500::worker::ImageFolderDataset dataset(
       root, hpcai500::worker::Split::kTrain, options);
   const auto shape = dataset.sample_shape();
-  std::vector<float> out(shape[0] * shape[1] * shape[2]);
+  std::vector<uint8_t> out(shape[0] * shape[1] * shape[2]);
   std::mt19937_64 rng(0);
   double checksum = 0;
   auto pass = [&] {

@@ -15,19 +15,24 @@
 #include <optional>
 #include <vector>
 
+#include "worker/data/resample.h"
 #include "worker/models/faster_rcnn.h"
 
 namespace hpcai500::worker {
 
 // A batch of either workload: images with class labels (classification) or
-// with one target per image (detection).
+// with one target per image (detection). Images are uint8 pixels that
+// `normalization` turns into the model's input (decoded images), or float
+// input already (Fashion-MNIST, Extreme Weather, synthetic data); ImagesOn
+// (worker/data/device_input.h) is the one conversion, on the device.
 struct Batch {
-  torch::Tensor images;                  // float [B, C, H, W], CPU
+  torch::Tensor images;                  // uint8 or float [B, C, H, W]
   torch::Tensor labels;                  // classification: int64 [B]
   std::vector<DetectionTarget> targets;  // detection: x1 y1 x2 y2 boxes
   // Classification: rows labelled kIgnoredLabel (worker/train/task.h) are
   // padding that the loss masks (a --cuda-graph step's static batch).
   bool masked = false;
+  std::optional<Normalization> normalization = std::nullopt;  // uint8 images
   int64_t size() const { return images.size(0); }
 };
 
@@ -43,7 +48,8 @@ class Dataset {
   virtual int64_t num_classes() const = 0;
   // Starts `epoch` (1-based) of at most `max_batches` batches.
   virtual void StartEpoch(int epoch, int64_t max_batches) = 0;
-  // The next batch of this rank's shard; nullopt once it is exhausted.
+  // The next batch of this rank's shard; nullopt once it is exhausted. On
+  // the CPU or, behind OpenDataset's DevicePrefetcher, on the run's device.
   virtual std::optional<Batch> NextTrain() = 0;
   // Starts a pass over this rank's shard of the evaluation set.
   virtual void StartEval() = 0;

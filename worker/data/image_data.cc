@@ -92,11 +92,10 @@ Cifar10Dataset::Cifar10Dataset(const std::vector<std::string>& files,
 }
 
 int64_t Cifar10Dataset::Get(int64_t index, std::mt19937_64& rng,
-                            float* out) const {
+                            uint8_t* out) const {
   if (index < 0 || index >= size()) {
     throw std::out_of_range("CIFAR-10 index " + std::to_string(index));
   }
-  static const Normalizer norm(kCifar10Normalization);
   int64_t dx = 0, dy = 0;
   bool flip = false;
   if (split_ == Split::kTrain) {
@@ -113,8 +112,8 @@ int64_t Cifar10Dataset::Get(int64_t index, std::mt19937_64& rng,
         const int64_t sx = (flip ? kCifarSide - 1 - x : x) + dx;
         const bool inside =
             sy >= 0 && sy < kCifarSide && sx >= 0 && sx < kCifarSide;
-        const float v = inside ? image[c * plane + sy * kCifarSide + sx] : 0;
-        out[c * plane + y * kCifarSide + x] = v * norm.scale[c] + norm.bias[c];
+        out[c * plane + y * kCifarSide + x] =
+            inside ? image[c * plane + sy * kCifarSide + sx] : 0;
       }
     }
   }
@@ -252,7 +251,7 @@ tjhandle ThreadDecompressor() {
 #endif
 
 int64_t ImageFolderDataset::Get(int64_t index, std::mt19937_64& rng,
-                                float* out) const {
+                                uint8_t* out) const {
   if (index < 0 || index >= size()) {
     throw std::out_of_range("image index " + std::to_string(index));
   }
@@ -290,9 +289,8 @@ int64_t ImageFolderDataset::Get(int64_t index, std::mt19937_64& rng,
   }
   const double sx = static_cast<double>(scaled_w) / width;
   const double sy = static_cast<double>(scaled_h) / height;
-  const Normalizer norm(options_.normalization);
-  ResampleToChw(rgb.data(), scaled_w, scaled_h, crop.x * sx, crop.y * sy,
-                crop.width * sx, crop.height * sy, size, plan.flip, norm, out);
+  ResampleToChwPixels(rgb.data(), scaled_w, scaled_h, crop.x * sx, crop.y * sy,
+                      crop.width * sx, crop.height * sy, size, plan.flip, out);
   return labels_[index];
 #else
   (void)rng;
@@ -349,8 +347,12 @@ class IndexedSubset final : public ImageDataset {
   std::array<int64_t, 3> sample_shape() const override {
     return parent_->sample_shape();
   }
-  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override {
+  int64_t Get(int64_t index, std::mt19937_64& rng,
+              uint8_t* out) const override {
     return parent_->Get(ParentIndex(index), rng, out);
+  }
+  Normalization normalization() const override {
+    return parent_->normalization();
   }
   std::string Describe(int64_t index) const override {
     return parent_->Describe(ParentIndex(index));

@@ -11,7 +11,10 @@
 //   evaluation. Needs HPCAI500_HAVE_TURBOJPEG, else its constructor throws.
 // - SyntheticImages: one fixed random batch on a device, for throughput only.
 //
-// Samples come out as normalised float [C, H, W].
+// Samples come out as uint8 pixels [C, H, W] with the normalisation their
+// data set applies to them; the normalising happens a batch at a time, on
+// the run's device (ImagesOn, worker/data/device_input.h), so that a batch
+// crosses to the GPU at a quarter of float's bytes.
 #ifndef HPCAI500_WORKER_DATA_IMAGE_DATA_H_
 #define HPCAI500_WORKER_DATA_IMAGE_DATA_H_
 
@@ -55,11 +58,14 @@ class ImageDataset {
   // {C, H, W} of every sample Get writes.
   virtual std::array<int64_t, 3> sample_shape() const = 0;
   // Writes sample `index` (in [0, size())), augmented with randomness drawn
-  // from `rng`, as normalised floats into `out` (C*H*W, CHW order) and
-  // returns its label. Throws CorruptSample when the sample's bytes cannot be
+  // from `rng`, as uint8 pixels into `out` (C*H*W, CHW order) and returns
+  // its label. Throws CorruptSample when the sample's bytes cannot be
   // decoded, std::out_of_range for a bad index.
   virtual int64_t Get(int64_t index, std::mt19937_64& rng,
-                      float* out) const = 0;
+                      uint8_t* out) const = 0;
+  // The per-channel mean and standard deviation (of pixels / 255) that turn
+  // Get's pixels into the model's input (ImagesOn, for 3-channel samples).
+  virtual Normalization normalization() const = 0;
   // A name for sample `index` in warnings (a file path, or set:index).
   virtual std::string Describe(int64_t index) const = 0;
   // Non-null when every sample is a JPEG file that ReadEncoded returns, and
@@ -92,7 +98,8 @@ class Cifar10Dataset final : public ImageDataset {
   int64_t size() const override { return labels_.size(); }
   int64_t num_classes() const override { return 10; }
   std::array<int64_t, 3> sample_shape() const override { return {3, 32, 32}; }
-  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override;
+  int64_t Get(int64_t index, std::mt19937_64& rng, uint8_t* out) const override;
+  Normalization normalization() const override { return kCifar10Normalization; }
   std::string Describe(int64_t index) const override;
 
  private:
@@ -118,7 +125,8 @@ struct ImageFolderOptions {
 // Training (Split::kTrain) applies torchvision's RandomResizedCrop (area
 // scale, ratio, bilinear) and a horizontal flip; evaluation resizes the
 // shorter side to resize_size and takes the center crop_size square. Output
-// [3, crop_size, crop_size].
+// [3, crop_size, crop_size], each pixel the bilinear blend rounded to the
+// nearest level (ResampleToChwPixels).
 class ImageFolderDataset final : public ImageDataset {
  public:
   // Throws std::runtime_error when libjpeg-turbo was not built in, `root` is
@@ -131,7 +139,10 @@ class ImageFolderDataset final : public ImageDataset {
   std::array<int64_t, 3> sample_shape() const override {
     return {3, options_.crop_size, options_.crop_size};
   }
-  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override;
+  int64_t Get(int64_t index, std::mt19937_64& rng, uint8_t* out) const override;
+  Normalization normalization() const override {
+    return options_.normalization;
+  }
   std::string Describe(int64_t index) const override { return files_[index]; }
   const ImageFolderOptions* jpeg_options() const override { return &options_; }
   EncodedSample ReadEncoded(int64_t index) const override;

@@ -144,10 +144,11 @@ ImageBatch ImageLoader::DecodeBatch(int64_t batch, int epoch,
                                         static_cast<int64_t>(shard.size()));
   const auto shape = dataset_.sample_shape();
   const int64_t sample_numel = shape[0] * shape[1] * shape[2];
-  torch::Tensor images =
-      torch::empty({end - begin, shape[0], shape[1], shape[2]});
-  torch::Tensor labels = torch::empty({end - begin}, torch::kInt64);
-  float* pixels = images.data_ptr<float>();
+  const auto host = torch::TensorOptions().pinned_memory(options_.pin_memory);
+  torch::Tensor images = torch::empty(
+      {end - begin, shape[0], shape[1], shape[2]}, host.dtype(torch::kUInt8));
+  torch::Tensor labels = torch::empty({end - begin}, host.dtype(torch::kInt64));
+  uint8_t* pixels = images.data_ptr<uint8_t>();
   int64_t* label = labels.data_ptr<int64_t>();
   int64_t kept = 0;
   for (int64_t i = begin; i < end; ++i) {
@@ -161,7 +162,8 @@ ImageBatch ImageLoader::DecodeBatch(int64_t batch, int epoch,
       corrupt_.Add(index, dataset_.Describe(index), e.what());
     }
   }
-  return {images.narrow(0, 0, kept), labels.narrow(0, 0, kept)};
+  return {images.narrow(0, 0, kept), labels.narrow(0, 0, kept),
+          dataset_.normalization()};
 }
 
 std::optional<ImageBatch> ImageLoader::Next() {

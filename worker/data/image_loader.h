@@ -1,8 +1,9 @@
 // ImageLoader: decoder threads filling a bounded queue of ready batches of a
 // rank's shard (worker/data/sharding.h) of an ImageDataset
 // (worker/data/image_data.h), in a deterministic order; corrupt samples are
-// counted and skipped. Batches come out as float [B, C, H, W] (contiguous
-// NCHW) and int64 labels [B].
+// counted and skipped. Batches come out as uint8 pixels [B, C, H, W]
+// (contiguous NCHW) with the data set's normalisation, and int64 labels [B],
+// in pinned memory when the run's device is a GPU.
 #ifndef HPCAI500_WORKER_DATA_IMAGE_LOADER_H_
 #define HPCAI500_WORKER_DATA_IMAGE_LOADER_H_
 
@@ -26,9 +27,13 @@
 
 namespace hpcai500::worker {
 
+// A batch of a BatchSource: `images` are uint8 pixels [B, C, H, W] that
+// `normalization` turns into the model's input (ImageLoader), or, where
+// `normalization` is unset, float input already (GpuImageLoader).
 struct ImageBatch {
-  torch::Tensor images;  // float [B, C, H, W], contiguous, CPU
-  torch::Tensor labels;  // int64 [B], CPU
+  torch::Tensor images;  // uint8 or float [B, C, H, W], contiguous
+  torch::Tensor labels;  // int64 [B]
+  std::optional<Normalization> normalization = std::nullopt;  // uint8 images
   int64_t size() const { return labels.size(0); }
 };
 
@@ -41,6 +46,9 @@ struct LoaderOptions {
   int world_size = 1;
   int64_t max_batches = 0;  // > 0: stop each epoch after this many batches
   bool shuffle = true;      // false: shard in index order (evaluation)
+  // Batches in page-locked memory, for an asynchronous copy to a GPU. Only
+  // where CUDA is the run's device: pinning needs a CUDA context.
+  bool pin_memory = false;
   // Receives one line per corrupt sample (the first time this loader meets
   // it), from decoder threads, possibly several at once: it must be
   // thread-safe. Null: standard error.

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "worker/data/device_input.h"
 #include "worker/data/ewa_file.h"
 #include "worker/data/ewa_generator.h"
 #include "worker/data/fashion_mnist.h"
@@ -38,7 +39,8 @@ std::pair<std::array<int64_t, 3>, int64_t> SampleShapeOf(
 
 std::optional<Batch> FromImages(std::optional<ImageBatch> b) {
   if (!b) return std::nullopt;
-  return Batch{std::move(b->images), std::move(b->labels), {}};
+  return Batch{
+      std::move(b->images), std::move(b->labels), {}, b->normalization};
 }
 
 // Fashion-MNIST held in memory as uint8, normalised a batch at a time.
@@ -169,6 +171,7 @@ class LoadedImageData final : public Dataset {
     l.world_size = o_.world_size;
     l.max_batches = max_batches;
     l.shuffle = shuffle;
+    l.pin_memory = device_.is_cuda();
     return l;
   }
 
@@ -397,8 +400,12 @@ bool IsKnownDataset(std::string_view name) {
          name == "synthetic" || name == "extreme_weather";
 }
 
-std::unique_ptr<Dataset> OpenDataset(const WorkerOptions& o,
-                                     const torch::Device& device) {
+namespace {
+
+// The data of `o.config` as its reader yields it: on the CPU, or on
+// `device` for synthetic data and --gpu-decode.
+std::unique_ptr<Dataset> OpenHostDataset(const WorkerOptions& o,
+                                         const torch::Device& device) {
   const ConfigInfo& c = o.config;
   if (UsesSyntheticData(c)) return std::make_unique<SyntheticData>(o, device);
   if (!std::filesystem::is_directory(c.data_dir) && c.generate_samples == 0) {
@@ -428,6 +435,13 @@ std::unique_ptr<Dataset> OpenDataset(const WorkerOptions& o,
                                                          Split::kEval));
   return std::make_unique<LoadedImageData>(o, std::move(train), std::move(eval),
                                            device);
+}
+
+}  // namespace
+
+std::unique_ptr<Dataset> OpenDataset(const WorkerOptions& o,
+                                     const torch::Device& device) {
+  return std::make_unique<DevicePrefetcher>(OpenHostDataset(o, device), device);
 }
 
 }  // namespace hpcai500::worker

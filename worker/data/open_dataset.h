@@ -33,9 +33,11 @@ std::string GpuDecodeProblem(const WorkerOptions& options);
 bool IsKnownDataset(std::string_view name);
 
 // Opens the data of `options.config` for rank `options.rank` of
-// `options.world_size`; synthetic batches are made on `device`. `options`
-// is borrowed for the Dataset's lifetime. Throws std::runtime_error naming
-// the data folder when it does not exist, and the readers' errors.
+// `options.world_size`. Its batches come out on `device`, each copied there
+// while the one before it is in use (DevicePrefetcher,
+// worker/data/device_input.h); decoded images stay uint8 until ImagesOn.
+// `options` is borrowed for the Dataset's lifetime. Throws std::runtime_error
+// naming the data folder when it does not exist, and the readers' errors.
 std::unique_ptr<Dataset> OpenDataset(const WorkerOptions& options,
                                      const torch::Device& device);
 

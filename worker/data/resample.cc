@@ -30,9 +30,14 @@ Taps BilinearTaps(double start, double extent, int64_t n, int64_t limit,
   return t;
 }
 
-void ResampleToChw(const uint8_t* rgb, int64_t width, int64_t height, double x0,
-                   double y0, double w, double h, int64_t size, bool flip,
-                   const Normalizer& norm, float* out) {
+namespace {
+
+// Bilinear resampling as ResampleToChw describes it, handing each output
+// value v (in [0, 255]) of channel c to store(CHW offset, c, v).
+template <typename Store>
+void Resample(const uint8_t* rgb, int64_t width, int64_t height, double x0,
+              double y0, double w, double h, int64_t size, bool flip,
+              Store store) {
   const Taps xs = BilinearTaps(x0, w, size, width, flip);
   const Taps ys = BilinearTaps(y0, h, size, height, /*reverse=*/false);
   const int64_t plane = size * size;
@@ -52,11 +57,31 @@ void ResampleToChw(const uint8_t* rgb, int64_t width, int64_t height, double x0,
       const float* b = &row[xs.hi[ox] * 3];
       const float wx = xs.weight[ox];
       for (int c = 0; c < 3; ++c) {
-        const float v = a[c] + wx * (b[c] - a[c]);
-        out[c * plane + oy * size + ox] = v * norm.scale[c] + norm.bias[c];
+        store(c * plane + oy * size + ox, c, a[c] + wx * (b[c] - a[c]));
       }
     }
   }
+}
+
+}  // namespace
+
+void ResampleToChw(const uint8_t* rgb, int64_t width, int64_t height, double x0,
+                   double y0, double w, double h, int64_t size, bool flip,
+                   const Normalizer& norm, float* out) {
+  Resample(rgb, width, height, x0, y0, w, h, size, flip,
+           [&norm, out](int64_t at, int c, float v) {
+             out[at] = v * norm.scale[c] + norm.bias[c];
+           });
+}
+
+void ResampleToChwPixels(const uint8_t* rgb, int64_t width, int64_t height,
+                         double x0, double y0, double w, double h, int64_t size,
+                         bool flip, uint8_t* out) {
+  Resample(rgb, width, height, x0, y0, w, h, size, flip,
+           [out](int64_t at, int /*c*/, float v) {
+             // v is a blend of levels in [0, 255]; clamp its rounding error.
+             out[at] = static_cast<uint8_t>(std::clamp(v + 0.5f, 0.0f, 255.0f));
+           });
 }
 
 }  // namespace hpcai500::worker

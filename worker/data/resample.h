@@ -1,9 +1,11 @@
-// Bilinear resampling of a region of a packed RGB image to a normalised
-// square, the last step of every JPEG sample: the CPU decoder threads
-// (ImageFolderDataset, worker/data/image_data.h) run ResampleToChw per image,
-// and --gpu-decode (worker/data/batch_resample.h) builds the same taps for a
-// whole batch so that both paths sample the same source pixels with the same
-// weights. Standard library only.
+// Bilinear resampling of a region of a packed RGB image to a square, the last
+// step of every JPEG sample: the CPU decoder threads (ImageFolderDataset,
+// worker/data/image_data.h) run ResampleToChwPixels per image (uint8, rounded
+// as PIL's resize rounds; normalised later, on the device), ResampleToChw is
+// the same resampling normalised and unrounded, and --gpu-decode
+// (worker/data/batch_resample.h) builds the same taps for a whole batch so
+// that all of them sample the same source pixels with the same weights.
+// Standard library only.
 //
 // Thread-safe: pure functions.
 #ifndef HPCAI500_WORKER_DATA_RESAMPLE_H_
@@ -51,6 +53,13 @@ Taps BilinearTaps(double start, double extent, int64_t n, int64_t limit,
 void ResampleToChw(const uint8_t* rgb, int64_t width, int64_t height, double x0,
                    double y0, double w, double h, int64_t size, bool flip,
                    const Normalizer& norm, float* out);
+
+// The same resampling, each value rounded to the nearest uint8 level instead
+// of normalised: writes 3 * size * size pixels in CHW order to `out`. Differs
+// from ResampleToChw's values, unnormalised, by at most half a level.
+void ResampleToChwPixels(const uint8_t* rgb, int64_t width, int64_t height,
+                         double x0, double y0, double w, double h, int64_t size,
+                         bool flip, uint8_t* out);
 
 }  // namespace hpcai500::worker
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "worker/data/device_input.h"
 #include "worker/kernels/fused_bn.h"
 #include "worker/models/build_model.h"
 #include "worker/train/precision.h"
@@ -44,7 +45,7 @@ void ClassificationTask::StartEvaluation() {
 
 void ClassificationTask::EvaluateBatch(const Batch& batch) {
   const int64_t k = std::min<int64_t>(5, num_classes_);
-  torch::Tensor x = ImagesOn(batch.images, device_, channels_last_);
+  torch::Tensor x = ImagesOn(batch, device_, channels_last_);
   torch::Tensor y = batch.labels.to(device_);
   torch::Tensor logits;
   {

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "worker/data/device_input.h"
 #include "worker/data/ewa_layout.h"
 #include "worker/models/build_model.h"
 #include "worker/train/precision.h"
@@ -38,8 +39,8 @@ void DetectionTask::EvaluateBatch(const Batch& batch) {
   std::vector<Detections> found;
   {
     AutocastScope autocast(*o_.args.precision, device_);
-    found = detector_->Detect(
-        ImagesOn(batch.images, device_, /*channels_last=*/false));
+    found =
+        detector_->Detect(ImagesOn(batch, device_, /*channels_last=*/false));
   }
   for (size_t i = 0; i < found.size(); ++i) {
     local_->AddImage(local_->images() * o_.world_size + o_.rank, found[i].boxes,

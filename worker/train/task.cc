@@ -6,7 +6,6 @@
 #include "worker/models/model_zoo.h"
 #include "worker/train/classification_task.h"
 #include "worker/train/detection_task.h"
-#include "worker/train/precision.h"
 
 namespace hpcai500::worker {
 
@@ -38,12 +37,6 @@ torch::Tensor CrossEntropyLoss(const torch::Tensor& logits,
              options.ignore_index(kIgnoredLabel).reduction(torch::kNone))
       .sum()
       .div(static_cast<double>(labels.size(0)));
-}
-
-torch::Tensor ImagesOn(const torch::Tensor& images, const torch::Device& device,
-                       bool channels_last) {
-  torch::Tensor x = images.to(device);
-  return channels_last ? ChannelsLastInput(x) : x;
 }
 
 }  // namespace hpcai500::worker

@@ -39,7 +39,8 @@ class Task {
 
   // An evaluation pass, called with the module in eval mode under a
   // NoGradGuard: StartEvaluation, then EvaluateBatch for each batch of this
-  // rank's shard (as the Dataset gives it, on the CPU), then
+  // rank's shard (as the Dataset gives it: ImagesOn,
+  // worker/data/device_input.h, makes its images the model's input), then
   // FinishEvaluation, a collective every rank calls, which combines all
   // ranks' scores (setting `watchdog`'s phase for its collectives).
   virtual void StartEvaluation() = 0;
@@ -80,10 +81,6 @@ inline constexpr int64_t kIgnoredLabel = -100;
 torch::Tensor CrossEntropyLoss(const torch::Tensor& logits,
                                const torch::Tensor& labels,
                                double label_smoothing, bool masked);
-
-// `images` on `device`, channels-last when `channels_last`.
-torch::Tensor ImagesOn(const torch::Tensor& images, const torch::Device& device,
-                       bool channels_last);
 
 }  // namespace hpcai500::worker
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/event_keys.h"
+#include "worker/data/device_input.h"
 #include "worker/data/open_dataset.h"
 #include "worker/data/sharding.h"
 #include "worker/events/mllog_keys.h"
@@ -323,7 +324,7 @@ void Trainer::CountStep(const FlopCount& forward, int64_t local,
 
 Batch Trainer::ToDevice(const Batch& batch) const {
   Batch on_device;
-  on_device.images = ImagesOn(batch.images, device_, task_->channels_last());
+  on_device.images = ImagesOn(batch, device_, task_->channels_last());
   if (batch.labels.defined()) on_device.labels = batch.labels.to(device_);
   for (const DetectionTarget& t : batch.targets) {
     on_device.targets.push_back({t.boxes.to(device_), t.labels.to(device_)});

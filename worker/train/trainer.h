@@ -87,7 +87,7 @@ class Trainer {
   // Adds a step's `local` samples (> 0) and its forward FLOPs to `stats`;
   // the first also gives the reporter the per-sample figure.
   void CountStep(const FlopCount& forward, int64_t local, EpochStats& stats);
-  // `batch` (on the CPU) moved to the device.
+  // `batch` (on the device) as the task trains on it: ImagesOn's input.
   Batch ToDevice(const Batch& batch) const;
   EvalResult Evaluate();
   std::string Fingerprint() const;

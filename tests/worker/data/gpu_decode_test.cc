@@ -16,6 +16,7 @@
 #include "common/registry.h"
 #include "tests/worker/test_util.h"
 #include "worker/data/batch_resample.h"
+#include "worker/data/device_input.h"
 #include "worker/data/gpu_image_loader.h"
 #include "worker/data/image_data.h"
 #include "worker/data/image_loader.h"
@@ -279,8 +280,13 @@ TEST_F(GpuLoaderTest, MakesImageLoadersBatchesForTheSameSeed) {
       ASSERT_TRUE(torch::equal(got->labels, want->labels));
       ASSERT_EQ(got->images.sizes(), want->images.sizes());
       EXPECT_TRUE(got->images.is_contiguous());
-      // Same crops and flips, same taps: float rounding at most.
-      EXPECT_LT((got->images - want->images).abs().max().item<float>(), 1e-5f);
+      // Same crops and flips, same taps; the CPU loader's pixels are rounded
+      // to a level: half a level (0.5 / (255 * std)) and float rounding.
+      const torch::Tensor cpu_input =
+          ImagesOn(Batch{want->images, want->labels, {}, want->normalization},
+                   torch::kCPU, /*channels_last=*/false);
+      EXPECT_LT((got->images - cpu_input).abs().max().item<float>(),
+                0.5f / (255 * 0.224f) + 1e-5f);
       samples += got->size();
     }
     EXPECT_FALSE(gpu.Next().has_value());

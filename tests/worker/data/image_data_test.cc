@@ -50,21 +50,19 @@ std::vector<uint8_t> CifarRecords(const std::vector<uint8_t>& labels) {
   return bytes;
 }
 
-TEST(Cifar10Dataset, ReadsRecordsLabelsAndNormalisedPlanes) {
+TEST(Cifar10Dataset, ReadsRecordsLabelsAndPixelPlanes) {
   TempDir dir("cifar_good");
   WriteBytes(dir.path() + "/test_batch.bin", CifarRecords({3, 0, 9}));
   Cifar10Dataset test(dir.path(), Split::kEval);
   ASSERT_EQ(test.size(), 3);
   EXPECT_EQ(test.sample_shape(), (std::array<int64_t, 3>{3, 32, 32}));
-  std::vector<float> out(3 * 32 * 32);
+  EXPECT_EQ(test.normalization().std, kCifar10Normalization.std);
+  std::vector<uint8_t> out(3 * 32 * 32);
   std::mt19937_64 rng(1);
   EXPECT_EQ(test.Get(2, rng, out.data()), 9);
   for (int c = 0; c < 3; ++c) {
-    const float expected =
-        ((20.0f + 50.0f * c) / 255.0f - kCifar10Normalization.mean[c]) /
-        kCifar10Normalization.std[c];
-    EXPECT_NEAR(out[c * 1024], expected, 1e-5) << c;
-    EXPECT_NEAR(out[c * 1024 + 1023], expected, 1e-5) << c;
+    EXPECT_EQ(out[c * 1024], 20 + 50 * c) << c;
+    EXPECT_EQ(out[c * 1024 + 1023], 20 + 50 * c) << c;
   }
   EXPECT_EQ(test.Get(0, rng, out.data()), 3);
   EXPECT_THROW(test.Get(3, rng, out.data()), std::out_of_range);
@@ -79,17 +77,16 @@ TEST(Cifar10Dataset, TrainingCropsPadWithZeroPixels) {
   }
   Cifar10Dataset train(dir.path(), Split::kTrain);
   ASSERT_EQ(train.size(), 5);
-  const float zero =
-      -kCifar10Normalization.mean[0] / kCifar10Normalization.std[0];
-  std::vector<float> out(3 * 32 * 32);
+  std::vector<uint8_t> out(3 * 32 * 32);
   int padded = 0;
   for (uint64_t seed = 0; seed < 20; ++seed) {
     std::mt19937_64 rng(seed);
     EXPECT_EQ(train.Get(4, rng, out.data()), 5);
-    // A shifted crop shows the zero padding along one border.
-    if (std::abs(out[0] - zero) < 1e-5 || std::abs(out[1023] - zero) < 1e-5) {
-      ++padded;
-    }
+    // A shifted crop shows the zero padding along one border of channel 1
+    // (every pixel 50; channel 0's are 0 like the padding).
+    const uint8_t* green = out.data() + 1024;
+    EXPECT_EQ(green[32 * 16 + 16], 50);
+    if (green[0] == 0 || green[1023] == 0) ++padded;
   }
   EXPECT_GT(padded, 5);
 }
@@ -187,7 +184,7 @@ TEST(ShardIndices, RanksPartitionEveryEpochDifferently) {
 
 // --- Loader ----------------------------------------------------------------
 
-// Sample i is a [1, 2, 2] image filled with i, label i % 7; indices in
+// Sample i (< 256) is a [1, 2, 2] image filled with i, label i % 7; indices in
 // `corrupt` throw CorruptSample, `broken` throws a plain error.
 class FakeDataset final : public ImageDataset {
  public:
@@ -197,12 +194,16 @@ class FakeDataset final : public ImageDataset {
   int64_t size() const override { return n_; }
   int64_t num_classes() const override { return 7; }
   std::array<int64_t, 3> sample_shape() const override { return {1, 2, 2}; }
-  int64_t Get(int64_t index, std::mt19937_64& rng, float* out) const override {
+  int64_t Get(int64_t index, std::mt19937_64& rng,
+              uint8_t* out) const override {
     if (corrupt_.count(index) > 0) throw CorruptSample("bad bytes");
     if (index == broken_) throw std::runtime_error("disk on fire");
-    for (int i = 0; i < 4; ++i) out[i] = static_cast<float>(index);
+    for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(index);
     (void)rng();
     return index % 7;
+  }
+  Normalization normalization() const override {
+    return kImageNetNormalization;
   }
   std::string Describe(int64_t index) const override {
     return "fake:" + std::to_string(index);
@@ -220,10 +221,9 @@ std::vector<int64_t> Drain(ImageLoader& loader, int epoch) {
   std::vector<int64_t> seen;
   while (auto batch = loader.Next()) {
     for (int64_t i = 0; i < batch->size(); ++i) {
-      const int64_t id = batch->images[i][0][0][0].item<float>();
+      const int64_t id = batch->images[i][0][0][0].item<int64_t>();
       EXPECT_EQ(batch->labels[i].item<int64_t>(), id % 7);
-      EXPECT_TRUE(
-          torch::all(batch->images[i] == static_cast<float>(id)).item<bool>());
+      EXPECT_TRUE(torch::all(batch->images[i] == id).item<bool>());
       seen.push_back(id);
     }
   }
@@ -343,7 +343,7 @@ TEST(ImageLoader, RethrowsErrorsThatAreNotCorruptSamples) {
 std::vector<int64_t> ParentIds(const ImageDataset& subset) {
   std::vector<int64_t> ids;
   std::mt19937_64 rng(0);
-  float pixels[4];
+  uint8_t pixels[4];
   for (int64_t i = 0; i < subset.size(); ++i) {
     const int64_t label = subset.Get(i, rng, pixels);
     ids.push_back(static_cast<int64_t>(pixels[0]));
@@ -361,7 +361,7 @@ TEST(SpreadSubset, TakesNSamplesSpreadEvenlyOverTheParent) {
   EXPECT_EQ(ParentIds(*subset), (std::vector<int64_t>{0, 2, 5, 7}));
   EXPECT_EQ(subset->Describe(3), "fake:7");
   std::mt19937_64 rng(0);
-  float pixels[4];
+  uint8_t pixels[4];
   EXPECT_THROW(subset->Get(4, rng, pixels), std::out_of_range);
 }
 
@@ -372,9 +372,12 @@ TEST(SpreadSubset, CoversEveryClassOfAClassSortedSet) {
     int64_t size() const override { return 700; }
     int64_t num_classes() const override { return 7; }
     std::array<int64_t, 3> sample_shape() const override { return {1, 1, 1}; }
-    int64_t Get(int64_t index, std::mt19937_64&, float* out) const override {
+    int64_t Get(int64_t index, std::mt19937_64&, uint8_t* out) const override {
       out[0] = 0;
       return index / 100;
+    }
+    Normalization normalization() const override {
+      return kImageNetNormalization;
     }
     std::string Describe(int64_t index) const override {
       return std::to_string(index);
@@ -384,7 +387,7 @@ TEST(SpreadSubset, CoversEveryClassOfAClassSortedSet) {
       SpreadSubset(std::make_unique<Sorted>(), 14, "eval_samples");
   std::map<int64_t, int> per_class;
   std::mt19937_64 rng(0);
-  float pixel;
+  uint8_t pixel;
   for (int64_t i = 0; i < subset->size(); ++i) {
     ++per_class[subset->Get(i, rng, &pixel)];
   }
@@ -440,11 +443,9 @@ std::vector<uint8_t> SolidRgb(int width, int height, uint8_t r, uint8_t g,
   return rgb;
 }
 
-// Undoes ImageNet normalisation: back to a 0-255 pixel value.
-float Pixel(float normalised, int c) {
-  return (normalised * kImageNetNormalization.std[c] +
-          kImageNetNormalization.mean[c]) *
-         255.0f;
+// The mean pixel value of channel `c` of a uint8 [C, H, W] image.
+float MeanPixel(const torch::Tensor& image, int c) {
+  return image[c].to(torch::kFloat32).mean().item<float>();
 }
 
 // Three classes (sorted: "ant" < "bee" < "cat") of solid-colour images, image
@@ -516,20 +517,20 @@ TEST_F(ImageFolderTest, LoaderDecodesEveryImageOnceAndSkipsTheCorruptOne) {
       EXPECT_EQ(batch->images.sizes().slice(1),
                 torch::IntArrayRef({3, 16, 16}));
       EXPECT_TRUE(batch->images.is_contiguous());
-      EXPECT_GE(batch->images.min().item<float>(), -2.2f);
-      EXPECT_LE(batch->images.max().item<float>(), 2.7f);
+      EXPECT_EQ(batch->images.scalar_type(), torch::kUInt8);
+      ASSERT_TRUE(batch->normalization.has_value());
+      EXPECT_EQ(batch->normalization->mean, kImageNetNormalization.mean);
       for (int64_t i = 0; i < batch->size(); ++i) {
         torch::Tensor image = batch->images[i];
-        const int red = std::lround(Pixel(image[0].mean().item<float>(), 0));
+        const int red = std::lround(MeanPixel(image, 0));
         // Solid colours survive JPEG, scaling and the crop within a level
         // or two; snap to the nearest written red.
         const int snapped = 20 + 10 * std::lround((red - 20) / 10.0);
         EXPECT_NEAR(red, snapped, 3);
         ASSERT_EQ(red_to_label_.count(snapped), 1u) << red;
         EXPECT_EQ(batch->labels[i].item<int64_t>(), red_to_label_[snapped]);
-        EXPECT_NEAR(Pixel(image[1].mean().item<float>(), 1),
-                    60 * red_to_label_[snapped] + 30, 3);
-        EXPECT_NEAR(Pixel(image[2].mean().item<float>(), 2), 128, 3);
+        EXPECT_NEAR(MeanPixel(image, 1), 60 * red_to_label_[snapped] + 30, 3);
+        EXPECT_NEAR(MeanPixel(image, 2), 128, 3);
         reds.push_back(snapped);
       }
     }
@@ -560,12 +561,12 @@ TEST_F(ImageFolderTest, EvaluationResizesAndCentreCrops) {
   options.crop_size = 16;
   options.resize_size = 32;
   ImageFolderDataset data(dir_.path() + "/val", Split::kEval, options);
-  std::vector<float> out(3 * 16 * 16);
+  std::vector<uint8_t> out(3 * 16 * 16);
   std::mt19937_64 rng(1);
   EXPECT_EQ(data.Get(0, rng, out.data()), 0);
   for (int ox = 0; ox < 16; ++ox) {
     const double source_x = 20 + (ox + 0.5) * 1.5 - 0.5;
-    EXPECT_NEAR(Pixel(out[8 * 16 + ox], 0), 4 * source_x, 8) << ox;
+    EXPECT_NEAR(out[8 * 16 + ox], 4 * source_x, 8) << ox;
   }
 }
 
@@ -582,13 +583,12 @@ TEST_F(ImageFolderTest, TrainingFlipsAboutHalfTheTime) {
   options.min_scale = options.max_scale = 1.0;
   options.min_ratio = options.max_ratio = 64.0 / 48.0;  // the whole image
   ImageFolderDataset data(dir_.path() + "/flip", Split::kTrain, options);
-  std::vector<float> out(3 * 16 * 16);
+  std::vector<uint8_t> out(3 * 16 * 16);
   int flipped = 0;
   for (uint64_t seed = 0; seed < 40; ++seed) {
     std::mt19937_64 rng(seed);
     data.Get(0, rng, out.data());
-    const float left = Pixel(out[8 * 16], 0),
-                right = Pixel(out[8 * 16 + 15], 0);
+    const float left = out[8 * 16], right = out[8 * 16 + 15];
     EXPECT_GT(std::abs(right - left), 150);
     if (left > right) ++flipped;
   }
