@@ -29,10 +29,10 @@ struct Batch {
   torch::Tensor images;                  // uint8 or float [B, C, H, W]
   torch::Tensor labels;                  // classification: int64 [B]
   std::vector<DetectionTarget> targets;  // detection: x1 y1 x2 y2 boxes
+  std::optional<Normalization> normalization = std::nullopt;  // uint8 images
   // Classification: rows labelled kIgnoredLabel (worker/train/task.h) are
   // padding that the loss masks (a --cuda-graph step's static batch).
   bool masked = false;
-  std::optional<Normalization> normalization = std::nullopt;  // uint8 images
   int64_t size() const { return images.size(0); }
 };
 
