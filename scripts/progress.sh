@@ -2,7 +2,8 @@
 # Sourced, not run, by the set-up scripts (install-deps.sh, build.sh,
 # test.sh, demo.sh): each step runs as a phase whose output goes to one log
 # file, while the screen shows one line per phase with its progress and
-# elapsed time; a phase that fails shows the log's last lines and names it.
+# elapsed time; a phase that fails shows the log's last lines (40 on a
+# terminal, 200 elsewhere, such as CI) and names it.
 #
 #   progress_start NAME   the first script of a command calls it: the log is
 #                         $HPCAI500_STATE_DIR/NAME.log (.hpcai500/NAME.log),
@@ -116,10 +117,13 @@ phase() {
     printf '  %-16s done in %s\n' "$title" "$took" >&3
     return 0
   fi
+  # A terminal's reader can open the log; CI's may only have the screen.
+  local lines=40
+  [[ -t 3 ]] || lines=200
   {
     printf '  %-16s FAILED after %s (exit status %d); its last lines:\n' \
       "$title" "$took" "$rc"
-    tail -n 30 "$HPCAI500_LOG" | sed 's/^/    /'
+    tail -n "$lines" "$HPCAI500_LOG" | sed 's/^/    /'
     echo "  full output: $HPCAI500_LOG"
   } >&3
   return "$rc"
