@@ -80,6 +80,16 @@ std::string FormatLeaderboard(const v1::LeaderboardResponse& board,
                    100 * board.throughput_cv_limit(),
                    100 * board.epochs_to_target_cv_limit()));
   }
+  if (std::any_of(board.rows().begin(), board.rows().end(),
+                  [](const v1::LeaderboardRow& row) {
+                    return row.convergence().factor() > 1;
+                  })) {
+    absl::StrAppend(
+        &text,
+        "\n/F: Valid FLOPS normalised by the convergence check: the "
+        "submission converged F times faster than the reference (in epochs "
+        "to target), so its runs' Valid FLOPS is divided by F\n");
+  }
   if (board.rows_size() < board.total()) {
     absl::StrAppend(&text, "\nrows ", offset + 1, "-",
                     offset + board.rows_size(), " of ", board.total(),

@@ -54,12 +54,15 @@ std::string AttemptTable(const v1::Run& run, absl::TimeZone zone) {
 }
 
 // Quality against target, FLOPS and Valid FLOPS, one indented line each.
+// The run's own Valid FLOPS: the leaderboard may show its submission's
+// divided by the convergence check's factor, so the line says which it is.
 std::string ScoreSummary(const v1::Score& score) {
   return absl::StrCat(
       "  quality      ", FormatQualityVsTarget(score.quality(), score.target()),
       " (", score.reached_target() ? "reached" : "below target", ")\n",
       "  FLOPS        ", FormatFlops(score.flops()), "\n", "  Valid FLOPS  ",
-      FormatFlops(score.valid_flops()), " (n = ", score.exponent(), ")\n");
+      FormatFlops(score.valid_flops()), " (n = ", score.exponent(),
+      "; before the leaderboard's convergence check)\n");
 }
 
 // Energy of the training epochs, the average power it means, and Valid FLOPS

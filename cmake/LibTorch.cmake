@@ -38,7 +38,24 @@ if(NOT Torch_DIR)
 endif()
 
 # TorchConfig.cmake looks for the CUDA toolkit (nvcc, cudart, NVTX) itself
-# when its LibTorch was built with CUDA.
+# when its LibTorch was built with CUDA: in the one cmake/CudaToolkit.cmake
+# chooses.
+include(CudaToolkit)
+
+# Two warnings every configure printed, about nothing that matters here, go:
+# - "library kineto not found": the wheel links Kineto (the profiler) into
+#   libtorch_cpu.so, yet TorchConfig.cmake looks for a libkineto of its own;
+#   an empty target answers its find_library.
+# - "pytorch is not compatible with CMAKE_CUDA_ARCHITECTURES": its CUDA
+#   setup warns whenever the variable is defined, and enable_language(CUDA)
+#   defines it from the compiler's default under policy CMP0104. With the
+#   old behaviour nothing defines it; cmake/Cuda.cmake sets the
+#   architectures on each CUDA target instead.
+if(NOT TARGET hpcai500_kineto_in_libtorch)
+  add_library(hpcai500_kineto_in_libtorch INTERFACE)
+endif()
+set(kineto_LIBRARY hpcai500_kineto_in_libtorch)
+cmake_policy(SET CMP0104 OLD)
 find_package(Torch REQUIRED)
 if(HPCAI500_PINNED_TORCH AND NOT Torch_VERSION VERSION_EQUAL HPCAI500_PINNED_TORCH)
   message(WARNING "LibTorch ${Torch_VERSION} (${Torch_DIR}): hpcai500 is built "

@@ -12,6 +12,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$ROOT/build-fuzz"
+source "$ROOT/scripts/progress.sh"
+progress_start fuzz
 "$ROOT/scripts/install-deps.sh"
 # Sets the compiler and options in the cache; build.sh configures (ccache,
 # Ninja) and builds.
@@ -21,4 +23,4 @@ CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$BUILD" -G Ninja \
 HPCAI500_BUILD_DIR="$BUILD" "$ROOT/scripts/build.sh" fuzzers
 export UBSAN_OPTIONS=print_stacktrace=1
 cd "$BUILD"
-ctest --output-on-failure -L fuzz -j "$(nproc)"
+shown ctest --output-on-failure -L fuzz -j "$(nproc)"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages hpcai500 builds, runs and tests with, and the
 # Python packages of scripts/requirements.txt (torch with the LibTorch the
-# worker builds against, torchvision, mlperf-logging, playwright) into the
-# checkout's virtual environment .venv. Safe to run twice: it only calls
-# apt-get for packages that are missing, and pip only when
-# scripts/requirements.txt changed since the last install.
+# worker builds against, NVIDIA's CUDA 13.0 compiler wheels, torchvision,
+# mlperf-logging, playwright) into the checkout's virtual environment .venv,
+# with .venv/cuda, a CUDA toolkit folder made of links into those wheels.
+# Safe to run twice: it only calls apt-get for packages that are missing,
+# and pip only when scripts/requirements.txt changed since the last install.
+# Their output goes to the log scripts/progress.sh names.
 set -euo pipefail
 
 PACKAGES=(
@@ -48,39 +50,74 @@ PACKAGES=(
   openmpi-bin
 )
 
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+source "$ROOT/scripts/progress.sh"
+progress_start install-deps
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
     missing+=("$p")
   fi
 done
-if ((${#missing[@]} > 0)); then
+apt_install() {
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
   echo "install-deps: installing ${missing[*]}"
-  SUDO=""
-  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -q
-  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
-
-# LibTorch's CMake package needs the CUDA toolkit its wheel was built for
-# (13.0: nvcc, the runtime's headers); the build machines carry it, in
-# /usr/local/cuda unless CUDA_HOME or nvcc on PATH says otherwise.
-if ! command -v nvcc >/dev/null && [[ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]]; then
-  echo "install-deps: no CUDA toolkit (nvcc): LibTorch's CMake package needs" \
-       "CUDA 13.0's (see README, 'Set-up'); set CUDA_HOME to it" >&2
-  exit 1
+  "${sudo[@]}" apt-get update -q
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+if ((${#missing[@]} > 0)); then
+  # sudo may ask for a password: on the screen, before the quiet phase.
+  if [[ $(id -u) -ne 0 ]]; then sudo -v <&0 >&3 2>&3; fi
+  phase "install (apt)" apt_install
 fi
 
 # The virtual environment: torch (and the LibTorch in it) pinned in one place.
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/.venv"
 REQUIREMENTS="$ROOT/scripts/requirements.txt"
 STAMP="$VENV/.installed-requirements.txt"
-if ! cmp -s "$REQUIREMENTS" "$STAMP"; then
-  echo "install-deps: pip install -r scripts/requirements.txt into .venv"
+pip_install() {
   [[ -x "$VENV/bin/python3" ]] || python3 -m venv "$VENV"
-  "$VENV/bin/python3" -m pip install -q --disable-pip-version-check \
-    -r "$REQUIREMENTS"
+  "$VENV/bin/python3" -m pip install --disable-pip-version-check \
+    --progress-bar off -r "$REQUIREMENTS"
   cp "$REQUIREMENTS" "$STAMP"
+}
+if ! cmp -s "$REQUIREMENTS" "$STAMP"; then
+  phase "install (pip)" pip_install
+fi
+
+# LibTorch's CMake package needs the CUDA 13.0 toolkit its wheel was built
+# for (nvcc, the runtime's headers and libraries), and so does worker/kernels.
+# NVIDIA's wheels in scripts/requirements.txt hold it, in pip's layout
+# (nvidia/cu13: bin, include, nvvm, lib with only versioned names such as
+# libcudart.so.13). .venv/cuda is a toolkit folder made of links into them,
+# in the layout nvcc, CMake and the linker look for: lib64 beside bin, and
+# the unversioned names (libcudart.so) of every library. cmake/CudaToolkit.cmake
+# uses it where no other toolkit is found ($CUDA_HOME, nvcc on PATH and
+# /usr/local/cuda come first).
+make_cuda_view() {
+  local wheels=("$VENV"/lib/python3*/site-packages/nvidia/cu13)
+  local from="${wheels[0]#"$VENV"/}" view="$VENV/cuda" lib name
+  if [[ ! -x "$VENV/$from/bin/nvcc" ]]; then
+    echo "install-deps: no nvcc in .venv's NVIDIA wheels" >&2
+    return 1
+  fi
+  rm -rf "$view.new"
+  mkdir -p "$view.new/lib64"
+  ln -s "../$from/bin" "../$from/include" "../$from/nvvm" "$view.new/"
+  ln -s lib64 "$view.new/lib"
+  for lib in "$VENV/$from"/lib/*; do
+    name="${lib##*/}"
+    ln -s "../../$from/lib/$name" "$view.new/lib64/$name"
+    if [[ "$name" =~ ^(lib.+\.so)\.[0-9.]+$ ]]; then
+      ln -sf "../../$from/lib/$name" "$view.new/lib64/${BASH_REMATCH[1]}"
+    fi
+  done
+  rm -rf "$view"
+  mv "$view.new" "$view"
+}
+if [[ ! -x "$VENV/cuda/bin/nvcc" || "$STAMP" -nt "$VENV/cuda" ]]; then
+  phase "install (cuda)" make_cuda_view
 fi

@@ -33,6 +33,8 @@ case "$KIND" in
     ;;
 esac
 BUILD="$ROOT/build-$KIND"
+source "$ROOT/scripts/progress.sh"
+progress_start sanitize
 "$ROOT/scripts/install-deps.sh"
 # Sets the option in the cache; build.sh configures (ccache, Ninja) and builds.
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DHPCAI500_SANITIZE="$SANITIZE" >/dev/null
@@ -44,4 +46,4 @@ export TSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/tsan.supp second_deadlo
 cd "$BUILD"
 # With TARGETS, the tests of the binaries left unbuilt are placeholders
 # named <target>_NOT_BUILT.
-ctest --output-on-failure -L "$LABELS" -E '_NOT_BUILT$' -j "$(nproc)"
+shown ctest --output-on-failure -L "$LABELS" -E '_NOT_BUILT$' -j "$(nproc)"

@@ -3,13 +3,18 @@
 # included), and runs every test, then the hardening builds.
 # Unit tests run in parallel; integration tests (real processes, training)
 # run one at a time so their timings stay honest on a small machine.
+# The install and build phases show one line each (their output is in
+# .hpcai500/test.log); ctest's report is on the screen as it always was,
+# and ends the output (CI reads its closing lines).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${HPCAI500_BUILD_DIR:-$ROOT/build}"
+source "$ROOT/scripts/progress.sh"
+progress_start test
 "$ROOT/scripts/build.sh"
 cd "$BUILD"
-ctest --output-on-failure -L unit -j "$(nproc)"
-ctest --output-on-failure -LE unit
+shown ctest --output-on-failure -L unit -j "$(nproc)"
+shown ctest --output-on-failure -LE unit
 # The hardening builds (docs/design.md, "Hardening in CI"), each in a folder
 # of its own and without the worker.
 "$ROOT/scripts/sanitize.sh" asan

@@ -78,7 +78,7 @@ const COLUMNS = [
     title: 'User',
     key: 'user',
     first: 'asc',
-    fill: (tr, row) => cell(tr, row.user || '-')
+    fill: (tr, row) => cell(tr, row.user || '-', 'user')
   },
   {
     title: 'Date',
@@ -151,22 +151,27 @@ export function spreadText(row) {
 
 // The convergence check against the reference points (MLCommons' RCP
 // check): '' without a reference, else its verdict and, when Valid FLOPS
-// was normalised, by what.
+// was normalised, by what, why, and the figure before (the runs' own, which
+// the run pages show).
 export function convergenceText(row) {
   const check = row.convergence || {};
   if (!check.verdict || check.verdict === 'unchecked') return '';
   const factor = Number(check.factor) || 1;
   const reference = Number(check.reference_epochs) || 0;
   const epochs = Number(row.epochs_to_target) || 0;
+  const normalised =
+      `normalised by the convergence check ÷${factor.toFixed(3)}`;
+  const before = Number(row.valid_flops_unnormalized) > 0 ?
+      `; ${formatFlops(row.valid_flops_unnormalized)} before` :
+      '';
   switch (check.verdict) {
     case 'normalized':
-      return `converged in ${epochs.toFixed(2)} epochs, faster than the ` +
-          `reference's ${reference.toFixed(2)}: normalised ÷${
-                 factor.toFixed(3)}`;
+      return `${normalised}: converged in ${epochs.toFixed(2)} epochs, ` +
+          `faster than the reference's ${reference.toFixed(2)}${before}`;
     case 'review':
-      return `converged in ${epochs.toFixed(2)} epochs, beyond the ` +
-          `reference's fastest ${(Number(check.min_epochs) || 0).toFixed(2)}:` +
-          ` for review, normalised ÷${factor.toFixed(3)}`;
+      return `for review, ${normalised}: converged in ${
+          epochs.toFixed(2)} epochs, beyond the reference's fastest ${
+          (Number(check.min_epochs) || 0).toFixed(2)}${before}`;
     case 'pass':
       return `convergence checked (${epochs.toFixed(2)} epochs, ` +
           `reference ${reference.toFixed(2)})`;

@@ -255,17 +255,18 @@ test('convergenceText says what the reference check did to Valid FLOPS', () => {
   assert.equal(
       convergenceText({
         epochs_to_target: 32,
+        valid_flops_unnormalized: 116.29e9,
         convergence:
             {verdict: 'normalized', factor: 34.5 / 32, reference_epochs: 34.5},
       }),
-      'converged in 32.00 epochs, faster than the reference\'s 34.50: ' +
-          'normalised ÷1.078');
+      'normalised by the convergence check ÷1.078: converged in 32.00 ' +
+          'epochs, faster than the reference\'s 34.50; 116.29 GFLOPS before');
   assert.match(
       convergenceText({
         epochs_to_target: 26,
         convergence: {verdict: 'review', factor: 1.327, min_epochs: 30.94},
       }),
-      /beyond the reference's fastest 30.94: for review/);
+      /^for review, normalised by the convergence check ÷1.327: .* beyond the reference's fastest 30.94$/);
 });
 
 test('forecastSeries runs from the last measured point to the forecast', () => {

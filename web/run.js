@@ -142,7 +142,13 @@ function scoreInputs(score) {
     ['Reached target', score.reached_target ? 'yes' : 'no'],
     ['Exponent n', String(score.exponent)],
     ['FLOPS', formatFlops(score.flops)],
-    ['Valid FLOPS', formatFlops(score.valid_flops)],
+    // The run's own: the leaderboard may divide its submission's by the
+    // convergence check's factor (and says so there).
+    [
+      'Valid FLOPS',
+      `${formatFlops(score.valid_flops)} (this run's, before the ` +
+          `leaderboard's convergence check)`
+    ],
     ['Training samples (all ranks)', String(score.samples)],
     [
       'Forward FLOPs per sample',

@@ -757,7 +757,10 @@ TEST_F(CliTest, LeaderboardPrintsARankedTable) {
             "   -  local-cpu  fmnist-smoke  fashion_mnist_smoke  45.60 GFLOPS"
             "   0.8100 / 0.8000     1       -  -                 unranked\n"
             "\n! unrepeatable: the repetitions' throughput varies by more "
-            "than 2.0% (or epochs to target by more than 10.0%)\n");
+            "than 2.0% (or epochs to target by more than 10.0%)\n"
+            "\n/F: Valid FLOPS normalised by the convergence check: the "
+            "submission converged F times faster than the reference (in "
+            "epochs to target), so its runs' Valid FLOPS is divided by F\n");
   absl::MutexLock lock(&service_.mu_);
   ASSERT_EQ(service_.leaderboard_requests_.size(), 1u);
   EXPECT_EQ(service_.leaderboard_requests_[0].workload(),
@@ -815,7 +818,8 @@ TEST_F(CliTest, ShowPrintsASummaryOrJson) {
                                     "succeeded\n"));
   EXPECT_THAT(out_.str(), HasSubstr("workload     image_classification/"
                                     "fashion_mnist_smoke\n"));
-  EXPECT_THAT(out_.str(), HasSubstr("Valid FLOPS  1.50 GFLOPS (n = 5)"));
+  EXPECT_THAT(out_.str(), HasSubstr("Valid FLOPS  1.50 GFLOPS (n = 5; before "
+                                    "the leaderboard's convergence check)"));
 
   EXPECT_EQ(Run({"show", "4", "--json"}), kExitOk);
   nlohmann::json json = nlohmann::json::parse(out_.str());

@@ -35,7 +35,8 @@ TEST(RunText, ResultIsTheStateThenTheScore) {
             "run 4 succeeded\n"
             "  quality      0.9123 / 0.9000 (reached)\n"
             "  FLOPS        2.00 TFLOPS\n"
-            "  Valid FLOPS  1.23 TFLOPS (n = 5)\n");
+            "  Valid FLOPS  1.23 TFLOPS (n = 5; before the leaderboard's "
+            "convergence check)\n");
   v1::Run failed;
   failed.set_id(5);
   failed.set_state(v1::RUN_STATE_FAILED);
@@ -149,6 +150,30 @@ TEST(LeaderboardText, SaysWhyThereAreNoRowsAndWhichRowsAPageHolds) {
   EXPECT_THAT(page, HasSubstr("\n   2  "));
   EXPECT_THAT(page, Not(HasSubstr("image_classification\n")));
   EXPECT_THAT(page, HasSubstr("\nrows 2-2 of 3 (--offset, --limit)\n"));
+}
+
+// The demo printed a run's Valid FLOPS and then its row's, 1.08 times
+// smaller, without a word on why: a row divided by the convergence check's
+// factor brings the footnote that says so.
+TEST(LeaderboardText, NormalisedRowsBringTheConvergenceCheckFootnote) {
+  v1::LeaderboardResponse board;
+  v1::LeaderboardRow* row = board.add_rows();
+  row->set_valid_flops(107.34e9);
+  row->set_valid_flops_unnormalized(116.29e9);
+  row->mutable_convergence()->set_verdict("pass");
+  row->mutable_convergence()->set_factor(1);
+  const std::string footnote =
+      "\n/F: Valid FLOPS normalised by the convergence check: the submission "
+      "converged F times faster than the reference (in epochs to target), so "
+      "its runs' Valid FLOPS is divided by F\n";
+  EXPECT_THAT(FormatLeaderboard(board, /*offset=*/0),
+              Not(HasSubstr("normalised")));
+  row->mutable_convergence()->set_verdict("normalized");
+  row->mutable_convergence()->set_factor(1.0834);
+  const std::string page = FormatLeaderboard(board, /*offset=*/0);
+  EXPECT_THAT(page, HasSubstr("107.34 GFLOPS"));
+  EXPECT_THAT(page, HasSubstr("normalized /1.08"));
+  EXPECT_THAT(page, HasSubstr(footnote));
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ ENV = os.environ
 BASE = ENV.get("HPCAI500_URL", "")
 SHOTS = ENV.get("HPCAI500_SCREENSHOTS", ".")
 DESKTOP = {"width": 1280, "height": 900}
+LAPTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
 ENDED = ("RUN_STATE_SUCCEEDED", "RUN_STATE_FAILED", "RUN_STATE_CANCELLED")
 
@@ -436,6 +437,55 @@ class PagesInChromium(unittest.TestCase):
                           "&sort=train_seconds&order=asc&limit=25&offset=0")
             page.select_option("#sort-by", "train_seconds:asc")
             wait_for_systems(page, systems(by_time))
+
+    def test_the_leaderboard_fits_a_laptop_and_a_phone_notes_in_their_cells(
+            self):
+        # The table was wider than a 1400-pixel window (its last column cut,
+        # the convergence note running under the next columns). On a laptop
+        # it fits its box; on a phone its cards do, or it scrolls in its own
+        # box and the page does not. Each note under a value stays in the
+        # value's cell, and no cell's text spills out (but the software
+        # column's, cut short with an ellipsis on purpose).
+        for name, viewport in (("laptop-leaderboard", LAPTOP),
+                               ("phone-leaderboard-cards", PHONE)):
+            with self.subTest(viewport=viewport), \
+                    opened("/", viewport) as page:
+                page.wait_for_selector("#leaderboard tbody tr")
+                fit = page.evaluate("""() => {
+                    const table = document.querySelector('#leaderboard');
+                    const box = table.closest('.scroll');
+                    const cells = [...table.querySelectorAll('tbody td')];
+                    const notes = [...table.querySelectorAll(
+                        'tbody td .convergence')];
+                    const outside = notes.filter((note) => {
+                        const n = note.getBoundingClientRect();
+                        const c = note.closest('td').getBoundingClientRect();
+                        return n.left < c.left - 1 || n.right > c.right + 1;
+                    }).map((note) => note.textContent);
+                    const spilling = cells.filter((td) =>
+                        !td.classList.contains('versions') &&
+                        td.scrollWidth > td.clientWidth + 1)
+                        .map((td) => `${td.dataset.label}: ${td.textContent}`);
+                    return {
+                        page: document.documentElement.scrollWidth,
+                        window: window.innerWidth,
+                        table: table.getBoundingClientRect().width,
+                        box: box.clientWidth,
+                        scrolls: getComputedStyle(box).overflowX,
+                        notes: notes.length, outside, spilling,
+                    };
+                }""")
+                self.assertLessEqual(fit["page"], fit["window"], fit)
+                if viewport is LAPTOP:
+                    self.assertLessEqual(fit["table"], fit["box"] + 1, fit)
+                else:
+                    self.assertTrue(fit["table"] <= fit["box"] + 1 or
+                                    fit["scrolls"] == "auto", fit)
+                self.assertGreater(fit["notes"], 0,
+                                   "no convergence note to check")
+                self.assertEqual(fit["outside"], [], fit)
+                self.assertEqual(fit["spilling"], [], fit)
+                shot(page, name)
 
     def test_at_phone_width_no_page_scrolls_sideways(self):
         history = quoted(ENV["HPCAI500_HISTORY_NAME"])
