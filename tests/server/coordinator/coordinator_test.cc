@@ -1287,6 +1287,34 @@ TEST_F(CoordinatorTest, ListRunsShowsActiveRunsAsTheyAreInMemory) {
   EXPECT_FALSE(listed.runs(1).reason().empty());
 }
 
+// A spec may name a sweep by hand, but not one holding another user's
+// runs: nobody adds points to somebody else's scaling study, and the
+// owner's own later submits (and suites, as `hpcai500 sweep` sends) pass.
+TEST_F(CoordinatorTest, ASweepOfAnotherUserIsRefusedAndOnesOwnAccepted) {
+  const std::string sweep = "sweep: study-1\nscaling: weak\n";
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "p1") + sweep, "alice").ok());
+  absl::StatusOr<v1::SubmitResponse> joined =
+      coordinator_->Submit(SpecYaml(1, 1, "p2") + sweep, "mallory");
+  EXPECT_TRUE(absl::IsPermissionDenied(joined.status())) << joined.status();
+  EXPECT_THAT(joined.status().message(), HasSubstr("sweep 'study-1'"));
+  const std::string suite = absl::StrCat(
+      "suite: study-1\nspecs:\n  - {name: p3, workload: "
+      "image_classification, config: fashion_mnist_smoke, level: free, "
+      "nodes: 1, ranks_per_node: 1, device: cpu, batch_size: 64, precision: "
+      "fp32, seed: 1, system: test-box, sweep: study-1, scaling: weak}\n");
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      coordinator_->Submit(suite, "mallory").status()));
+  EXPECT_EQ(reads_->ListRuns({})->runs_size(), 1);  // nothing of mallory's
+  EXPECT_TRUE(coordinator_->Submit(suite, "alice").ok());
+  EXPECT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "p4") + sweep, "alice").ok());
+  // Another id is free to take; a name that only holds the id is no match.
+  EXPECT_TRUE(coordinator_
+                  ->Submit(SpecYaml(1, 1, "study-1") +
+                               "sweep: study-10\nscaling: weak\n",
+                           "mallory")
+                  .ok());
+}
+
 TEST_F(CoordinatorTest, JsonApiListsRunsByUserQueueAndTime) {
   ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "mine"), "alice").ok());
   ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "theirs"), "bob").ok());
