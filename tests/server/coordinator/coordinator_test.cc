@@ -1297,15 +1297,18 @@ TEST_F(CoordinatorTest, ASweepOfAnotherUserIsRefusedAndOnesOwnAccepted) {
       coordinator_->Submit(SpecYaml(1, 1, "p2") + sweep, "mallory");
   EXPECT_TRUE(absl::IsPermissionDenied(joined.status())) << joined.status();
   EXPECT_THAT(joined.status().message(), HasSubstr("sweep 'study-1'"));
-  const std::string suite = absl::StrCat(
-      "suite: study-1\nspecs:\n  - {name: p3, workload: "
-      "image_classification, config: fashion_mnist_smoke, level: free, "
-      "nodes: 1, ranks_per_node: 1, device: cpu, batch_size: 64, precision: "
-      "fp32, seed: 1, system: test-box, sweep: study-1, scaling: weak}\n");
-  EXPECT_TRUE(absl::IsPermissionDenied(
-      coordinator_->Submit(suite, "mallory").status()));
+  // As `hpcai500 sweep` sends its points: one suite named by the sweep.
+  const std::string suite =
+      "suite: study-1\nspecs:\n  - " +
+      absl::StrReplaceAll(SpecYaml(1, 1, "p3") + sweep, {{"\n", "\n    "}}) +
+      "\n  - " +
+      absl::StrReplaceAll(SpecYaml(1, 1, "p5") + sweep, {{"\n", "\n    "}}) +
+      "\n";
+  const absl::Status theirs = coordinator_->Submit(suite, "mallory").status();
+  EXPECT_TRUE(absl::IsPermissionDenied(theirs)) << theirs;
   EXPECT_EQ(reads_->ListRuns({})->runs_size(), 1);  // nothing of mallory's
-  EXPECT_TRUE(coordinator_->Submit(suite, "alice").ok());
+  const absl::Status own = coordinator_->Submit(suite, "alice").status();
+  EXPECT_TRUE(own.ok()) << own;
   EXPECT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "p4") + sweep, "alice").ok());
   // Another id is free to take; a name that only holds the id is no match.
   EXPECT_TRUE(coordinator_
