@@ -14,6 +14,7 @@
 #include "agent/options.h"
 #include "agent/process.h"
 #include "common/clock.h"
+#include "common/printable.h"
 #include "common/token.h"
 
 namespace {
@@ -39,9 +40,11 @@ int main(int argc, char** argv) {
   }
   auto options = hpcai500::agent::ParseAgentArgs(args, token_env);
   if (!options.ok()) {
-    std::fprintf(stderr, "hpcai500-agent: %s\n%s",
-                 std::string(options.status().message()).c_str(),
-                 hpcai500::agent::kAgentUsage);
+    // The message may echo a flag's value: printed escaped.
+    std::fprintf(
+        stderr, "hpcai500-agent: %s\n%s",
+        hpcai500::EscapeLine(std::string(options.status().message())).c_str(),
+        hpcai500::agent::kAgentUsage);
     return 2;
   }
   struct sigaction action = {};
@@ -56,7 +59,7 @@ int main(int argc, char** argv) {
   absl::Status status = agent.Run(&stop_requested);
   if (!status.ok()) {
     std::fprintf(stderr, "hpcai500-agent: %s\n",
-                 std::string(status.message()).c_str());
+                 hpcai500::EscapeLine(std::string(status.message())).c_str());
     return 1;
   }
   return 0;

@@ -27,6 +27,7 @@
 #include "agent/worker_env.h"
 #include "agent/worker_version.h"
 #include "common/flags.h"
+#include "common/printable.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/token.h"
@@ -36,18 +37,6 @@ namespace {
 
 absl::Status Bad(absl::string_view flag, absl::string_view reason) {
   return absl::InvalidArgumentError(absl::StrCat(flag, ": ", reason));
-}
-
-bool IsNodeName(absl::string_view s) {
-  return !s.empty() && s.size() <= 64 &&
-         std::all_of(s.begin(), s.end(),
-                     [](char c) {
-                       return (c >= 'a' && c <= 'z') ||
-                              (c >= 'A' && c <= 'Z') ||
-                              (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-                              c == '.';
-                     }) &&
-         s != "." && s != "..";
 }
 
 bool IsLabelText(absl::string_view s) {
@@ -163,8 +152,7 @@ absl::Status CheckIdentity(const AgentOptions& options) {
   }
   if (!IsNodeName(options.name)) {
     return Bad("--name",
-               "is required and must match [A-Za-z0-9._-]+ (at most "
-               "64 characters)");
+               absl::StrCat("is required and must be ", kNodeNameRule));
   }
   return absl::OkStatus();
 }

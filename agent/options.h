@@ -130,7 +130,10 @@ inline constexpr char kAgentUsage[] =
     "                      and deliver their last events, then exit, within\n"
     "                      --kill-grace-seconds + 5 s. Without it a stopped\n"
     "                      agent leaves its workers running for the next\n"
-    "                      agent on the node\n";
+    "                      agent on the node\n"
+    "exit codes: 0 stopped by SIGTERM or SIGINT, 1 it could not go on (say\n"
+    "the coordinator refused it for good), 2 a bad command line or a token\n"
+    "or TLS file that cannot be read\n";
 
 // Parses the arguments after argv[0] (the rules of common/flags.h), reads
 // the node's inventory (ReadInventory with --nvml-library) and fills in

@@ -104,7 +104,9 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     return kExitUsage;
   }
   if (parsed->help) {
-    out << UsageText();
+    out << (parsed->command.empty()
+                ? UsageText()
+                : CommandUsageText(*FindCliCommand(parsed->command)));
     return kExitOk;
   }
   const CliCommand& command = *FindCliCommand(parsed->command);

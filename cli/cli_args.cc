@@ -99,20 +99,20 @@ const CommandFlag* FindCommandFlag(absl::string_view name) {
   return nullptr;
 }
 
-// Adds `flag` to `sub`, bound to its field of `raw`.
+// Adds `flag` to `sub`, bound to its field of `raw`. Whether it is
+// required is checked after parsing (MissingRequiredFlag), so that
+// `drain --help` prints the usage instead of asking for --reason.
 void AddCommandFlag(CLI::App& sub, const CommandFlag& flag, RawCliArgs& raw) {
-  CLI::Option* option = nullptr;
   if (auto* on = std::get_if<bool RawCliArgs::*>(&flag.field)) {
-    option = AddSwitch(sub, flag.name, &(raw.**on));
+    AddSwitch(sub, flag.name, &(raw.**on));
   } else if (auto* value =
                  std::get_if<std::string RawCliArgs::*>(&flag.field)) {
-    option = AddValueFlag(sub, flag.name, &(raw.**value));
+    AddValueFlag(sub, flag.name, &(raw.**value));
   } else {
-    option = AddRepeatedFlag(
+    AddRepeatedFlag(
         sub, flag.name,
         &(raw.*std::get<std::vector<std::string> RawCliArgs::*>(flag.field)));
   }
-  if (flag.required) option->required();
 }
 
 // Adds `command` with its flags to `app`; its positional arguments go to
@@ -126,11 +126,26 @@ void AddCommand(CLI::App& app, const CliCommand& command, RawCliArgs& raw) {
   sub->add_option("args", raw.args.positional);
   for (const std::string& listed : command.flags) {
     if (const CommandFlag* flag = FindCommandFlag(CommandFlagName(listed))) {
-      CommandFlag here = *flag;
-      if (IsOptionalFlag(listed)) here.required = false;
-      AddCommandFlag(*sub, here, raw);
+      AddCommandFlag(*sub, *flag, raw);
     }
   }
+}
+
+// InvalidArgument naming the first flag `command` requires (a value flag
+// required by every command that takes it, not marked optional by this
+// one) that `raw` lacks.
+absl::Status MissingRequiredFlag(const CliCommand& command,
+                                 const RawCliArgs& raw) {
+  for (const std::string& listed : command.flags) {
+    const CommandFlag* flag = FindCommandFlag(CommandFlagName(listed));
+    if (flag == nullptr || !flag->required || IsOptionalFlag(listed)) continue;
+    auto* value = std::get_if<std::string RawCliArgs::*>(&flag->field);
+    if (value != nullptr && (raw.**value).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", command.name, "' needs --", flag->name));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The whole command line, bound into `raw` (borrowed for the App's life).
@@ -153,8 +168,11 @@ absl::Status ExtraArgumentError(const CLI::App& app, const std::string& extra,
                                 const std::string& command) {
   if (extra.size() < 2 || extra[0] != '-') {
     if (command.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown command '", extra, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown command '", extra, "'",
+          extra == "token" ? " (tokens are made on the coordinator's host: "
+                             "hpcai500d token --help)"
+                           : ""));
     }
     return absl::InvalidArgumentError(absl::StrCat(
         "unexpected argument '", extra, "' after '", command, "'"));
@@ -423,11 +441,13 @@ absl::StatusOr<CliArgs> ParseCliArgs(
     parsed.help = true;
     parsed.command.clear();
   }
-  if (parsed.help) return std::move(parsed);
+  // Before --help: `hpcai500 bogus --help` names the unknown command.
   RETURN_IF_ERROR(CheckNoExtras(*app, sub));
+  if (parsed.help) return std::move(parsed);
   if (parsed.command.empty()) {
     return absl::InvalidArgumentError("no command given");
   }
+  RETURN_IF_ERROR(MissingRequiredFlag(*FindCliCommand(parsed.command), raw));
   CopyTextFlags(raw, parsed);
   RETURN_IF_ERROR(ConvertListFlags(raw, parsed));
   RETURN_IF_ERROR(ConvertHistoryTimes(raw, parsed));

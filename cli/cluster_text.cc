@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
+#include "common/printable.h"
 
 namespace hpcai500 {
 namespace {
@@ -73,8 +74,10 @@ std::string FormatMaintenance(const v1::MaintenanceWindow& window,
   if (window.until_ms() == 0) return "no maintenance window\n";
   return absl::StrCat(
       "maintenance window: on until ", FormatTimeMs(window.until_ms(), zone),
-      ", started by ", window.started_by().empty() ? "-" : window.started_by(),
-      window.reason().empty() ? "" : absl::StrCat(": ", window.reason()),
+      ", started by ",
+      window.started_by().empty() ? "-" : EscapeLine(window.started_by()),
+      window.reason().empty() ? ""
+                              : absl::StrCat(": ", EscapeLine(window.reason())),
       "\n  (agents keep their workers while hpcai500d is away, and no node "
       "is lost for silence, until its end plus the node timeout)\n");
 }
@@ -98,12 +101,13 @@ std::string FormatQueues(const v1::ListQueuesResponse& queues) {
 }
 
 std::string FormatDrained(const v1::Node& node) {
-  return absl::StrCat("node ", node.name(), ": ", node.state(), " (",
-                      node.state_reason(), ")\n");
+  return absl::StrCat("node ", EscapeLine(node.name()), ": ", node.state(),
+                      " (", EscapeLine(node.state_reason()), ")\n");
 }
 
 std::string FormatResumed(const v1::Node& node) {
-  return absl::StrCat("node ", node.name(), ": ", node.state(), "\n");
+  return absl::StrCat("node ", EscapeLine(node.name()), ": ", node.state(),
+                      "\n");
 }
 
 std::string FormatAudit(const v1::ListAuditResponse& audit,

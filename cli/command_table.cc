@@ -352,10 +352,30 @@ const CliCommand* FindCliCommand(absl::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+constexpr char kGlobalFlags[] =
+    "usage: hpcai500 [--coordinator HOST:PORT]\n"
+    "                [--token-file FILE | --token TOKEN] [--tls-ca FILE]\n";
+
+}  // namespace
+
+std::string CommandUsageText(const CliCommand& command) {
+  const std::vector<CliCommand>& commands = CliCommands();
+  // A row without lines (release) is described by the row before (hold).
+  const CliCommand* described = &command;
+  while (described->synopsis.empty() && described != &commands.front()) {
+    --described;
+  }
+  return absl::StrCat(kGlobalFlags, "                ", command.name,
+                      " ...\n\n", UsageLines(*described),
+                      "\n(hpcai500 --help: every command and the exit "
+                      "codes)\n");
+}
+
 std::string UsageText() {
   return absl::StrCat(
-      "usage: hpcai500 [--coordinator HOST:PORT]\n"
-      "                [--token-file FILE | --token TOKEN] [--tls-ca FILE]\n"
+      kGlobalFlags,
       "                COMMAND [ARGS]\n"
       "\n"
       "commands:\n",

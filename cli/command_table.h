@@ -75,6 +75,11 @@ const CliCommand* FindCliCommand(absl::string_view name);
 // The usage text printed for --help and after a usage error.
 std::string UsageText();
 
+// `hpcai500 COMMAND --help`: the global flags and `command`'s lines of
+// UsageText (its row's, or the row before's where it shares them: release
+// with hold). `command` must be a row of CliCommands().
+std::string CommandUsageText(const CliCommand& command);
+
 }  // namespace hpcai500
 
 #endif  // HPCAI500_CLI_COMMAND_TABLE_H_

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/json.h"
+#include "common/printable.h"
 
 namespace hpcai500 {
 
@@ -118,8 +119,16 @@ std::string FormatQualityVsTarget(double quality, double target) {
 }
 
 std::string FormatTable(const std::vector<std::string>& header,
-                        const std::vector<std::vector<std::string>>& rows,
+                        const std::vector<std::vector<std::string>>& cells,
                         const std::set<size_t>& right_aligned) {
+  // A cell is one line: a newline in a stored text (a drain reason, an
+  // audit detail) would forge a row.
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(cells.size());
+  for (const std::vector<std::string>& row : cells) {
+    std::vector<std::string>& escaped = rows.emplace_back();
+    for (const std::string& cell : row) escaped.push_back(EscapeLine(cell));
+  }
   std::vector<size_t> widths(header.size());
   auto widen = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < row.size() && i < widths.size(); ++i) {

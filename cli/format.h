@@ -44,7 +44,8 @@ std::string FormatInventory(const v1::Inventory& inventory);
 
 // Columns separated by two spaces and padded to the widest cell; columns in
 // `right_aligned` (by index) are padded on the left. No trailing spaces.
-// Every row must have as many cells as `header`.
+// Every row must have as many cells as `header`. Control characters in a
+// cell, newlines and tabs included, are escaped (common/printable.h).
 std::string FormatTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows,
                         const std::set<size_t>& right_aligned = {});

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/format.h"
 #include "common/forecast.h"
+#include "common/printable.h"
 #include "common/run_state.h"
 #include "common/spec.h"
 
@@ -193,11 +194,14 @@ std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
       << "  started      " << FormatTimeMs(run.started_ms(), zone) << "\n"
       << "  finished     " << FormatTimeMs(run.finished_ms(), zone) << "\n";
   if (!run.error().empty()) out << "  error        " << run.error() << "\n";
-  if (!run.reason().empty()) out << "  waiting      " << run.reason() << "\n";
+  if (!run.reason().empty()) {
+    out << "  waiting      " << EscapeLine(run.reason()) << "\n";
+  }
   if (!run.invalidated_by().empty()) {
-    out << "  invalidated  by " << run.invalidated_by() << " at "
+    out << "  invalidated  by " << EscapeLine(run.invalidated_by()) << " at "
         << FormatTimeMs(run.invalidated_ms(), zone) << ": "
-        << run.invalidation_reason() << " (not on the leaderboard)\n";
+        << EscapeLine(run.invalidation_reason())
+        << " (not on the leaderboard)\n";
   }
   if (run.attempts_size() > 1 ||
       (run.attempts_size() == 1 && !run.attempts(0).error().empty())) {
@@ -237,15 +241,16 @@ std::string FormatRunState(int64_t run_id, v1::RunState state) {
 }
 
 std::string FormatHeld(int64_t run_id, bool held, const v1::Run& run) {
-  return absl::StrCat(
-      "run ", run_id, ": ",
-      held ? absl::StrCat("held by ", run.held_by()) : std::string("released"),
-      " (", RunStateName(run.state()), ")\n");
+  return absl::StrCat("run ", run_id, ": ",
+                      held ? absl::StrCat("held by ", EscapeLine(run.held_by()))
+                           : std::string("released"),
+                      " (", RunStateName(run.state()), ")\n");
 }
 
 std::string FormatInvalidated(const v1::Run& run) {
   return absl::StrCat("run ", run.id(), ": result invalidated by ",
-                      run.invalidated_by(), "; off the leaderboard\n");
+                      EscapeLine(run.invalidated_by()),
+                      "; off the leaderboard\n");
 }
 
 std::string FormatPromoted(const v1::Baseline& baseline) {

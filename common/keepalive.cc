@@ -22,7 +22,8 @@ void SetAgentKeepalive(grpc::ChannelArguments& args) {
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, kBdpProbe);
 }
 
-void SetCoordinatorKeepalive(grpc::ServerBuilder& builder) {
+void SetCoordinatorKeepalive(grpc::ServerBuilder& builder, int idle_ms) {
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, idle_ms);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kPingEveryMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kPingTimeoutMs);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

@@ -15,11 +15,18 @@
 
 namespace hpcai500 {
 
+// How long hpcai500d keeps a gRPC connection with no call open, by default
+// (hpcai500d --grpc-idle-timeout-s).
+inline constexpr int kDefaultGrpcIdleTimeoutS = 300;
+
 // The agent's side, on the arguments of its channel to the coordinator.
 void SetAgentKeepalive(grpc::ChannelArguments& args);
 
-// The coordinator's side, on the builder of its gRPC server.
-void SetCoordinatorKeepalive(grpc::ServerBuilder& builder);
+// The coordinator's side, on the builder of its gRPC server; it also
+// closes a connection that had no call open for `idle_ms` (a client that
+// connected and went quiet holds a descriptor and memory for nothing;
+// keepalive pings alone keep no connection).
+void SetCoordinatorKeepalive(grpc::ServerBuilder& builder, int idle_ms);
 
 }  // namespace hpcai500
 

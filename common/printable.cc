@@ -25,6 +25,19 @@ bool HasControlCharacter(std::string_view text) {
   return false;
 }
 
+bool IsNodeName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxNodeNameBytes || name == "." ||
+      name == "..") {
+    return false;
+  }
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 std::string EscapeControlCharacters(std::string_view text,
                                     bool keep_line_breaks) {
   std::string out;

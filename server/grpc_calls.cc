@@ -85,7 +85,46 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
   std::string principal_;  // what the metadata points into, for the call
 };
 
+class MalformedRequestInterceptor final
+    : public grpc::experimental::Interceptor {
+ public:
+  explicit MalformedRequestInterceptor(grpc::experimental::ServerRpcInfo* info)
+      : info_(info) {}
+
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::POST_RECV_MESSAGE) &&
+        methods->GetRecvMessage() == nullptr) {
+      malformed_ = true;
+    }
+    if (malformed_ &&
+        methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::PRE_SEND_STATUS) &&
+        methods->GetSendStatus().error_code() == grpc::StatusCode::INTERNAL) {
+      methods->ModifySendStatus(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("the request to ", info_->method(),
+                       " is not a valid protobuf message of its type: its "
+                       "bytes do not parse")));
+    }
+    methods->Proceed();
+  }
+
+ private:
+  grpc::experimental::ServerRpcInfo* const info_;
+  bool malformed_ = false;  // the request's bytes did not parse
+};
+
 }  // namespace
+
+grpc::experimental::Interceptor*
+MalformedRequestInterceptorFactory::CreateServerInterceptor(
+    grpc::experimental::ServerRpcInfo* info) {
+  if (info->method() == AgentConnectMethod()) return nullptr;
+  return new MalformedRequestInterceptor(info);
+}
 
 // The caller a call's metadata vouches for (AccessControl::Authenticate). A
 // refusal is logged and audited, naming `method` and `peer`.

@@ -60,6 +60,22 @@ class AuthInterceptorFactory final
   AccessControl* const access_;
 };
 
+// Names a request whose bytes are no valid message of its type. gRPC's
+// generated handlers answer a failed parse with INTERNAL and an empty
+// message (grpcpp/impl/codegen/proto_utils.h: the status of
+// GenericDeserialize, a proto3 message's empty InitializationErrorString)
+// and never call the handler; this interceptor sees the parse fail (the
+// received message is null after POST_RECV_MESSAGE) and turns that status
+// into INVALID_ARGUMENT naming the method, the caller's fault it is.
+// Like AuthInterceptorFactory it creates none for AgentService.Connect,
+// whose stream ends at a message that does not parse.
+class MalformedRequestInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override;
+};
+
 }  // namespace hpcai500
 
 #endif  // HPCAI500_SERVER_GRPC_CALLS_H_

@@ -331,18 +331,20 @@ std::unique_ptr<grpc::Server> StartCoordinatorServer(
     const std::string& address,
     std::shared_ptr<grpc::ServerCredentials> credentials,
     ClientServiceImpl* client, AgentServiceImpl* agents, AccessControl* access,
-    int* port) {
+    int* port, int idle_timeout_s) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, std::move(credentials), port);
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // one per port
-  SetCoordinatorKeepalive(builder);
+  SetCoordinatorKeepalive(builder, idle_timeout_s * 1000);
   builder.RegisterService(client);
   if (agents != nullptr) builder.RegisterService(agents);
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;
   interceptors.push_back(std::make_unique<AuthInterceptorFactory>(access));
+  interceptors.push_back(
+      std::make_unique<MalformedRequestInterceptorFactory>());
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *port == 0) return nullptr;

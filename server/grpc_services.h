@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "common/keepalive.h"
 #include "proto/hpcai500.grpc.pb.h"
 #include "server/agent_service.h"
 #include "server/auth/access_control.h"
@@ -100,14 +101,17 @@ class ClientServiceImpl final : public v1::ClientService::Service {
 
 // hpcai500d's gRPC server on `address` (HOST:PORT, port 0: any) with
 // `credentials`: `client`, and `agents` unless null, behind the auth
-// interceptor, with the message cap and the coordinator's keepalive
-// (common/keepalive.h). *port gets the port bound. Null when it cannot
-// listen there. The arguments are borrowed for the server's life.
+// interceptor and the one that names a request that is no valid message
+// (INVALID_ARGUMENT rather than gRPC's INTERNAL without a word), with the
+// message cap and the coordinator's keepalive (common/keepalive.h), closing
+// connections idle (no call open) for `idle_timeout_s`. *port gets the
+// port bound. Null when it cannot listen there. The arguments are borrowed
+// for the server's life.
 std::unique_ptr<grpc::Server> StartCoordinatorServer(
     const std::string& address,
     std::shared_ptr<grpc::ServerCredentials> credentials,
     ClientServiceImpl* client, AgentServiceImpl* agents, AccessControl* access,
-    int* port);
+    int* port, int idle_timeout_s = kDefaultGrpcIdleTimeoutS);
 
 }  // namespace hpcai500
 

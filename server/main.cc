@@ -13,13 +13,16 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/host_port.h"
 #include "common/log.h"
+#include "common/printable.h"
 #include "common/registry.h"
 #include "common/status_macros.h"
 #include "common/token.h"
@@ -76,6 +79,17 @@ absl::Status RunServer(const ServerOptions& flags) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Before the database is opened (or made): a start refused for a port
+  // that another process holds creates no file.
+  for (const auto& [flag, address] :
+       {std::pair<const char*, const std::string&>{"--grpc", flags.grpc},
+        {"--http", flags.http}}) {
+    ASSIGN_OR_RETURN(const HostPort parsed, ParseHostPort(address));
+    if (absl::Status free = CheckCanListen(parsed); !free.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat(flag, " ", address, ": ", free.message()));
+    }
+  }
   std::string token;
   if (!flags.token_file.empty()) {
     ASSIGN_OR_RETURN(token, ReadTokenFile("--token-file", flags.token_file));
@@ -121,7 +135,7 @@ absl::Status RunServer(const ServerOptions& flags) {
   int grpc_port = 0;
   std::unique_ptr<grpc::Server> server = StartCoordinatorServer(
       flags.grpc, CoordinatorServerCredentials(tls), &client_service,
-      &agent_service, &access, &grpc_port);
+      &agent_service, &access, &grpc_port, flags.grpc_idle_timeout_s);
   if (server == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("--grpc ", flags.grpc, ": cannot listen there"));
@@ -191,7 +205,10 @@ int main(int argc, char** argv) {
   absl::StatusOr<hpcai500::ServerOptions> flags =
       hpcai500::ParseServerOptions(args);
   if (!flags.ok()) {
-    std::cerr << "hpcai500d: " << flags.status().message() << "\n"
+    // The message may echo a flag's value: printed escaped.
+    std::cerr << "hpcai500d: "
+              << hpcai500::EscapeLine(std::string(flags.status().message()))
+              << "\n"
               << hpcai500::kServerUsage;
     return 2;
   }
@@ -201,7 +218,8 @@ int main(int argc, char** argv) {
   }
   absl::Status status = hpcai500::RunServer(*flags);
   if (!status.ok()) {
-    std::cerr << "hpcai500d: " << status.message() << "\n";
+    std::cerr << "hpcai500d: "
+              << hpcai500::EscapeLine(std::string(status.message())) << "\n";
     return 1;
   }
   return 0;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flag_file.h"
 #include "common/flags.h"
+#include "common/host_port.h"
 #include "common/status_macros.h"
 #include "server/coordinator/node_timing.h"
 #include "server/coordinator/queues.h"
@@ -25,7 +26,7 @@ const char kServerUsage[] =
     "                 [--max-queued-per-user N] [--node-retention-hours N]\n"
     "                 [--max-agent-streams N]\n"
     "                 [--max-throughput-cv PCT] [--max-epochs-cv PCT]\n"
-    "                 [--ignore-sigterm]\n"
+    "                 [--grpc-idle-timeout-s N] [--ignore-sigterm]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
     "auth is on once a token exists (hpcai500d token create) or with\n"
@@ -56,9 +57,15 @@ const char kServerUsage[] =
     "submission unrepeatable when the coefficient of variation of its\n"
     "repetitions' throughput or epochs to target is above this percent\n"
     "(defaults 2 and 10)\n"
+    "--grpc-idle-timeout-s: a gRPC connection with no call open for this\n"
+    "long is closed (default 300; a client reconnects on its next call, an\n"
+    "agent's stream is a call)\n"
     "--ignore-sigterm: only SIGINT stops it (in a Slurm batch step, where\n"
     "scancel and the time limit send SIGTERM to every process of the job\n"
-    "at once, the job script records the cancel first, then stops it)\n";
+    "at once, the job script records the cancel first, then stops it)\n"
+    "exit codes: 0 stopped by SIGTERM or SIGINT, 1 it could not start or\n"
+    "serve (the database in use or unreadable, a port taken, a --queues or\n"
+    "TLS file refused), 2 a bad command line\n";
 
 std::string DefaultWebDir() { return HPCAI500_DEFAULT_WEB_DIR; }
 
@@ -98,7 +105,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   ServerOptions flags;
   std::string node_timeout, max_connections, heartbeat_interval, max_queued,
       node_retention, max_agent_streams, max_per_client, max_throughput_cv,
-      max_epochs_cv;
+      max_epochs_cv, grpc_idle_timeout;
   std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
   AddValueFlag(*app, "grpc", &flags.grpc);
   AddValueFlag(*app, "http", &flags.http);
@@ -115,12 +122,23 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   AddValueFlag(*app, "http-max-connections-per-client", &max_per_client);
   AddValueFlag(*app, "max-throughput-cv", &max_throughput_cv);
   AddValueFlag(*app, "max-epochs-cv", &max_epochs_cv);
+  AddValueFlag(*app, "grpc-idle-timeout-s", &grpc_idle_timeout);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
   AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
   AddServerTlsFlags(*app, &flags.tls);
   AddSwitch(*app, "help,h", &flags.help);
   RETURN_IF_ERROR(ParseFlags(*app, args));
+  // One rule for both ports: gRPC would take 99999 as 34463, 65536 as any.
+  for (const auto& [flag, address] :
+       {std::pair<const char*, const std::string&>{"--grpc", flags.grpc},
+        {"--http", flags.http}}) {
+    if (absl::StatusOr<HostPort> parsed = ParseHostPort(address);
+        !parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("flag ", flag, ": ", parsed.status().message()));
+    }
+  }
   RETURN_IF_ERROR(ParseBoundedInt("--node-timeout-s", node_timeout, 1, 86400,
                                   "1..86400 seconds", &flags.node_timeout_s));
   RETURN_IF_ERROR(ParseBoundedInt("--http-max-connections", max_connections, 1,
@@ -141,6 +159,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   RETURN_IF_ERROR(ParseBoundedInt("--node-retention-hours", node_retention, 0,
                                   87'600, "0 (keep for ever)..87600 hours",
                                   &flags.node_retention_hours));
+  RETURN_IF_ERROR(ParseBoundedInt("--grpc-idle-timeout-s", grpc_idle_timeout, 1,
+                                  86400, "1..86400 seconds",
+                                  &flags.grpc_idle_timeout_s));
   RETURN_IF_ERROR(ParsePercent("--max-throughput-cv", max_throughput_cv,
                                &flags.spread.throughput_cv));
   RETURN_IF_ERROR(ParsePercent("--max-epochs-cv", max_epochs_cv,

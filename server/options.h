@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/keepalive.h"
 #include "common/tls_files.h"
 #include "server/auth/access_control.h"
 #include "server/coordinator/coordinator.h"
@@ -35,6 +36,9 @@ struct ServerOptions {
   int max_queued_per_user = AccessLimits{}.max_queued_runs_per_user;
   int max_agent_streams = AccessLimits{}.max_agent_streams;
   int node_retention_hours = 24;
+  // A gRPC connection without a call for this long is closed (GOAWAY); a
+  // client reconnects on its next call, an agent's stream is a call.
+  int grpc_idle_timeout_s = kDefaultGrpcIdleTimeoutS;
   int http_max_connections = HttpServer::kDefaultMaxConnections;
   int http_max_connections_per_client =
       HttpServer::kDefaultMaxConnectionsPerClient;
@@ -50,7 +54,9 @@ struct ServerOptions {
 
 // The command line (without argv[0]) by the rules of common/flags.h.
 // InvalidArgument naming the flag at fault: an unknown flag, a number out of
-// its range, a heartbeat longer than a third of the node timeout.
+// its range, a --grpc or --http that is not HOST:PORT with a port from 0 to
+// 65535 (common/host_port.h), a heartbeat longer than a third of the node
+// timeout.
 absl::StatusOr<ServerOptions> ParseServerOptions(
     const std::vector<std::string>& args);
 

@@ -44,7 +44,7 @@ absl::StatusOr<Principal> AccessControl::Authenticate(
   if (!shared_token_.empty() && credential.size() == shared_token_.size() &&
       CRYPTO_memcmp(credential.data(), shared_token_.data(),
                     credential.size()) == 0) {
-    who = Principal{"shared-token", Role::kAdmin, ""};
+    who = Principal{"shared-token", Role::kAdmin, "", /*any_node=*/true};
   } else if (tokens_.has_value()) {
     absl::StatusOr<Principal> checked = tokens_->Authenticate(credential);
     if (!checked.ok()) return checked.status();
@@ -111,9 +111,17 @@ absl::Status AccessControl::AuthorizeRead(absl::string_view bearer) {
 absl::Status AccessControl::Require(const Principal& who, Action action,
                                     absl::string_view target,
                                     absl::string_view peer) {
-  if (Allows(who.role, action)) return absl::OkStatus();
+  if (Allows(who.role, action) ||
+      (action == Action::kRegisterNode && who.any_node)) {
+    return absl::OkStatus();
+  }
   const std::string why =
-      absl::StrCat("role ", RoleName(who.role), " may not do this");
+      action == Action::kRegisterNode
+          ? absl::StrCat("role ", RoleName(who.role),
+                         " may not register a node: an agent needs an agent "
+                         "token bound to its node (hpcai500d token create "
+                         "--role agent --node NAME)")
+          : absl::StrCat("role ", RoleName(who.role), " may not do this");
   Audit(&who, "refused", target, peer, /*allowed=*/false, why);
   return absl::PermissionDeniedError(absl::StrCat(
       who.user, " (", RoleName(who.role), "): ", target, ": ", why));

@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/printable.h"
 #include "common/status_macros.h"
 
 namespace hpcai500 {
@@ -112,7 +113,7 @@ absl::StatusOr<Role> ParseRole(absl::string_view name) {
 bool Allows(Role role, Action action) {
   switch (role) {
     case Role::kAdmin:
-      return true;
+      return action != Action::kRegisterNode;
     case Role::kOperator:
       return action == Action::kRead || action == Action::kSubmit ||
              action == Action::kChangeOwnRun;
@@ -124,7 +125,9 @@ bool Allows(Role role, Action action) {
   return false;
 }
 
-Principal LocalPrincipal() { return Principal{"local", Role::kAdmin, ""}; }
+Principal LocalPrincipal() {
+  return Principal{"local", Role::kAdmin, "", /*any_node=*/true};
+}
 
 std::string TokenAuthenticator::KeyPathFor(const std::string& db_path) {
   return TokenKeyPath(db_path);
@@ -149,17 +152,26 @@ absl::StatusOr<NewToken> TokenAuthenticator::Create(const std::string& user,
                                                     Role role,
                                                     const std::string& node,
                                                     int64_t now_ms) {
-  if (user.empty() || user.size() > 64 ||
-      user.find_first_of(" \t\r\n\"'") != std::string::npos) {
-    return absl::InvalidArgumentError(
-        "user: must be 1 to 64 characters without spaces or quotes");
-  }
+  // The node first: an agent token's user defaults to agent-NODE.
   if (role == Role::kAgent && node.empty()) {
     return absl::InvalidArgumentError(
         "node: an agent token is bound to one node: give --node NAME");
   }
   if (role != Role::kAgent && !node.empty()) {
     return absl::InvalidArgumentError("node: only agent tokens take --node");
+  }
+  // The name registration takes (common/printable.h): a token for any
+  // other could never register.
+  if (role == Role::kAgent && !IsNodeName(node)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node: '", EscapeLine(node.substr(0, 80)), "' must be ",
+                     kNodeNameRule));
+  }
+  if (user.empty() || user.size() > 64 || HasControlCharacter(user) ||
+      user.find_first_of(" \"'") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        "user: must be 1 to 64 characters without spaces, quotes or control "
+        "characters");
   }
   ASSIGN_OR_RETURN(std::string id_bytes, RandomBytes(kIdBytes));
   ASSIGN_OR_RETURN(std::string secret_bytes, RandomBytes(kSecretBytes));

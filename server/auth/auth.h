@@ -48,7 +48,11 @@ enum class Action {
   kRegisterNode,  // an agent's stream
 };
 
-// Whether `role` may do `action` (kRegisterNode also needs the node check).
+// Whether `role` may do `action`. kRegisterNode is the agent role's alone
+// (and then needs the node check): an admin API token may not register a
+// node, so that no token but a node's own takes a node's name (a leaked
+// admin token cannot evict a node's session). Principal::any_node is the
+// exception (AccessControl::Require).
 bool Allows(Role role, Action action);
 
 // Who is calling: the user and role of the token shown (or of no token when
@@ -56,11 +60,15 @@ bool Allows(Role role, Action action);
 struct Principal {
   std::string user;
   Role role = Role::kViewer;
-  std::string node;  // agent tokens only; "" means any node (admin)
+  std::string node;  // agent tokens only
+  // Full trust: auth off, or hpcai500d's --token-file (one shared secret of
+  // a private deployment, like the Slurm job's, whose agents all send it):
+  // registers as any node.
+  bool any_node = false;
 };
 
 // The caller when auth is off (no token exists and none is configured):
-// full rights, recorded as user "local".
+// full rights, recorded as user "local", any node.
 Principal LocalPrincipal();
 
 // A new token's text and the record to store for it.
@@ -79,9 +87,11 @@ class TokenAuthenticator {
   // The key file of the database at `db_path`.
   static std::string KeyPathFor(const std::string& db_path);
 
-  // Makes a token for `user` with `role` (and, for agent tokens, the
-  // `node`: required for agent, refused for the others) and stores its
-  // record. InvalidArgument naming the field.
+  // Makes a token for `user` (1 to 64 bytes without spaces, quotes or
+  // control characters) with `role` (and, for agent tokens, the `node`:
+  // required for agent, by the node-name rule registration applies,
+  // common/printable.h; refused for the others) and stores its record.
+  // InvalidArgument naming the field.
   absl::StatusOr<NewToken> Create(const std::string& user, Role role,
                                   const std::string& node, int64_t now_ms);
 

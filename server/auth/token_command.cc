@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/printable.h"
 #include "common/status_macros.h"
 #include "server/auth/access_control.h"
 #include "server/auth/auth.h"
@@ -18,15 +19,36 @@
 namespace hpcai500 {
 namespace {
 
-constexpr char kTokenUsage[] =
+constexpr char kCreateUsage[] =
     "usage: hpcai500d token create --role viewer|operator|admin|agent\n"
     "                              [--user NAME] [--node NODE] [--db FILE]\n"
-    "       hpcai500d token list [--db FILE]\n"
-    "       hpcai500d token revoke ID [--db FILE]\n"
     "  --user defaults to agent-NODE for agent tokens and is required "
-    "otherwise;\n"
-    "  an agent token is bound to --node: it registers as that node only.\n"
-    "  --db defaults to ./hpcai500.db, as for hpcai500d.\n";
+    "otherwise\n"
+    "  (1 to 64 characters without spaces, quotes or control characters);\n"
+    "  an agent token is bound to --node (a node name as agents register\n"
+    "  with: letters, digits, '.', '-', '_'): it registers as that node "
+    "only.\n";
+constexpr char kListUsage[] = "usage: hpcai500d token list [--db FILE]\n";
+constexpr char kRevokeUsage[] =
+    "usage: hpcai500d token revoke ID [--db FILE]\n";
+constexpr char kCommonUsage[] =
+    "  --db defaults to ./hpcai500.db, as for hpcai500d.\n"
+    "exit codes: 0 done, 1 the database could not be opened or written,\n"
+    "2 a bad command line\n";
+
+// The usage of `verb` (create, list, revoke), or of all three.
+std::string TokenUsage(absl::string_view verb) {
+  if (verb == "create") return absl::StrCat(kCreateUsage, kCommonUsage);
+  if (verb == "list") return absl::StrCat(kListUsage, kCommonUsage);
+  if (verb == "revoke") return absl::StrCat(kRevokeUsage, kCommonUsage);
+  return absl::StrCat(
+      "usage: hpcai500d token create --role viewer|operator|admin|agent\n"
+      "                              [--user NAME] [--node NODE] [--db FILE]\n"
+      "       hpcai500d token list [--db FILE]\n"
+      "       hpcai500d token revoke ID [--db FILE]\n"
+      "  (hpcai500d token create --help: the rules of --user and --node)\n",
+      kCommonUsage);
+}
 
 // The store of `db`: as its owner when no hpcai500d holds it, else beside
 // the running one.
@@ -108,8 +130,10 @@ absl::Status Run(const std::vector<std::string>& args, Clock& clock,
   out << absl::StrFormat("%-16s  %-20s  %-8s  %-12s  %-19s  %s\n", "id", "user",
                          "role", "node", "created", "revoked");
   for (const TokenRecord& t : list) {
+    // Rows stored before the name rules were checked here print escaped.
     out << absl::StrFormat("%-16s  %-20s  %-8s  %-12s  %-19s  %s\n", t.id,
-                           t.user, t.role, t.node.empty() ? "-" : t.node,
+                           EscapeLine(t.user), t.role,
+                           t.node.empty() ? "-" : EscapeLine(t.node),
                            FormatMs(t.created_ms), FormatMs(t.revoked_ms));
   }
   return absl::OkStatus();
@@ -119,20 +143,30 @@ absl::Status Run(const std::vector<std::string>& args, Clock& clock,
 
 int RunTokenCommand(const std::vector<std::string>& args, Clock& clock,
                     std::ostream& out, std::ostream& err) {
-  // --help anywhere (`token create --help`) prints the usage, as at the
-  // front.
+  // --help anywhere prints the verb's usage (`token create --help`), or
+  // all three verbs' at the front; an unknown verb is refused first.
   const bool help = std::any_of(args.begin(), args.end(), [](const auto& a) {
     return a == "--help" || a == "-h";
   });
+  const std::string verb = args.empty() ? "" : args.front();
+  const bool known = verb == "create" || verb == "list" || verb == "revoke" ||
+                     verb == "--help" || verb == "-h";
+  if (!args.empty() && !known) {
+    err << "hpcai500d token: unknown token command '" << EscapeLine(verb)
+        << "'\n"
+        << TokenUsage("");
+    return 2;
+  }
   if (args.empty() || help) {
-    (args.empty() ? err : out) << kTokenUsage;
+    (args.empty() ? err : out) << TokenUsage(verb);
     return args.empty() ? 2 : 0;
   }
   absl::Status status = Run(args, clock, out, err);
   if (status.ok()) return 0;
-  err << "hpcai500d token: " << status.message() << "\n";
+  err << "hpcai500d token: " << EscapeLine(std::string(status.message()))
+      << "\n";
   if (absl::IsInvalidArgument(status)) {
-    err << kTokenUsage;
+    err << TokenUsage(verb);
     return 2;
   }
   return 1;

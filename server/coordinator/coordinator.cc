@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -154,6 +156,24 @@ absl::StatusOr<Coordinator::PreparedSpec> Coordinator::PrepareSpecLocked(
   return prepared;
 }
 
+absl::Status Coordinator::CheckSweepsAreOwnLocked(
+    const std::vector<PreparedSpec>& prepared, const std::string& user) {
+  std::set<std::string> sweeps;
+  for (const PreparedSpec& one : prepared) {
+    const std::string& sweep = one.run_specs.front().sweep();
+    if (sweep.empty() || !sweeps.insert(sweep).second) continue;
+    ASSIGN_OR_RETURN(const std::optional<std::string> owner,
+                     store_->OtherSweepOwner(sweep, user));
+    if (owner.has_value()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "field 'sweep': sweep '", sweep,
+          "' holds another user's runs; a sweep is its submitter's (hpcai500 "
+          "sweep names a new one)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
     std::string_view spec_yaml, const std::string& user, int max_queued,
     const std::string& request_id) {
@@ -194,6 +214,7 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
     runs += static_cast<int64_t>(one->run_specs.size());
     prepared.push_back(*std::move(one));
   }
+  RETURN_IF_ERROR(CheckSweepsAreOwnLocked(prepared, user));
   if (max_queued > 0) {
     ASSIGN_OR_RETURN(const int64_t queued, store_->CountQueuedRuns(user));
     if (queued + runs > max_queued) {

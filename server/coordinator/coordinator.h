@@ -83,7 +83,8 @@ class Coordinator final : public LiveRuns {
   // registered so far could never hold it (a coordinator that knows no node
   // yet queues it: nodes may still join). Nothing is stored then.
   // The runs record `user` as their submitter; ResourceExhausted when the
-  // user would have more than `max_queued` runs queued (0: no cap).
+  // user would have more than `max_queued` runs queued (0: no cap);
+  // PermissionDenied for a spec whose `sweep:` names another user's sweep.
   // A `request_id` (SubmitRequest.request_id; "" for none, InvalidArgument
   // when malformed) is stored with the runs: the same id from the same user
   // within a day answers with the first submit's runs, marked replayed and
@@ -204,6 +205,12 @@ class Coordinator final : public LiveRuns {
     QueueChoice choice;
   };
   absl::StatusOr<PreparedSpec> PrepareSpecLocked(std::string yaml)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PermissionDenied when a spec of `prepared` names a sweep (RunSpec.sweep)
+  // that holds a run of another user than `user`: a sweep id is its
+  // submitter's, so nobody adds runs to another user's scaling study.
+  absl::Status CheckSweepsAreOwnLocked(
+      const std::vector<PreparedSpec>& prepared, const std::string& user)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // DrainNode and ResumeNode: marks the node (NotFound when unknown),

@@ -4,7 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
@@ -26,13 +25,6 @@ constexpr int kMaxListLimit = 10'000;
 // A ListRuns text filter longer than this names no run (spec names are at
 // most 64 bytes).
 constexpr size_t kMaxListFilterBytes = 128;
-
-bool IsValidNodeName(const std::string& name) {
-  if (name.empty() || name.size() > kMaxNameBytes) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.';
-  });
-}
 
 }  // namespace
 
@@ -119,11 +111,11 @@ absl::StatusOr<v1::ListRunsRequest> ListRunsFilter(
 }
 
 absl::Status ValidateRegister(const v1::Register& request) {
-  if (!IsValidNodeName(request.name())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "register: node name '", request.name().substr(0, kMaxNameBytes),
-        "' must be 1 to ", kMaxNameBytes,
-        " characters of letters, digits, '.', '-' and '_'"));
+  if (!IsNodeName(request.name())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("register: node name '",
+                     EscapeLine(request.name().substr(0, kMaxNodeNameBytes)),
+                     "' must be ", kNodeNameRule));
   }
   if (request.slots() < 1 || request.slots() > kMaxSlots) {
     return absl::InvalidArgumentError(

@@ -18,8 +18,8 @@
 
 namespace hpcai500 {
 
-// The longest node name, address or hostname the coordinator accepts.
-inline constexpr size_t kMaxNameBytes = 128;
+// The longest address or hostname the coordinator accepts (node names:
+// common/printable.h).
 inline constexpr size_t kMaxAddressBytes = 256;
 // A Register's workdir and checkpoint_root (PATH_MAX, as the agent's
 // launcher takes them).
@@ -46,8 +46,8 @@ absl::Status ValidateListRunsRequest(const v1::ListRunsRequest& request);
 absl::StatusOr<v1::ListRunsRequest> ListRunsFilter(
     const v1::ListRunsRequest& request);
 
-// InvalidArgument when an agent's Register has a bad node name (1 to
-// kMaxNameBytes of letters, digits, '.', '-', '_'), slots outside
+// InvalidArgument when an agent's Register has a bad node name (IsNodeName,
+// common/printable.h), slots outside
 // 1..4096, an address, hostname, cpu or gpu count out of range, a workdir
 // or checkpoint_root over kMaxAgentPathBytes, an iface over
 // kMaxAddressBytes, a control character in the address, hostname,

@@ -5,13 +5,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/steady_timer.hpp"
 #include "boost/asio/strand.hpp"
 #include "boost/beast/core.hpp"
 #include "boost/beast/http.hpp"
 #include "boost/beast/ssl.hpp"
+#include "common/host_port.h"
 #include "server/http/https_context.h"
 
 namespace hpcai500 {
@@ -35,41 +35,6 @@ constexpr std::chrono::milliseconds kAcceptRetryDelay(100);
 constexpr std::chrono::seconds kRefusedDrainTimeout(2);
 // How long a TLS connection waits for the client's close_notify.
 constexpr std::chrono::seconds kTlsShutdownTimeout(2);
-
-struct HostPort {
-  std::string host;
-  std::string port;
-};
-
-absl::StatusOr<HostPort> ParseHostPort(const std::string& text) {
-  auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad HTTP address '", text, "': ", why,
-                     " (expected HOST:PORT, e.g. 127.0.0.1:7580)"));
-  };
-  HostPort result;
-  size_t colon;
-  if (!text.empty() && text.front() == '[') {
-    size_t close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() ||
-        text[close + 1] != ':') {
-      return bad("unterminated IPv6 address");
-    }
-    result.host = text.substr(1, close - 1);
-    colon = close + 1;
-  } else {
-    colon = text.rfind(':');
-    if (colon == std::string::npos) return bad("no port");
-    result.host = text.substr(0, colon);
-  }
-  result.port = text.substr(colon + 1);
-  int port = 0;
-  if (result.host.empty()) return bad("no host");
-  if (!absl::SimpleAtoi(result.port, &port) || port < 0 || port > 65535) {
-    return bad("port must be a number between 0 and 65535");
-  }
-  return result;
-}
 
 // Holds one unit of a shared count while it lives.
 class CountedSlot {
@@ -407,7 +372,7 @@ absl::Status HttpServer::Start(const std::string& host_port) {
                      "on ",
                      host_port));
   }
-  auto address = ParseHostPort(host_port);
+  absl::StatusOr<HostPort> address = ParseHostPort(host_port);
   if (!address.ok()) return address.status();
   auto cannot_listen = [&](const beast::error_code& error) {
     return absl::UnavailableError(absl::StrCat(
@@ -415,8 +380,9 @@ absl::Status HttpServer::Start(const std::string& host_port) {
   };
   beast::error_code error;
   tcp::resolver resolver(io_);
-  auto endpoints = resolver.resolve(address->host, address->port,
-                                    tcp::resolver::passive, error);
+  auto endpoints =
+      resolver.resolve(address->host, std::to_string(address->port),
+                       tcp::resolver::passive, error);
   if (error) return cannot_listen(error);
   if (endpoints.empty()) {
     return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ",

@@ -17,7 +17,8 @@ namespace {
 constexpr char kBackupUsage[] =
     "usage: hpcai500d backup --db FILE --out FILE\n"
     "  copies the database (one consistent snapshot, also while hpcai500d\n"
-    "  runs) and its token key (FILE.token-key) to --out, a new file.\n";
+    "  runs) and its token key (FILE.token-key) to --out, a new file.\n"
+    "exit codes: 0 copied, 1 the copy failed, 2 a bad command line\n";
 
 struct CloseDb {
   void operator()(sqlite3* db) const { sqlite3_close(db); }

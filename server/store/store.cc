@@ -50,10 +50,16 @@ std::string LockHolder(int fd) {
 // exclusive flock on "<db_path>.lock", which then holds our pid. Returns the
 // lock file's descriptor (the lock lasts until it is closed), or
 // FailedPrecondition naming the lock file and the holder's pid when another
-// process owns the database.
-absl::StatusOr<int> LockDatabase(const std::string& db_path) {
+// process owns the database. *created says whether this call made the lock
+// file (a refused start then takes it away again: ForgetLockFile).
+absl::StatusOr<int> LockDatabase(const std::string& db_path, bool* created) {
   const std::string lock_path = db_path + ".lock";
-  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd =
+      ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  *created = fd >= 0;
+  if (fd < 0 && errno == EEXIST) {
+    fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+  }
   if (fd < 0) {
     return absl::UnavailableError(
         absl::StrCat("database ", db_path, ": cannot open lock file ",
@@ -78,6 +84,7 @@ absl::StatusOr<int> LockDatabase(const std::string& db_path) {
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) !=
                                      static_cast<ssize_t>(pid.size())) {
     const int error = errno;
+    if (*created) ::unlink(lock_path.c_str());  // locked: nobody else's
     ::close(fd);
     return absl::UnavailableError(
         absl::StrCat("database ", db_path, ": cannot write lock file ",
@@ -124,6 +131,16 @@ absl::StatusOr<int> LockDatabaseFile(const std::string& db_path) {
   return fd;
 }
 
+// Closes `lock_fd` (LockDatabase's, still locked) of the database at
+// `db_path` after a refused start, first removing the lock file if this
+// process `created` it: while the lock is held nobody else can be using the
+// file, and one that existed before stays (it may be a running
+// coordinator's, opened under another path).
+void ForgetLockFile(const std::string& db_path, int lock_fd, bool created) {
+  if (created) ::unlink((db_path + ".lock").c_str());
+  ::close(lock_fd);
+}
+
 }  // namespace
 
 std::string TokenKeyPath(const std::string& db_path) {
@@ -139,13 +156,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
                                                    Access access) {
   int lock_fd = -1;
   int file_lock_fd = -1;
+  bool created_lock_file = false;
   if (access == Access::kOwner) {
     // The lock file first: a second hpcai500d on the same path is told
     // the first one's pid.
-    ASSIGN_OR_RETURN(lock_fd, LockDatabase(path));
+    ASSIGN_OR_RETURN(lock_fd, LockDatabase(path, &created_lock_file));
     absl::StatusOr<int> file_lock = LockDatabaseFile(path);
     if (!file_lock.ok()) {
-      ::close(lock_fd);
+      // Another path to a live database (a symlink, a hard link): its
+      // lock file is this refused start's own.
+      ForgetLockFile(path, lock_fd, created_lock_file);
       return file_lock.status();
     }
     file_lock_fd = *file_lock;
@@ -160,7 +180,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path,
         db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
     if (file_lock_fd >= 0) ::close(file_lock_fd);
-    if (lock_fd >= 0) ::close(lock_fd);
+    if (lock_fd >= 0) ForgetLockFile(path, lock_fd, created_lock_file);
     return absl::UnavailableError(
         absl::StrCat("database ", path, ": cannot open: ", message));
   }

@@ -120,6 +120,8 @@ class Store {
   // SchemaVersion(). Errors name the file: FailedPrecondition when another
   // process holds "<path>.lock" (the message names the lock file and the
   // holder's pid), unreadable, not a database, written by a newer hpcai500d.
+  // A refused open removes the lock file it made (never one that existed:
+  // a second coordinator on a symlink to a live database leaves nothing).
   static absl::StatusOr<std::unique_ptr<Store>> Open(
       const std::string& path, Access access = Access::kOwner);
 
@@ -191,6 +193,11 @@ class Store {
                              const std::string& reason, int64_t now_ms);
   // How many runs of `user` are queued.
   absl::StatusOr<int64_t> CountQueuedRuns(const std::string& user);
+  // A user other than `user` who submitted a run of sweep `sweep`
+  // (RunSpec.sweep), or nullopt when none did. Scans the runs whose spec
+  // bytes hold `sweep`: for a submit that names a sweep, not a hot path.
+  absl::StatusOr<std::optional<std::string>> OtherSweepOwner(
+      const std::string& sweep, const std::string& user);
 
   // Writes the run's state, times, error, epochs and forecast (one blob, in
   // the epochs column: no migration), queue, priority and hold

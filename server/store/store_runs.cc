@@ -503,6 +503,26 @@ absl::StatusOr<int64_t> Store::CountQueuedRuns(const std::string& user) {
   return count.Int(0);
 }
 
+absl::StatusOr<std::optional<std::string>> Store::OtherSweepOwner(
+    const std::string& sweep, const std::string& user) {
+  absl::MutexLock lock(&mu_);
+  // A serialized RunSpec holds its sweep id's bytes as they are: SQL
+  // narrows the rows to those, and each one's parsed spec decides.
+  Statement find(db_,
+                 "SELECT user, spec FROM runs WHERE user <> ?1 AND "
+                 "instr(spec, ?2) > 0");
+  find.BindAll(user, Blob{sweep});
+  int rc;
+  while ((rc = find.Step()) == SQLITE_ROW) {
+    v1::RunSpec spec;
+    if (spec.ParseFromString(find.Text(1)) && spec.sweep() == sweep) {
+      return find.Text(0);
+    }
+  }
+  if (rc != SQLITE_DONE) return Error("looking up a sweep's runs");
+  return std::nullopt;
+}
+
 absl::Status Store::SaveBaseline(const v1::Baseline& baseline) {
   absl::MutexLock lock(&mu_);
   return Write(

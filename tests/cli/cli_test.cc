@@ -1265,6 +1265,36 @@ TEST_F(CliTest, HelpPrintsUsageOnStdout) {
   EXPECT_THAT(out_.str(), HasSubstr("leaderboard"));
 }
 
+// `COMMAND --help` prints that command's usage, also where the command
+// requires a flag; an unknown command with --help is still a usage error.
+TEST_F(CliTest, HelpOfACommandPrintsItsUsageEvenWithoutItsRequiredFlags) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"drain", "--help"},
+        std::vector<std::string>{"drain", "node-a", "-h"},
+        std::vector<std::string>{"invalidate", "--help"}}) {
+    out_.str("");
+    err_.str("");
+    EXPECT_EQ(Run(args), kExitOk) << args[0] << ": " << err_.str();
+    EXPECT_THAT(out_.str(), HasSubstr("--reason TEXT")) << args[0];
+    EXPECT_THAT(out_.str(), Not(HasSubstr("leaderboard [--workload")));
+    EXPECT_EQ(err_.str(), "");
+  }
+  out_.str("");
+  EXPECT_EQ(Run({"release", "--help"}), kExitOk);  // described with hold
+  EXPECT_THAT(out_.str(), HasSubstr("hold RUN, release RUN"));
+  EXPECT_EQ(Run({"drain", "node-a"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("'drain' needs --reason"));
+  out_.str("");
+  err_.str("");
+  EXPECT_EQ(Run({"bogus", "--help"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("unknown command 'bogus'"));
+  EXPECT_EQ(out_.str(), "");
+  err_.str("");
+  EXPECT_EQ(Run({"token", "create", "--help"}), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("hpcai500d token --help"));
+  EXPECT_EQ(connected_to_, "");
+}
+
 TEST_F(CliTest, RegressComparesWithTheSeriesAndWritesJUnit) {
   {
     absl::MutexLock lock(&service_.mu_);

@@ -125,6 +125,53 @@ TEST(ClusterText, ReasonColumnOnlyWhenANodeHasAReason) {
   EXPECT_EQ(FormatDrained(*node), "node cpu-1: drained (fan replaced)\n");
 }
 
+// A stored free text with a newline (and an ESC) cannot print a line of
+// its own: every place that shows one prints it escaped.
+constexpr char kForged[] = "disk\nI 2026-12-04 hpcai500d forged\x1b[2J";
+constexpr char kEscaped[] = "disk\\nI 2026-12-04 hpcai500d forged\\x1b[2J";
+
+// Whether a line of `text` starts with the forged line's text.
+bool HasForgedLine(const std::string& text) {
+  return text.find("\nI 2026-12-04") != std::string::npos ||
+         text.find('\x1b') != std::string::npos;
+}
+
+TEST(ClusterText, ReasonsPrintOnTheirOwnLineEscaped) {
+  v1::ListNodesResponse nodes;
+  v1::Node* node = nodes.add_nodes();
+  node->set_name("gpu-1");
+  node->set_state("drained");
+  node->set_state_reason(kForged);
+  nodes.mutable_maintenance()->set_until_ms(1'700'000'000'000);
+  nodes.mutable_maintenance()->set_reason(kForged);
+  nodes.mutable_maintenance()->set_started_by("root");
+  for (const std::string& text :
+       {FormatNodes(nodes, absl::UTCTimeZone()),
+        FormatMaintenance(nodes.maintenance(), absl::UTCTimeZone()),
+        FormatDrained(*node)}) {
+    EXPECT_FALSE(HasForgedLine(text)) << text;
+    EXPECT_THAT(text, HasSubstr(kEscaped));
+  }
+  v1::ListAuditResponse audit;
+  v1::AuditEntry* entry = audit.add_entries();
+  entry->set_action("drain");
+  entry->set_detail(kForged);
+  const std::string audited = FormatAudit(audit, absl::UTCTimeZone());
+  EXPECT_FALSE(HasForgedLine(audited)) << audited;
+  EXPECT_THAT(audited, HasSubstr(kEscaped));
+}
+
+TEST(RunText, InvalidationReasonPrintsEscaped) {
+  v1::Run run = ScoredRun();
+  run.set_invalidated_by("root");
+  run.set_invalidation_reason(kForged);
+  run.set_reason(kForged);
+  const std::string shown = FormatRunSummary(run, absl::UTCTimeZone());
+  EXPECT_FALSE(HasForgedLine(shown)) << shown;
+  EXPECT_THAT(shown, HasSubstr("invalidated  by root at "));
+  EXPECT_THAT(shown, HasSubstr(kEscaped));
+}
+
 TEST(ClusterText, QueuesMarkTheDefaultAndOneWithoutLabelsTakesEveryNode) {
   v1::ListQueuesResponse queues;
   v1::Queue* queue = queues.add_queues();

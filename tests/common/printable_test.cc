@@ -28,5 +28,23 @@ TEST(Printable, EscapesWhatCouldMoveTheCursorOrForgeALine) {
             "csi\\u009b31m caf\xc3\xa9");
 }
 
+TEST(Printable, EscapeLineKeepsAReasonOnOneLine) {
+  EXPECT_EQ(EscapeLine("disk\nI 2026-12-04 forged\tline"),
+            "disk\\nI 2026-12-04 forged\\tline");
+  EXPECT_EQ(EscapeLine("plain, caf\xc3\xa9"), "plain, caf\xc3\xa9");
+}
+
+TEST(Printable, NodeNamesArePlainAndNoPathStep) {
+  for (const char* good : {"node-1", "gpu01.rack_2", "a", "N.1-x_y"}) {
+    EXPECT_TRUE(IsNodeName(good)) << good;
+  }
+  EXPECT_TRUE(IsNodeName(std::string(kMaxNodeNameBytes, 'n')));
+  for (const char* bad :
+       {"", ".", "..", "a b", "a/b", "node\x1b[2J", "node\n", "caf\xc3\xa9"}) {
+    EXPECT_FALSE(IsNodeName(bad)) << EscapeLine(bad);
+  }
+  EXPECT_FALSE(IsNodeName(std::string(kMaxNodeNameBytes + 1, 'n')));
+}
+
 }  // namespace
 }  // namespace hpcai500

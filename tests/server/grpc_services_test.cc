@@ -1,9 +1,11 @@
 #include "server/grpc_services.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,23 +55,15 @@ class GrpcServicesTest : public ::testing::Test {
         coordinator_.get(), reads_.get(), access_.get());
     agent_service_ =
         std::make_unique<AgentServiceImpl>(coordinator_.get(), access_.get());
-    grpc::ServerBuilder builder;
+    // The production server: its interceptors, cap and keepalive.
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
-    builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
-    builder.RegisterService(client_service_.get());
-    builder.RegisterService(agent_service_.get());
-    std::vector<
-        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
-        interceptors;
-    interceptors.push_back(
-        std::make_unique<AuthInterceptorFactory>(access_.get()));
-    builder.experimental().SetInterceptorCreators(std::move(interceptors));
-    server_ = builder.BuildAndStart();
+    server_ = StartCoordinatorServer(
+        "127.0.0.1:0", grpc::InsecureServerCredentials(), client_service_.get(),
+        agent_service_.get(), access_.get(), &port);
     ASSERT_NE(server_, nullptr);
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                       grpc::InsecureChannelCredentials());
+    address_ = "127.0.0.1:" + std::to_string(port);
+    auto channel =
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
     client_ = v1::ClientService::NewStub(channel);
     agent_ = v1::AgentService::NewStub(channel);
   }
@@ -153,6 +147,7 @@ class GrpcServicesTest : public ::testing::Test {
 
   AccessLimits limits_;  // set before SetUp() to change them
   std::string dir_;
+  std::string address_;  // the server's HOST:PORT
   RealClock clock_;
   std::unique_ptr<Store> store_;
   std::map<std::string, std::string> tokens_;  // user -> token
@@ -437,6 +432,71 @@ TEST_F(GrpcServicesTest, AgentLeavingEndsItsStreamAndDisconnectsItsNode) {
   // The coordinator ends its side at once (no writer waits out a poll).
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_TRUE(NodeConnectedSoon("node-1", false));
+}
+
+TEST_F(GrpcServicesTest, AnAdminTokenRegistersNoNodeButTheSharedTokenMay) {
+  grpc::ClientContext as_admin;
+  v1::CoordinatorMessage reply;
+  grpc::Status refused =
+      RegisterAs(tokens_["root"], "node-a", &as_admin, &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(refused.error_message().find("agent token bound to its node"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_TRUE(coordinator_->ListNodes()->nodes().empty());
+  bool audited = false;
+  for (const v1::AuditEntry& e : AuditRows()) {
+    audited |=
+        e.user() == "root" && !e.allowed() && e.target() == "register a node";
+  }
+  EXPECT_TRUE(audited);
+  // --token-file's shared secret is full trust (the Slurm job's agents).
+  grpc::ClientContext as_shared;
+  ASSERT_TRUE(RegisterAs("s3cret", "node-a", &as_shared, &reply).ok());
+  EXPECT_EQ(reply.registered().node(), "node-a");
+  as_shared.TryCancel();
+}
+
+// Bytes that are no SubmitRequest (a truncated varint, an unknown wire
+// type) are the caller's fault, and the answer says what is wrong.
+TEST_F(GrpcServicesTest, GarbageBytesAreAnInvalidArgumentNamingTheMethod) {
+  auto channel =
+      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  const std::string garbage = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x0f";
+  for (const char* method : {"/hpcai500.v1.ClientService/Submit",
+                             "/hpcai500.v1.ClientService/ListNodes"}) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer s3cret");
+    grpc::Slice slice(garbage);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&context, method, grpc::StubOptions(), &request,
+                      &response,
+                      [&done](grpc::Status status) { done.set_value(status); });
+    const grpc::Status status = done.get_future().get();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << method << ": " << status.error_message();
+    EXPECT_NE(status.error_message().find(method), std::string::npos)
+        << status.error_message();
+    EXPECT_NE(status.error_message().find("not a valid protobuf message"),
+              std::string::npos)
+        << status.error_message();
+  }
+  // Without a token the refusal stays UNAUTHENTICATED: auth comes first.
+  grpc::ClientContext anonymous;
+  grpc::Slice slice(garbage);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&anonymous, "/hpcai500.v1.ClientService/ListNodes",
+                    grpc::StubOptions(), &request, &response,
+                    [&done](grpc::Status status) { done.set_value(status); });
+  EXPECT_EQ(done.get_future().get().error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // A handler's own error is no parse error: left as it is.
+  EXPECT_EQ(SubmitAs("vera").error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
 // The same with at most one agent stream open.

@@ -21,6 +21,7 @@ TEST(ParseServerOptions, FillsDefaults) {
   EXPECT_EQ(options->node_timeout_s, 60);
   EXPECT_EQ(options->heartbeat_interval_s, 0);
   EXPECT_EQ(options->node_retention_hours, 24);
+  EXPECT_EQ(options->grpc_idle_timeout_s, 300);
   EXPECT_EQ(options->max_agent_streams, 10'000);  // more than Frontier's nodes
   EXPECT_EQ(options->http_max_connections_per_client, 32);
   EXPECT_EQ(options->http_max_connections, HttpServer::kDefaultMaxConnections);
@@ -28,6 +29,8 @@ TEST(ParseServerOptions, FillsDefaults) {
   EXPECT_DOUBLE_EQ(options->spread.epochs_to_target_cv, 0.10);
   EXPECT_FALSE(options->http_public || options->insecure ||
                options->ignore_sigterm || options->help);
+  // [v6]:PORT and port 0 (any free one) pass the port rule.
+  EXPECT_TRUE(ParseServerOptions({"--grpc", "[::1]:0"}).ok());
 }
 
 TEST(ParseServerOptions, ReadsEveryFlag) {
@@ -62,7 +65,9 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
                           "--max-epochs-cv=20",
                           "--http-public",
                           "--insecure",
-                          "--ignore-sigterm"});
+                          "--ignore-sigterm",
+                          "--grpc-idle-timeout-s",
+                          "7"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->grpc, "0.0.0.0:1");
   EXPECT_EQ(options->http, "0.0.0.0:2");
@@ -81,6 +86,7 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
   EXPECT_DOUBLE_EQ(options->spread.epochs_to_target_cv, 0.20);
   EXPECT_TRUE(options->http_public && options->insecure &&
               options->ignore_sigterm);
+  EXPECT_EQ(options->grpc_idle_timeout_s, 7);
 }
 
 TEST(ParseServerOptions, RefusesNamingTheFlag) {
@@ -99,6 +105,16 @@ TEST(ParseServerOptions, RefusesNamingTheFlag) {
             "--max-throughput-cv: must be a percent from 0 to 100"},
            {{"--max-epochs-cv", "x"}, "--max-epochs-cv"},
            {{"--no-such-flag"}, "no-such-flag"},
+           // One port rule for both listeners.
+           {{"--grpc", "127.0.0.1:99999"},
+            "--grpc: bad address '127.0.0.1:99999': port must be a number"},
+           {{"--grpc", "127.0.0.1:65536"}, "--grpc: bad address"},
+           {{"--grpc", ":7500"}, "--grpc: bad address ':7500': no host"},
+           {{"--grpc", "127.0.0.1:+80"}, "--grpc: bad address"},
+           {{"--http", "127.0.0.1:70000"}, "--http: bad address"},
+           {{"--http", "localhost"},
+            "--http: bad address 'localhost': no port"},
+           {{"--grpc-idle-timeout-s", "0"}, "--grpc-idle-timeout-s"},
            // A heartbeat must fit three times into the node timeout.
            {{"--node-timeout-s", "10", "--heartbeat-interval-s", "5"},
             "heartbeat"},

@@ -12,9 +12,15 @@ int MakeEwaMain(int argc, char** argv) {
   EwaGeneratorOptions options;
   const char* usage =
       "usage: hpcai500-worker make-ewa --out FILE [--samples N] [--height H] "
-      "[--width W] [--seed S]";
+      "[--width W] [--seed S]\n"
+      "exit codes: 0 written, 1 the file could not be written, 2 bad "
+      "command line";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
+    if (arg == "--help" || arg == "-h") {
+      std::cout << usage << "\n";
+      return 0;
+    }
     const size_t eq = arg.find('=');
     if (eq != std::string::npos) {
       value = arg.substr(eq + 1);

@@ -20,6 +20,7 @@ namespace hpcai500 {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class FixedClock final : public Clock {
  public:
@@ -123,15 +124,67 @@ TEST_F(AuthTest, AuthTurnsOnWithTheFirstTokenAndRateLimitsEachUser) {
   EXPECT_TRUE(access.Authenticate(made.text).ok());
 }
 
-TEST_F(AuthTest, TokenCommandHelpAfterTheVerbPrintsTheUsage) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"create", "--help"},
-        std::vector<std::string>{"revoke", "-h"}}) {
+TEST_F(AuthTest, TokenCommandHelpAfterTheVerbPrintsThatVerbsUsage) {
+  for (const auto& [args, usage] :
+       {std::pair{std::vector<std::string>{"create", "--help"},
+                  "usage: hpcai500d token create"},
+        std::pair{std::vector<std::string>{"revoke", "-h"},
+                  "usage: hpcai500d token revoke ID"},
+        std::pair{std::vector<std::string>{"--help"},
+                  "       hpcai500d token list"}}) {
     std::ostringstream out, err;
     EXPECT_EQ(RunTokenCommand(args, clock_, out, err), 0) << err.str();
-    EXPECT_THAT(out.str(), HasSubstr("usage: hpcai500d token create"));
+    EXPECT_THAT(out.str(), HasSubstr(usage));
+    EXPECT_THAT(out.str(), HasSubstr("exit codes: 0 done"));
     EXPECT_EQ(err.str(), "");
   }
+  std::ostringstream out, err;
+  RunTokenCommand({"create", "--help"}, clock_, out, err);
+  EXPECT_THAT(out.str(), Not(HasSubstr("token revoke")));
+  // An unknown verb is refused, --help or not.
+  std::ostringstream bogus_out, bogus_err;
+  EXPECT_EQ(RunTokenCommand({"bogus", "--help"}, clock_, bogus_out, bogus_err),
+            2);
+  EXPECT_THAT(bogus_err.str(), HasSubstr("unknown token command 'bogus'"));
+  EXPECT_EQ(bogus_out.str(), "");
+}
+
+// A token's names pass the rules registration and printing rely on: a node
+// name as an agent registers with, a user without control characters.
+TEST_F(AuthTest, TokenNamesWithControlCharactersAreRefused) {
+  TokenAuthenticator tokens = Tokens();
+  for (const char* node : {"node\x1b[2J", "a b", "..", "node\nforged"}) {
+    absl::StatusOr<NewToken> made = tokens.Create("a", Role::kAgent, node, 1);
+    EXPECT_TRUE(absl::IsInvalidArgument(made.status())) << node;
+    EXPECT_EQ(std::string(made.status().message()).find('\x1b'),
+              std::string::npos);
+  }
+  for (const char* user : {"eve\x1b[2J", "eve\x7f", "eve\xc2\x9b"}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(
+        tokens.Create(user, Role::kViewer, "", 1).status()));
+  }
+  std::ostringstream out, err;
+  EXPECT_EQ(RunTokenCommand({"create", "--role", "agent", "--node", "n\x1b[2J",
+                             "--db", db_},
+                            clock_, out, err),
+            2);
+  EXPECT_EQ(err.str().find('\x1b'), std::string::npos) << err.str();
+  EXPECT_TRUE(store_->ListTokens()->empty());
+}
+
+TEST_F(AuthTest, AnAdminRegistersNoNodeButFullTrustDoes) {
+  EXPECT_FALSE(Allows(Role::kAdmin, Action::kRegisterNode));
+  AccessControl access(store_.get(), &clock_, Tokens(), "shared", {});
+  const Principal admin{"root", Role::kAdmin, ""};
+  const absl::Status refused =
+      access.Require(admin, Action::kRegisterNode, "register a node", "peer");
+  EXPECT_TRUE(absl::IsPermissionDenied(refused));
+  EXPECT_THAT(refused.message(), HasSubstr("agent token bound to its node"));
+  EXPECT_TRUE(access
+                  .Require(*access.Authenticate("shared"),
+                           Action::kRegisterNode, "register a node", "peer")
+                  .ok());
+  EXPECT_TRUE(LocalPrincipal().any_node);
 }
 
 TEST_F(AuthTest, TokenCommandWorksBesideARunningCoordinator) {

@@ -1287,6 +1287,37 @@ TEST_F(CoordinatorTest, ListRunsShowsActiveRunsAsTheyAreInMemory) {
   EXPECT_FALSE(listed.runs(1).reason().empty());
 }
 
+// A spec may name a sweep by hand, but not one holding another user's
+// runs: nobody adds points to somebody else's scaling study, and the
+// owner's own later submits (and suites, as `hpcai500 sweep` sends) pass.
+TEST_F(CoordinatorTest, ASweepOfAnotherUserIsRefusedAndOnesOwnAccepted) {
+  const std::string sweep = "sweep: study-1\nscaling: weak\n";
+  ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "p1") + sweep, "alice").ok());
+  absl::StatusOr<v1::SubmitResponse> joined =
+      coordinator_->Submit(SpecYaml(1, 1, "p2") + sweep, "mallory");
+  EXPECT_TRUE(absl::IsPermissionDenied(joined.status())) << joined.status();
+  EXPECT_THAT(joined.status().message(), HasSubstr("sweep 'study-1'"));
+  // As `hpcai500 sweep` sends its points: one suite named by the sweep.
+  const std::string suite =
+      "suite: study-1\nspecs:\n  - " +
+      absl::StrReplaceAll(SpecYaml(1, 1, "p3") + sweep, {{"\n", "\n    "}}) +
+      "\n  - " +
+      absl::StrReplaceAll(SpecYaml(1, 1, "p5") + sweep, {{"\n", "\n    "}}) +
+      "\n";
+  const absl::Status theirs = coordinator_->Submit(suite, "mallory").status();
+  EXPECT_TRUE(absl::IsPermissionDenied(theirs)) << theirs;
+  EXPECT_EQ(reads_->ListRuns({})->runs_size(), 1);  // nothing of mallory's
+  const absl::Status own = coordinator_->Submit(suite, "alice").status();
+  EXPECT_TRUE(own.ok()) << own;
+  EXPECT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "p4") + sweep, "alice").ok());
+  // Another id is free to take; a name that only holds the id is no match.
+  EXPECT_TRUE(coordinator_
+                  ->Submit(SpecYaml(1, 1, "study-1") +
+                               "sweep: study-10\nscaling: weak\n",
+                           "mallory")
+                  .ok());
+}
+
 TEST_F(CoordinatorTest, JsonApiListsRunsByUserQueueAndTime) {
   ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "mine"), "alice").ok());
   ASSERT_TRUE(coordinator_->Submit(SpecYaml(1, 1, "theirs"), "bob").ok());

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/inventory.h"
+#include "common/printable.h"
 #include "common/request_id.h"
 #include "gtest/gtest.h"
 
@@ -62,8 +63,15 @@ TEST(Requests, RegisterNeedsAPlainNameAndSlotsInRange) {
   EXPECT_TRUE(ValidateRegister(request).ok());
   request.set_name("bad name");
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
-  request.set_name(std::string(kMaxNameBytes + 1, 'a'));
+  request.set_name(std::string(kMaxNodeNameBytes + 1, 'a'));
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+  request.set_name("..");
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));
+  request.set_name("node\x1b[2J");
+  const absl::Status escaped = ValidateRegister(request);
+  EXPECT_TRUE(absl::IsInvalidArgument(escaped));
+  EXPECT_EQ(std::string(escaped.message()).find('\x1b'), std::string::npos)
+      << escaped.message();
   request.set_name("a");
   request.set_slots(0);
   EXPECT_TRUE(absl::IsInvalidArgument(ValidateRegister(request)));

@@ -406,6 +406,24 @@ TEST_F(StoreTest, SecondOpenOfTheSameFileFailsNamingTheLockAndItsHolder) {
   EXPECT_TRUE(Store::Open(path_).ok());
 }
 
+// A second open through a symlink to the live file is refused by the
+// file's own lock after it made "<link>.lock": it takes that away again,
+// and the first owner's lock file stays.
+TEST_F(StoreTest, ARefusedOpenLeavesNoLockFileOfItsOwn) {
+  absl::StatusOr<std::unique_ptr<Store>> first = Store::Open(path_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string link = dir_ + "/link.db";
+  ASSERT_EQ(::symlink(path_.c_str(), link.c_str()), 0);
+  absl::StatusOr<std::unique_ptr<Store>> second = Store::Open(link);
+  EXPECT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+  EXPECT_NE(::access((link + ".lock").c_str(), F_OK), 0);
+  // Refused on the same path, it removes nothing: the file is the first's.
+  EXPECT_FALSE(Store::Open(path_).ok());
+  EXPECT_EQ(::access((path_ + ".lock").c_str(), F_OK), 0);
+  EXPECT_TRUE((*first)->CountEvents().ok());
+  std::remove(link.c_str());
+}
+
 TEST_F(StoreTest, ContiguousSeqStopsAtTheFirstGap) {
   auto store = *Store::Open(path_);
   const int64_t run = RunWithAttempt(*store);

@@ -357,6 +357,20 @@ TEST_F(EwaDataTest, MakeEwaMainWritesTheFileAndRejectsBadFlags) {
   EXPECT_EQ(MakeEwaMain(2, no_out), 2);
 }
 
+TEST_F(EwaDataTest, MakeEwaHelpPrintsTheUsageAndWritesNothing) {
+  for (std::string help : {"--help", "-h"}) {
+    std::string a0 = "make-ewa";
+    char* argv[] = {a0.data(), help.data()};
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(MakeEwaMain(2, argv), 0) << help;
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    EXPECT_NE(out.find("usage: hpcai500-worker make-ewa --out FILE"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("exit codes"), std::string::npos) << out;
+  }
+}
+
 #endif  // HPCAI500_HAVE_HDF5
 
 }  // namespace
