@@ -1,5 +1,6 @@
 // --gpu-decode on a GPU (ctest label gpu; bench/gpu.sh runs them): nvJPEG's
-// pixels against libjpeg-turbo's, the GPU loader's batches against the CPU
+// pixels against libjpeg-turbo's, batches queued back to back against the
+// same batches decoded alone, the GPU loader's batches against the CPU
 // loader's, and the real worker training from a JPEG folder with
 // --gpu-decode. Each test skips, saying why, where LibTorch sees no GPU.
 // The CPU half of the logic: tests/worker/data/gpu_decode_test.cc.
@@ -137,6 +138,42 @@ TEST(NvjpegDecoder, DecodesLikeLibjpegTurbo) {
     std::cerr << "case " << i << ": mean |nvJPEG - turbo| = " << mean_abs
               << "\n";
     EXPECT_LT(mean_abs, cases[i].tolerance) << "case " << i;
+  }
+}
+
+// Batches queued one after another without a wait between them (the
+// loader's pattern: the decoder alternates two sets of nvJPEG states and
+// waits only for the batch before last) decode exactly as each batch does
+// alone, with a wait after it: six batches of different files and sizes.
+TEST(NvjpegDecoder, BatchesQueuedBackToBackDecodeAsAlone) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<std::vector<uint8_t>>> files(6);
+  for (size_t b = 0; b < files.size(); ++b) {
+    for (int i = 0; i < 8; ++i) {
+      const int w = 120 + 16 * static_cast<int>(b) + i, h = 90 + 8 * i;
+      files[b].push_back(EncodeJpeg(
+          PhotoLike(w, h, static_cast<int>(b % 3), rng), w, h, TJSAMP_420));
+    }
+  }
+  auto batch = [&](size_t b) {
+    std::vector<const std::vector<uint8_t>*> jpegs;
+    for (const auto& f : files[b]) jpegs.push_back(&f);
+    return jpegs;
+  };
+  std::unique_ptr<NvjpegDecoder> decoder = MakeDecoder();
+  std::vector<torch::Tensor> alone;
+  for (size_t b = 0; b < files.size(); ++b) {
+    alone.push_back(decoder->Decode(batch(b)).pixels.cpu());  // waits
+  }
+  std::vector<DecodedBatch> queued;
+  for (size_t b = 0; b < files.size(); ++b) {
+    queued.push_back(decoder->Decode(batch(b)));
+  }
+  for (size_t b = 0; b < files.size(); ++b) {
+    for (const std::string& error : queued[b].errors) EXPECT_EQ(error, "");
+    EXPECT_TRUE(torch::equal(queued[b].pixels.cpu(), alone[b]))
+        << "batch " << b;
   }
 }
 

@@ -84,6 +84,8 @@ torch::Tensor ResampleBatch(const torch::Tensor& pixels,
   const auto index_type = pixels.numel() <= std::numeric_limits<int32_t>::max()
                               ? torch::kInt32
                               : torch::kInt64;
+  // Every host tensor goes up from pinned memory, without blocking: a
+  // pageable copy would wait for the stream, and with it for the decode.
   auto upload = [&](const torch::Tensor& t, torch::ScalarType type) {
     torch::Tensor host = t.to(type);
     if (device.is_cuda()) host = host.pin_memory();
@@ -120,12 +122,12 @@ torch::Tensor ResampleBatch(const torch::Tensor& pixels,
   torch::Tensor value = left + weight_x * (right - left);
   const Normalizer norm(normalization);
   const torch::Tensor scale =
-      torch::tensor({norm.scale[0], norm.scale[1], norm.scale[2]})
-          .to(device)
+      upload(torch::tensor({norm.scale[0], norm.scale[1], norm.scale[2]}),
+             torch::kFloat32)
           .view({1, 3, 1, 1});
   const torch::Tensor bias =
-      torch::tensor({norm.bias[0], norm.bias[1], norm.bias[2]})
-          .to(device)
+      upload(torch::tensor({norm.bias[0], norm.bias[1], norm.bias[2]}),
+             torch::kFloat32)
           .view({1, 3, 1, 1});
   return (value * scale + bias).contiguous();
 }

@@ -3,6 +3,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -81,10 +82,15 @@ void GpuImageLoader::Produce(int epoch, std::vector<int64_t> shard,
   std::optional<c10::StreamGuard> on_side_stream;
   if (stream_) on_side_stream.emplace(*stream_);
   // nvJPEG may read a batch's file bytes until its work on the stream is
-  // done: they are freed only after the next batch is queued, once that
-  // work has finished.
-  std::vector<std::optional<EncodedSample>> held_files;
-  std::optional<c10::Event> held_done;
+  // done: the files of the last two batches are held, and those of batch
+  // b - 2 are dropped only once b is queued and b - 2's work has finished
+  // (the decoder itself waits for it before reusing b - 2's states), so
+  // reading and queueing batch b overlaps the GPU's work on b - 1.
+  struct Held {
+    std::vector<std::optional<EncodedSample>> files;
+    std::optional<c10::Event> done;
+  };
+  std::array<Held, 2> held;
   for (int64_t b = 0; b < batches; ++b) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -104,15 +110,23 @@ void GpuImageLoader::Produce(int epoch, std::vector<int64_t> shard,
           epoch,
           std::vector<int64_t>(shard.begin() + begin, shard.begin() + end),
           &files);
+      Held& slot = held[b % 2];
+      if (slot.done) slot.done->synchronize();
       if (stream_) {
         ready.done.emplace(c10::DeviceType::CUDA);
         ready.done->record(*stream_);
-        if (held_done) held_done->synchronize();
-        held_done.emplace(c10::DeviceType::CUDA);
-        held_done->record(*stream_);
+        slot.done.emplace(c10::DeviceType::CUDA);
+        slot.done->record(*stream_);
       }
-      held_files = std::move(files);
+      slot.files = std::move(files);
     } catch (...) {
+      // The files go with this iteration: first let what was queued run.
+      if (stream_) {
+        try {
+          stream_->synchronize();
+        } catch (...) {
+        }
+      }
       std::lock_guard<std::mutex> lock(mu_);
       error_ = std::current_exception();
       changed_.notify_all();
@@ -124,7 +138,9 @@ void GpuImageLoader::Produce(int epoch, std::vector<int64_t> shard,
     }
     changed_.notify_all();
   }
-  if (held_done) held_done->synchronize();
+  for (Held& slot : held) {
+    if (slot.done) slot.done->synchronize();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   finished_ = true;
   changed_.notify_all();

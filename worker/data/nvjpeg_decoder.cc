@@ -1,15 +1,19 @@
 #include "worker/data/nvjpeg_decoder.h"
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <utility>
 
 #ifdef HPCAI500_HAVE_NVJPEG
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <dlfcn.h>
 #include <nvjpeg.h>
+
+#include "worker/data/nvjpeg_memory.h"
 #endif
 
 namespace hpcai500::worker {
@@ -22,7 +26,7 @@ struct NvjpegApi {
   }
   void* library = nullptr;
   std::string path;
-  decltype(&nvjpegCreateEx) CreateEx = nullptr;
+  decltype(&nvjpegCreateExV2) CreateExV2 = nullptr;
   decltype(&nvjpegDestroy) Destroy = nullptr;
   decltype(&nvjpegJpegStateCreate) JpegStateCreate = nullptr;
   decltype(&nvjpegJpegStateDestroy) JpegStateDestroy = nullptr;
@@ -104,7 +108,7 @@ std::shared_ptr<const NvjpegApi> OpenNvjpeg(
     api->library = library;
     api->path = path;
     std::string missing;
-    Resolve(library, "nvjpegCreateEx", &api->CreateEx, &missing);
+    Resolve(library, "nvjpegCreateExV2", &api->CreateExV2, &missing);
     Resolve(library, "nvjpegDestroy", &api->Destroy, &missing);
     Resolve(library, "nvjpegJpegStateCreate", &api->JpegStateCreate, &missing);
     Resolve(library, "nvjpegJpegStateDestroy", &api->JpegStateDestroy,
@@ -142,36 +146,65 @@ std::vector<std::string> NvjpegLibraryCandidates() {
   return candidates;
 }
 
+// nvJPEG's handles and states. A state holds the buffers of the decode
+// queued with it until the GPU has run that work, so the decodes alternate
+// between two sets of states: a batch is queued on the states the batch
+// before last used, once that batch's decode has finished (its `done`
+// event), and the decoding thread can queue a batch while the previous one
+// still runs.
 struct NvjpegDecoder::Handles {
-  explicit Handles(const NvjpegApi& api) : api(api) {}
+  // The states of one decode, and the event recorded after its work.
+  struct Slot {
+    nvjpegJpegState_t batched_state = nullptr;
+    nvjpegJpegState_t single_state = nullptr;  // with `single`, on first use
+    at::cuda::CUDAEvent done;
+  };
+
+  Handles(const NvjpegApi& api, int device) : api(api), memory(device) {}
   ~Handles() {
     DestroyBatched();
-    if (single_state != nullptr) api.JpegStateDestroy(single_state);
+    for (Slot& slot : slots) {
+      if (slot.single_state != nullptr) api.JpegStateDestroy(slot.single_state);
+    }
     if (single != nullptr) api.Destroy(single);
   }
 
+  // A handle whose buffers come from LibTorch's caches.
+  nvjpegStatus_t Create(nvjpegBackend_t backend, nvjpegHandle_t* handle) {
+    nvjpegDevAllocatorV2_t device = memory.DeviceAllocator();
+    nvjpegPinnedAllocatorV2_t pinned = memory.PinnedAllocator();
+    return api.CreateExV2(backend, &device, &pinned, 0, handle);
+  }
+
   void DestroyBatched() {
+    // No state goes while a decode queued with it may still run.
+    for (Slot& slot : slots) slot.done.synchronize();
     if (parsed != nullptr) api.JpegStreamDestroy(parsed);
-    if (batched_state != nullptr) api.JpegStateDestroy(batched_state);
+    for (Slot& slot : slots) {
+      if (slot.batched_state != nullptr) {
+        api.JpegStateDestroy(slot.batched_state);
+      }
+      slot.batched_state = nullptr;
+    }
     if (batched != nullptr) api.Destroy(batched);
     parsed = nullptr;
-    batched_state = nullptr;
     batched = nullptr;
   }
 
-  // A batched handle and state of `backend` (the hardware one: and a
+  // A batched handle and states of `backend` (the hardware one: and a
   // parsed-stream object to ask it which files it takes); false, nothing
   // kept, when nvJPEG or this GPU lacks it.
   bool TryBatched(nvjpegBackend_t backend) {
     DestroyBatched();
-    bool ok = api.CreateEx(backend, nullptr, nullptr, 0, &batched) ==
-              NVJPEG_STATUS_SUCCESS;
-    ok = ok &&
-         api.JpegStateCreate(batched, &batched_state) == NVJPEG_STATUS_SUCCESS;
+    bool ok = Create(backend, &batched) == NVJPEG_STATUS_SUCCESS;
+    for (Slot& slot : slots) {
+      ok = ok && api.JpegStateCreate(batched, &slot.batched_state) ==
+                     NVJPEG_STATUS_SUCCESS;
+    }
     // The hardware backend is created on GPUs without the engine too; a
     // batch initialisation is what fails there.
-    ok = ok && api.DecodeBatchedInitialize(batched, batched_state, 1, 1,
-                                           NVJPEG_OUTPUT_RGBI) ==
+    ok = ok && api.DecodeBatchedInitialize(batched, slots[0].batched_state, 1,
+                                           1, NVJPEG_OUTPUT_RGBI) ==
                    NVJPEG_STATUS_SUCCESS;
     hardware = backend == NVJPEG_BACKEND_HARDWARE;
     if (ok && hardware) {
@@ -209,21 +242,37 @@ struct NvjpegDecoder::Handles {
            unsupported == 0;
   }
 
-  // The handle that decodes an image at a time, made on first use.
-  void EnsureSingle() {
-    if (single != nullptr) return;
-    Check(api.CreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &single),
-          "nvjpegCreateEx");
-    Check(api.JpegStateCreate(single, &single_state), "nvjpegJpegStateCreate");
+  // The slot of the next decode, once the decode that last used it has
+  // finished on the GPU (it was queued two decodes ago).
+  Slot& NextSlot() {
+    Slot& slot = slots[next_slot];
+    next_slot = 1 - next_slot;
+    slot.done.synchronize();
+    return slot;
+  }
+
+  // The handle that decodes an image at a time, and `slot`'s state for it,
+  // made on first use.
+  void EnsureSingle(Slot& slot) {
+    if (single == nullptr) {
+      Check(Create(NVJPEG_BACKEND_DEFAULT, &single), "nvjpegCreateExV2");
+    }
+    if (slot.single_state == nullptr) {
+      Check(api.JpegStateCreate(single, &slot.single_state),
+            "nvjpegJpegStateCreate");
+    }
   }
 
   const NvjpegApi& api;
+  // Declared before the handles, so destroyed after them: their frees
+  // come back here.
+  NvjpegMemory memory;
   nvjpegHandle_t batched = nullptr;
-  nvjpegJpegState_t batched_state = nullptr;
   nvjpegJpegStream_t parsed = nullptr;  // the hardware backend's only
   bool hardware = false;
   nvjpegHandle_t single = nullptr;
-  nvjpegJpegState_t single_state = nullptr;
+  std::array<Slot, 2> slots;
+  int next_slot = 0;
 };
 
 NvjpegDecoder::NvjpegDecoder(std::shared_ptr<const NvjpegApi> api,
@@ -234,7 +283,7 @@ NvjpegDecoder::NvjpegDecoder(std::shared_ptr<const NvjpegApi> api,
                                 device_.str());
   }
   const c10::cuda::CUDAGuard on_device(device_.index());
-  handles_ = std::make_unique<Handles>(*api_);
+  handles_ = std::make_unique<Handles>(*api_, c10::cuda::current_device());
   if (!handles_->TryBatched(NVJPEG_BACKEND_HARDWARE)) {
     handles_->UseCudaBackend(device_.str());
   }
@@ -289,67 +338,79 @@ DecodedBatch NvjpegDecoder::Decode(
     d.pitch[0] = static_cast<size_t>(out.images[i].width) * 3;
     return d;
   };
-  const cudaStream_t stream =
-      c10::cuda::getCurrentCUDAStream(device_.index()).stream();
-  std::vector<size_t> batched, single;
-  for (size_t i : decodable) {
-    (handles_->BatchedTakes(*jpegs[i]) ? batched : single).push_back(i);
-  }
-  // One batched call for the files the batched decoder takes.
-  auto decode_batched = [&] {
-    std::vector<const unsigned char*> data;
-    std::vector<size_t> lengths;
-    std::vector<nvjpegImage_t> destinations;
-    for (size_t i : batched) {
-      data.push_back(jpegs[i]->data());
-      lengths.push_back(jpegs[i]->size());
-      destinations.push_back(destination(i));
+  const c10::cuda::CUDAStream current =
+      c10::cuda::getCurrentCUDAStream(device_.index());
+  const cudaStream_t stream = current.stream();
+  handles_->memory.UseStream(stream);
+  Handles::Slot& slot = handles_->NextSlot();
+  // However the decode ends, the slot's states are busy until what was
+  // queued with them has run.
+  try {
+    std::vector<size_t> batched, single;
+    for (size_t i : decodable) {
+      (handles_->BatchedTakes(*jpegs[i]) ? batched : single).push_back(i);
     }
-    nvjpegStatus_t status = api.DecodeBatchedInitialize(
-        handles_->batched, handles_->batched_state,
-        static_cast<int>(batched.size()), 1, NVJPEG_OUTPUT_RGBI);
-    if (status == NVJPEG_STATUS_SUCCESS) {
-      status = api.DecodeBatched(handles_->batched, handles_->batched_state,
-                                 data.data(), lengths.data(),
-                                 destinations.data(), stream);
-    }
-    return status;
-  };
-  if (!batched.empty()) {
-    nvjpegStatus_t status = decode_batched();
-    if (status != NVJPEG_STATUS_SUCCESS && !BlamesTheFile(status) &&
-        handles_->hardware) {
-      // The hardware decoder failing where it said it could: say so once
-      // and go on with the CUDA decoder (the option stays a GPU decode).
-      std::fprintf(stderr,
-                   "hpcai500-worker: --gpu-decode: nvJPEG's hardware decoder "
-                   "failed a batch (%s); using its CUDA decoder\n",
-                   StatusName(status).c_str());
-      handles_->UseCudaBackend(device_.str());
-      status = decode_batched();
-    }
-    if (status != NVJPEG_STATUS_SUCCESS) {
-      if (!BlamesTheFile(status) && status != NVJPEG_STATUS_INVALID_PARAMETER) {
-        Check(status, "nvjpegDecodeBatched");
+    // One batched call for the files the batched decoder takes.
+    auto decode_batched = [&] {
+      std::vector<const unsigned char*> data;
+      std::vector<size_t> lengths;
+      std::vector<nvjpegImage_t> destinations;
+      for (size_t i : batched) {
+        data.push_back(jpegs[i]->data());
+        lengths.push_back(jpegs[i]->size());
+        destinations.push_back(destination(i));
       }
-      // Some file of the batch is one the batched call refuses: each file
-      // answers for itself.
-      single.insert(single.end(), batched.begin(), batched.end());
+      nvjpegStatus_t status = api.DecodeBatchedInitialize(
+          handles_->batched, slot.batched_state,
+          static_cast<int>(batched.size()), 1, NVJPEG_OUTPUT_RGBI);
+      if (status == NVJPEG_STATUS_SUCCESS) {
+        status = api.DecodeBatched(handles_->batched, slot.batched_state,
+                                   data.data(), lengths.data(),
+                                   destinations.data(), stream);
+      }
+      return status;
+    };
+    if (!batched.empty()) {
+      nvjpegStatus_t status = decode_batched();
+      if (status != NVJPEG_STATUS_SUCCESS && !BlamesTheFile(status) &&
+          handles_->hardware) {
+        // The hardware decoder failing where it said it could: say so once
+        // and go on with the CUDA decoder (the option stays a GPU decode).
+        std::fprintf(stderr,
+                     "hpcai500-worker: --gpu-decode: nvJPEG's hardware decoder "
+                     "failed a batch (%s); using its CUDA decoder\n",
+                     StatusName(status).c_str());
+        handles_->UseCudaBackend(device_.str());
+        status = decode_batched();
+      }
+      if (status != NVJPEG_STATUS_SUCCESS) {
+        if (!BlamesTheFile(status) &&
+            status != NVJPEG_STATUS_INVALID_PARAMETER) {
+          Check(status, "nvjpegDecodeBatched");
+        }
+        // Some file of the batch is one the batched call refuses: each file
+        // answers for itself.
+        single.insert(single.end(), batched.begin(), batched.end());
+      }
     }
-  }
-  // An image at a time: the files the batched decoder does not take.
-  if (!single.empty()) handles_->EnsureSingle();
-  for (size_t i : single) {
-    nvjpegImage_t d = destination(i);
-    const nvjpegStatus_t status =
-        api.Decode(handles_->single, handles_->single_state, jpegs[i]->data(),
-                   jpegs[i]->size(), NVJPEG_OUTPUT_RGBI, &d, stream);
-    if (BlamesTheFile(status)) {
-      out.errors[i] = "nvJPEG cannot decode it: " + StatusName(status);
-    } else {
-      Check(status, "nvjpegDecode");
+    // An image at a time: the files the batched decoder does not take.
+    if (!single.empty()) handles_->EnsureSingle(slot);
+    for (size_t i : single) {
+      nvjpegImage_t d = destination(i);
+      const nvjpegStatus_t status =
+          api.Decode(handles_->single, slot.single_state, jpegs[i]->data(),
+                     jpegs[i]->size(), NVJPEG_OUTPUT_RGBI, &d, stream);
+      if (BlamesTheFile(status)) {
+        out.errors[i] = "nvJPEG cannot decode it: " + StatusName(status);
+      } else {
+        Check(status, "nvjpegDecode");
+      }
     }
+  } catch (...) {
+    slot.done.record(current);
+    throw;
   }
+  slot.done.record(current);
   return out;
 }
 

@@ -38,7 +38,11 @@ std::shared_ptr<const NvjpegApi> OpenNvjpeg(
 // the GPU has one, else its CUDA one. Files the hardware decoder does not
 // take (progressive ones, some chroma subsamplings) are decoded an image at
 // a time beside the batch, and so is a batch the batched call refuses, so
-// that a file nvJPEG cannot decode (CMYK, truncated) costs only itself. Not
+// that a file nvJPEG cannot decode (CMYK, truncated) costs only itself.
+// Decodes alternate between two sets of nvJPEG states, so a batch can be
+// queued while the one before still runs; a call first waits for the GPU
+// work of the call before last. nvJPEG's device and pinned buffers come
+// from LibTorch's caching allocators (worker/data/nvjpeg_memory.h). Not
 // thread-safe: one thread decodes.
 class NvjpegDecoder final : public JpegBatchDecoder {
  public:

@@ -1,5 +1,6 @@
 #include "worker/kernels/fused_bn_host.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "worker/kernels/fused_bn_math.h"
@@ -21,6 +22,31 @@ void ApplyForward(const float* x, const float* residual,
   }
 }
 
+// Each channel's statistics gathered as the kernels gather them: the rows
+// dealt round-robin to as many parts as the kernels have threads per
+// channel, each part's ShiftedSums turned into Welford statistics and the
+// parts merged.
+std::vector<WelfordState> ChannelStats(const float* x, BnShape shape) {
+  const int64_t channels = shape.channels;
+  const ReductionPlan plan = PlanReduction(shape.rows, channels, /*vector=*/1);
+  const int64_t parts =
+      std::min<int64_t>(shape.rows, plan.row_threads * plan.row_blocks);
+  std::vector<WelfordState> stats(channels);
+  std::vector<ShiftedSums> sums(channels);
+  for (int64_t p = 0; p < parts; ++p) {
+    for (int64_t c = 0; c < channels; ++c) sums[c] = {x[p * channels + c]};
+    for (int64_t r = p; r < shape.rows; r += parts) {
+      for (int64_t c = 0; c < channels; ++c) {
+        ShiftedAdd(sums[c], x[r * channels + c]);
+      }
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      stats[c] = WelfordMerge(stats[c], ToWelford(sums[c]));
+    }
+  }
+  return stats;
+}
+
 }  // namespace
 
 void HostForwardTrain(const float* x, const float* residual,
@@ -28,12 +54,7 @@ void HostForwardTrain(const float* x, const float* residual,
                       float* running_mean, float* running_var, float momentum,
                       float eps, BnShape shape, float* y, float* save_mean,
                       float* save_invstd) {
-  std::vector<WelfordState> stats(shape.channels);
-  for (int64_t r = 0; r < shape.rows; ++r) {
-    for (int64_t c = 0; c < shape.channels; ++c) {
-      WelfordAdd(stats[c], x[r * shape.channels + c]);
-    }
-  }
+  const std::vector<WelfordState> stats = ChannelStats(x, shape);
   std::vector<AffineCoeffs> coeffs(shape.channels);
   for (int64_t c = 0; c < shape.channels; ++c) {
     const float biased_var = stats[c].m2 / stats[c].count;

@@ -3,9 +3,9 @@
 // (fused_bn_kernels.cu) and the host implementation (fused_bn_host.cc), so
 // the CPU tests exercise the very arithmetic the GPU runs. Everything is in
 // fp32 whatever the tensors' dtype: statistics, coefficients, the
-// pre-activation. Also the launch plan of the kernels, plain arithmetic the
-// CPU tests check. Standard library only; nvcc and the host compiler both
-// read it.
+// pre-activation. Also the launch plan of the kernels (vector width, grid),
+// plain arithmetic the CPU tests check. Standard library only; nvcc and the
+// host compiler both read it.
 //
 // The layout is NHWC seen as a row-major matrix [rows = N*H*W, channels = C].
 //
@@ -26,23 +26,19 @@
 
 namespace hpcai500::worker::kernels {
 
-// Welford's running mean and sum of squared deviations of one channel: no
-// cancellation between a large sum of squares and a squared mean, which a
-// one-pass sum in fp32 suffers over millions of values.
+// Welford's statistics of one channel's values: their count, mean and sum
+// of squared deviations from the mean. Kept as such, not as a sum and a sum
+// of squares, so that merging never subtracts a large sum of squares from
+// a squared mean (the cancellation a one-pass sum in fp32 suffers over
+// millions of values).
 struct WelfordState {
   float count = 0;
   float mean = 0;
   float m2 = 0;  // sum of squared deviations from `mean`
 };
 
-HPCAI500_HOST_DEVICE inline void WelfordAdd(WelfordState& s, float x) {
-  s.count += 1.0f;
-  const float delta = x - s.mean;
-  s.mean += delta / s.count;
-  s.m2 += delta * (x - s.mean);
-}
-
-// Two states of disjoint parts combined (Chan, Golub and LeVeque).
+// Two states of disjoint parts combined (Chan, Golub and LeVeque's parallel
+// formula); an empty part changes nothing.
 HPCAI500_HOST_DEVICE inline WelfordState WelfordMerge(const WelfordState& a,
                                                       const WelfordState& b) {
   if (b.count == 0.0f) return a;
@@ -55,6 +51,37 @@ HPCAI500_HOST_DEVICE inline WelfordState WelfordMerge(const WelfordState& a,
   out.mean = a.mean + delta * b_share;
   out.m2 = a.m2 + b.m2 + delta * delta * a.count * b_share;
   return out;
+}
+
+// One thread's sums over its share of a channel's values, taken about
+// `shift` (the first value it reads): three adds and a multiply per value,
+// no division. Centring on a value of the data keeps the sum of squares
+// close to the squared deviations, so ToWelford loses little to
+// cancellation even where the mean is far from zero.
+struct ShiftedSums {
+  float shift = 0;
+  float count = 0;
+  float sum = 0;     // of (x - shift)
+  float sum_sq = 0;  // of (x - shift)^2
+};
+
+HPCAI500_HOST_DEVICE inline void ShiftedAdd(ShiftedSums& s, float x) {
+  const float d = x - s.shift;
+  s.count += 1.0f;
+  s.sum += d;
+  s.sum_sq += d * d;
+}
+
+// A thread's sums as Welford statistics, once it has read its values (one
+// division per thread and channel); empty sums give an empty state.
+HPCAI500_HOST_DEVICE inline WelfordState ToWelford(const ShiftedSums& s) {
+  WelfordState w;
+  if (s.count == 0.0f) return w;
+  const float mean_offset = s.sum / s.count;
+  w.count = s.count;
+  w.mean = s.shift + mean_offset;
+  w.m2 = fmaxf(s.sum_sq - s.sum * mean_offset, 0.0f);
+  return w;
 }
 
 // 1 / sqrt(var + eps), var the biased variance, as the normalisation uses.
@@ -133,13 +160,30 @@ HPCAI500_HOST_DEVICE inline float BackwardElement(float dz, float xhat,
   return k.dx_scale * (dz - k.dz_mean - xhat * k.xhat_coeff);
 }
 
-// The launch plan of the per-channel reductions: blocks of
-// kChannelsPerBlock channels (threadIdx.x, adjacent in memory) by
-// kRowThreads rows (threadIdx.y); `row_blocks` blocks along the rows each
-// write one partial result per channel, merged in a fixed order by a second
-// kernel (so a result does not depend on scheduling).
-inline constexpr int kChannelsPerBlock = 32;
-inline constexpr int kRowThreads = 16;
+// How many adjacent values of a row one thread loads at once: 16 bytes
+// (8 bf16 or fp16, 4 fp32) where every row starts on a 16-byte boundary
+// (`channels` a multiple of that count) and `aligned` (every data pointer
+// of the call 16-byte aligned), else 1.
+inline constexpr int kVectorBytes = 16;
+
+inline int VectorElements(int64_t channels, int element_bytes, bool aligned) {
+  const int wide = kVectorBytes / element_bytes;
+  return aligned && wide > 1 && channels % wide == 0 ? wide : 1;
+}
+
+// The launch plan of the per-channel reductions (training statistics,
+// gradient sums). A block has kReduceThreads threads: `lanes` along the
+// channels (each loading `vector` adjacent channels of a row; adjacent
+// lanes read adjacent memory) by `row_threads` along the rows. A thread
+// sums its rows (ShiftedSums, or plain sums backward); the block merges its
+// threads' sums in a fixed tree; each of the `row_blocks` blocks along the
+// rows writes one partial result per channel, merged in a fixed order by a
+// second kernel of kFinalizeChannels x kFinalizeRows threads a block. So a
+// result does not depend on scheduling.
+inline constexpr int kReduceThreads = 256;
+inline constexpr int kMaxLanes = 32;
+inline constexpr int kFinalizeChannels = 32;
+inline constexpr int kFinalizeRows = 16;
 // Enough blocks to fill an H100/H200 (132 SMs) several times over.
 inline constexpr int64_t kTargetBlocks = 1024;
 // A thread reads at least this many rows before its block has company.
@@ -150,15 +194,23 @@ inline constexpr int kElementwiseThreads = 256;
 inline constexpr int64_t kMaxElementwiseBlocks = 8192;
 
 struct ReductionPlan {
+  int vector = 1;       // channels per load
+  int lanes = 1;        // threads along the channels, a power of two
+  int row_threads = 1;  // kReduceThreads / lanes
   int64_t channel_blocks = 0;
   int64_t row_blocks = 0;
 };
 
-// For `rows` > 0 and `channels` > 0.
-inline ReductionPlan PlanReduction(int64_t rows, int64_t channels) {
+// For `rows` > 0, `channels` > 0 and a `vector` (1, 2, 4 or 8) dividing
+// `channels`.
+inline ReductionPlan PlanReduction(int64_t rows, int64_t channels, int vector) {
   ReductionPlan plan;
-  plan.channel_blocks = (channels + kChannelsPerBlock - 1) / kChannelsPerBlock;
-  const int64_t rows_per_block = kRowThreads * kMinRowsPerThread;
+  plan.vector = vector;
+  const int64_t groups = channels / vector;  // loads per row
+  while (plan.lanes < kMaxLanes && plan.lanes < groups) plan.lanes *= 2;
+  plan.row_threads = kReduceThreads / plan.lanes;
+  plan.channel_blocks = (groups + plan.lanes - 1) / plan.lanes;
+  const int64_t rows_per_block = plan.row_threads * kMinRowsPerThread;
   const int64_t wanted = (rows + rows_per_block - 1) / rows_per_block;
   const int64_t room =
       std::max<int64_t>(1, kTargetBlocks / plan.channel_blocks);
@@ -167,19 +219,25 @@ inline ReductionPlan PlanReduction(int64_t rows, int64_t channels) {
   return plan;
 }
 
-// Blocks of kElementwiseThreads for `elements` > 0 values.
-inline int64_t ElementwiseBlocks(int64_t elements) {
+// Blocks of kElementwiseThreads for `loads` > 0 loads of a vector each.
+inline int64_t ElementwiseBlocks(int64_t loads) {
   return std::clamp<int64_t>(
-      (elements + kElementwiseThreads - 1) / kElementwiseThreads, 1,
+      (loads + kElementwiseThreads - 1) / kElementwiseThreads, 1,
       kMaxElementwiseBlocks);
 }
 
-// The fp32 scratch the kernels need for `rows` x `channels`: partial
-// statistics (3 per channel and row block: count, mean, m2; the backward
-// pass uses 2 of them) and three per-channel coefficient arrays.
+// The fp32 scratch the kernels need for `rows` x `channels`, whatever the
+// vector width: partial statistics (3 per channel and row block: count,
+// mean, m2; the backward pass uses 2 of them) and three per-channel
+// coefficient arrays.
 inline int64_t WorkspaceFloats(int64_t rows, int64_t channels) {
-  const ReductionPlan plan = PlanReduction(rows, channels);
-  return 3 * plan.row_blocks * channels + 3 * channels;
+  int64_t row_blocks = 1;
+  for (int vector : {1, 2, 4, 8}) {
+    if (channels % vector != 0) continue;
+    row_blocks =
+        std::max(row_blocks, PlanReduction(rows, channels, vector).row_blocks);
+  }
+  return 3 * row_blocks * channels + 3 * channels;
 }
 
 }  // namespace hpcai500::worker::kernels

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -38,39 +39,99 @@ void ExpectClose(const torch::Tensor& got, const torch::Tensor& want,
       << ", max |want| " << w.abs().max().item<double>();
 }
 
-TEST(FusedBnMath, WelfordMergedPartsEqualTheWholeAndKeepAnOffsetMean) {
-  // Values around 1000 with spread 0.01: a one-pass sum of squares in fp32
-  // would lose the variance to cancellation.
+// count, mean and sum of squared deviations in double, one pass over the
+// values with their exact mean.
+struct Exact {
+  double count = 0, mean = 0, m2 = 0;
+};
+
+Exact ExactStats(const std::vector<double>& values) {
+  Exact e;
+  e.count = values.size();
+  for (double v : values) e.mean += v;
+  e.mean /= e.count;
+  for (double v : values) e.m2 += (v - e.mean) * (v - e.mean);
+  return e;
+}
+
+// A part's statistics as a kernel thread makes them: sums about its first
+// value, then one division.
+k::WelfordState ThreadStats(const std::vector<double>& values, size_t begin,
+                            size_t end) {
+  if (begin == end) return k::WelfordState();
+  k::ShiftedSums sums{static_cast<float>(values[begin])};
+  for (size_t i = begin; i < end; ++i) {
+    k::ShiftedAdd(sums, static_cast<float>(values[i]));
+  }
+  return k::ToWelford(sums);
+}
+
+// Values around 1000 with spread 0.01, where a plain sum of squares in fp32
+// would lose the variance to cancellation, cut at random points into parts
+// (some empty), each summed as a thread sums, then merged left to right and
+// as a pairwise tree: every split and order gives the one-pass statistics.
+TEST(FusedBnMath, WelfordMergeOfAnySplitEqualsTheOnePassStatistics) {
   std::mt19937 gen(3);
   std::normal_distribution<double> noise(0.0, 0.01);
   std::vector<double> values;
   for (int i = 0; i < 10000; ++i) values.push_back(1000.0 + noise(gen));
-  double mean = 0;
-  for (double v : values) mean += v;
-  mean /= values.size();
-  double m2 = 0;
-  for (double v : values) m2 += (v - mean) * (v - mean);
+  const Exact want = ExactStats(values);
+  const double var = want.m2 / want.count;
+  for (int split = 0; split < 20; ++split) {
+    std::uniform_int_distribution<size_t> cut(0, values.size());
+    std::vector<size_t> cuts = {0, values.size()};
+    const int parts = 1 + split * 7;
+    for (int c = 1; c < parts; ++c) cuts.push_back(cut(gen));
+    std::sort(cuts.begin(), cuts.end());
+    std::vector<k::WelfordState> states;
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      states.push_back(ThreadStats(values, cuts[c], cuts[c + 1]));
+    }
+    k::WelfordState in_order;
+    for (const k::WelfordState& s : states) {
+      in_order = k::WelfordMerge(in_order, s);
+    }
+    std::vector<k::WelfordState> tree = states;
+    while (tree.size() > 1) {
+      std::vector<k::WelfordState> next;
+      for (size_t i = 0; i < tree.size(); i += 2) {
+        next.push_back(i + 1 < tree.size()
+                           ? k::WelfordMerge(tree[i], tree[i + 1])
+                           : tree[i]);
+      }
+      tree = next;
+    }
+    SCOPED_TRACE(std::to_string(parts) + " parts");
+    for (const k::WelfordState& s : {in_order, tree[0]}) {
+      EXPECT_EQ(s.count, 10000.0f);
+      // A merge rounds the mean to a float: a few ulps (6.1e-5 at 1000).
+      EXPECT_NEAR(s.mean, want.mean, 1e-3);
+      EXPECT_NEAR(s.m2 / s.count, var, 0.01 * var);
+    }
+  }
+  // An empty part changes nothing, on either side.
+  const k::WelfordState some = ThreadStats(values, 0, 100);
+  for (const k::WelfordState& s : {k::WelfordMerge(some, k::WelfordState()),
+                                   k::WelfordMerge(k::WelfordState(), some)}) {
+    EXPECT_EQ(s.count, some.count);
+    EXPECT_EQ(s.mean, some.mean);
+    EXPECT_EQ(s.m2, some.m2);
+  }
+}
 
-  k::WelfordState whole;
-  std::vector<k::WelfordState> parts(7);
-  for (size_t i = 0; i < values.size(); ++i) {
-    k::WelfordAdd(whole, static_cast<float>(values[i]));
-    k::WelfordAdd(parts[i % parts.size()], static_cast<float>(values[i]));
-  }
-  k::WelfordState merged;
-  for (const k::WelfordState& part : parts) {
-    merged = k::WelfordMerge(merged, part);
-  }
-  const double var = m2 / values.size();
-  for (const k::WelfordState& s : {whole, merged}) {
-    EXPECT_EQ(s.count, 10000.0f);
-    EXPECT_NEAR(s.mean, mean, 1e-3);
-    EXPECT_NEAR(s.m2 / s.count, var, 0.02 * var);
-  }
-  // An empty part changes nothing.
-  const k::WelfordState same = k::WelfordMerge(merged, k::WelfordState());
-  EXPECT_EQ(same.mean, merged.mean);
-  EXPECT_EQ(same.m2, merged.m2);
+// A thread's sums about its first value keep the variance of data far from
+// zero, and one value has none.
+TEST(FusedBnMath, ShiftedSumsGiveTheStatisticsOfTheirValues) {
+  const std::vector<double> values = {-3e4 + 1, -3e4 + 2, -3e4 + 4, -3e4 + 9};
+  const Exact want = ExactStats(values);
+  const k::WelfordState got = ThreadStats(values, 0, values.size());
+  EXPECT_EQ(got.count, 4.0f);
+  EXPECT_FLOAT_EQ(got.mean, want.mean);
+  EXPECT_FLOAT_EQ(got.m2, want.m2);
+  const k::WelfordState one = ThreadStats(values, 2, 3);
+  EXPECT_EQ(one.count, 1.0f);
+  EXPECT_EQ(one.mean, static_cast<float>(values[2]));
+  EXPECT_EQ(one.m2, 0.0f);
 }
 
 TEST(FusedBnMath, RunningStatsUseTheUnbiasedVarianceAndMomentum) {
@@ -91,8 +152,21 @@ TEST(FusedBnMath, ReluPassesNaNAndMasksTheGradientByTheOutput) {
   EXPECT_EQ(k::ReluGrad(3.0f, 1e-30f), 3.0f);
 }
 
+// 16-byte loads where the rows start on 16-byte boundaries and the call's
+// pointers are aligned; one value at a time otherwise.
+TEST(FusedBnPlan, VectorLoadsOnlyWhereEveryRowIsAligned) {
+  EXPECT_EQ(k::VectorElements(64, /*element_bytes=*/2, /*aligned=*/true), 8);
+  EXPECT_EQ(k::VectorElements(64, 4, true), 4);
+  EXPECT_EQ(k::VectorElements(2048, 2, true), 8);
+  EXPECT_EQ(k::VectorElements(36, 4, true), 4);
+  EXPECT_EQ(k::VectorElements(36, 2, true), 1);  // 72-byte rows
+  EXPECT_EQ(k::VectorElements(33, 4, true), 1);
+  EXPECT_EQ(k::VectorElements(3, 2, true), 1);
+  EXPECT_EQ(k::VectorElements(64, 2, /*aligned=*/false), 1);
+}
+
 // The plan covers every channel and row with grid sizes CUDA takes, on
-// ResNet-50's shapes at batch 256 and on small ones.
+// ResNet-50's shapes at batch 256 and on small ones, for each vector width.
 TEST(FusedBnPlan, CoversEveryChannelWithinCudaLimits) {
   struct Shape {
     int64_t rows, channels;
@@ -104,30 +178,43 @@ TEST(FusedBnPlan, CoversEveryChannelWithinCudaLimits) {
                                      {256 * 7 * 7, 2048},
                                      {2, 1},
                                      {3, 33},
+                                     {5, 8},
                                      {1, 4097},
                                      {int64_t{1} << 31, 3}};
   for (const Shape& s : shapes) {
-    const k::ReductionPlan plan = k::PlanReduction(s.rows, s.channels);
-    SCOPED_TRACE(std::to_string(s.rows) + " x " + std::to_string(s.channels));
-    EXPECT_GE(plan.channel_blocks * k::kChannelsPerBlock, s.channels);
-    EXPECT_LT((plan.channel_blocks - 1) * k::kChannelsPerBlock, s.channels);
-    EXPECT_GE(plan.row_blocks, 1);
-    EXPECT_LE(plan.row_blocks, 65535);
-    // No row block without a row to read.
-    EXPECT_LE((plan.row_blocks - 1) * k::kRowThreads, s.rows);
-    EXPECT_GE(k::WorkspaceFloats(s.rows, s.channels),
-              3 * plan.row_blocks * s.channels + 3 * s.channels);
-    const int64_t blocks = k::ElementwiseBlocks(s.rows * s.channels);
-    EXPECT_GE(blocks, 1);
-    EXPECT_LE(blocks, k::kMaxElementwiseBlocks);
+    for (int vector : {1, 4, 8}) {
+      if (s.channels % vector != 0) continue;
+      const k::ReductionPlan plan =
+          k::PlanReduction(s.rows, s.channels, vector);
+      SCOPED_TRACE(std::to_string(s.rows) + " x " + std::to_string(s.channels) +
+                   " by " + std::to_string(vector));
+      EXPECT_EQ(plan.vector, vector);
+      EXPECT_EQ(plan.lanes * plan.row_threads, k::kReduceThreads);
+      EXPECT_LE(plan.lanes, k::kMaxLanes);
+      EXPECT_EQ(plan.lanes & (plan.lanes - 1), 0) << "a power of two";
+      const int64_t per_block = int64_t{plan.lanes} * vector;
+      EXPECT_GE(plan.channel_blocks * per_block, s.channels);
+      EXPECT_LT((plan.channel_blocks - 1) * per_block, s.channels);
+      EXPECT_GE(plan.row_blocks, 1);
+      EXPECT_LE(plan.row_blocks, 65535);
+      // No row block without a row to read.
+      EXPECT_LE((plan.row_blocks - 1) * plan.row_threads, s.rows);
+      EXPECT_GE(k::WorkspaceFloats(s.rows, s.channels),
+                3 * plan.row_blocks * s.channels + 3 * s.channels);
+      const int64_t blocks = k::ElementwiseBlocks(s.rows * s.channels / vector);
+      EXPECT_GE(blocks, 1);
+      EXPECT_LE(blocks, k::kMaxElementwiseBlocks);
+    }
   }
-  // Enough blocks to fill a large GPU at ResNet-50's widest layer.
-  const k::ReductionPlan first = k::PlanReduction(256 * 112 * 112, 64);
+  // Enough blocks to fill a large GPU at ResNet-50's widest layer, and a
+  // warp's loads contiguous there: 8 lanes of 8 bf16 cover a row of 64.
+  const k::ReductionPlan first = k::PlanReduction(256 * 112 * 112, 64, 8);
   EXPECT_GE(first.channel_blocks * first.row_blocks, 512);
+  EXPECT_EQ(first.lanes, 8);
 }
 
-// The element-wise kernels find an element's channel by advancing it with
-// the grid stride modulo the channel count; replayed here for every thread.
+// The element-wise kernels find a load's channel group by advancing it with
+// the grid stride modulo the group count; replayed here for every thread.
 TEST(FusedBnPlan, GridStrideChannelAdvanceIsTheElementsChannel) {
   for (int64_t channels : {1, 3, 64, 255, 256, 257}) {
     const int64_t elements = 5 * channels + 11;
