@@ -7,6 +7,8 @@
 #include "cli/exit_codes.h"
 #include "common/error_cause.h"
 #include "common/request_id.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
 
 namespace hpcai500 {
 namespace {
@@ -17,8 +19,22 @@ constexpr int kListPageSize = 100;
 // LeaderboardPaged asks for at most this many rows at a time: a whole board
 // of tens of thousands of submissions would pass gRPC's 4 MiB message limit.
 constexpr int kLeaderboardPageSize = 1000;
+// The channel's reconnect back-off: the first wait after a refused
+// connection and the most any wait grows to (ConnectToCoordinator).
+constexpr int kFirstReconnectBackoffMs = 250;
+constexpr int kMaxReconnectBackoffMs = 1000;
 
 }  // namespace
+
+std::unique_ptr<v1::ClientService::StubInterface> ConnectToCoordinator(
+    const std::string& address,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kFirstReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  return v1::ClientService::NewStub(
+      grpc::CreateCustomChannel(address, credentials, args));
+}
 
 CoordinatorClient::CoordinatorClient(v1::ClientService::StubInterface* stub,
                                      CommandOptions options, std::ostream& err)

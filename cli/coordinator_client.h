@@ -1,6 +1,7 @@
 // The coordinator as the CLI's commands call it: one ClientService stub,
 // every call carrying the token and each unary call a deadline, lists read
-// in pages, and one wording for a call that failed.
+// in pages, and one wording for a call that failed; and the channel that
+// stub is opened on (ConnectToCoordinator).
 //
 // Not thread-safe: one command at a time (the error stream is shared).
 #ifndef HPCAI500_CLI_COORDINATOR_CLIENT_H_
@@ -17,6 +18,7 @@
 #include "absl/time/time.h"
 #include "cli/retry.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 namespace hpcai500 {
@@ -28,6 +30,16 @@ struct CommandOptions {
   absl::Duration rpc_timeout = absl::Seconds(30);  // not for watch
   RetryPolicy retry;  // for a submit whose answer may have been lost
 };
+
+// The stub of a new channel to `address` ("HOST:PORT") with `credentials`,
+// whose reconnect back-off stays short: a refused connection is tried
+// again after 0.25 s, growing to at most 1 s (gRPC's default grows to 2
+// min, and a call on a channel in back-off fails at once without trying).
+// So each of Submit's retries finds a coordinator that restarted more
+// than about a second before it. Connects lazily: never fails here.
+std::unique_ptr<v1::ClientService::StubInterface> ConnectToCoordinator(
+    const std::string& address,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
 class CoordinatorClient {
  public:
