@@ -32,6 +32,7 @@ std::unique_ptr<v1::ClientService::StubInterface> ConnectToCoordinator(
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kFirstReconnectBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return v1::ClientService::NewStub(
       grpc::CreateCustomChannel(address, credentials, args));
 }
@@ -49,11 +50,21 @@ void CoordinatorClient::AddToken(grpc::ClientContext* context) const {
 grpc::Status CoordinatorClient::Submit(v1::SubmitRequest* request,
                                        v1::SubmitResponse* response) const {
   if (request->request_id().empty()) request->set_request_id(NewRequestId());
+  std::unique_ptr<v1::ClientService::StubInterface> fresh;
+  int tries = 0;
   return CallWithRetries(
       options_.retry,
       [&] {
-        return Unary(&v1::ClientService::StubInterface::Submit, *request,
-                     response);
+        v1::ClientService::StubInterface* stub = stub_;
+        if (++tries > 1 && options_.connect_again) {
+          fresh = options_.connect_again();
+          stub = fresh.get();
+        }
+        grpc::ClientContext context;
+        AddToken(&context);
+        context.set_deadline(std::chrono::system_clock::now() +
+                             absl::ToChronoMilliseconds(options_.rpc_timeout));
+        return stub->Submit(&context, *request, response);
       },
       [&](int next_try, const grpc::Status& status, absl::Duration wait) {
         err_ << "hpcai500: submit: no answer from the coordinator at "

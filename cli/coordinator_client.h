@@ -29,14 +29,19 @@ struct CommandOptions {
   absl::TimeZone time_zone = absl::LocalTimeZone();
   absl::Duration rpc_timeout = absl::Seconds(30);  // not for watch
   RetryPolicy retry;  // for a submit whose answer may have been lost
+  // Opens a fresh stub for each retry of a submit (gRPC keeps a channel
+  // that failed to connect idle until a call asks, and fails the calls
+  // meanwhile); null: the retries use the first stub.
+  std::function<std::unique_ptr<v1::ClientService::StubInterface>()>
+      connect_again;
 };
 
 // The stub of a new channel to `address` ("HOST:PORT") with `credentials`,
-// whose reconnect back-off stays short: a refused connection is tried
-// again after 0.25 s, growing to at most 1 s (gRPC's default grows to 2
-// min, and a call on a channel in back-off fails at once without trying).
-// So each of Submit's retries finds a coordinator that restarted more
-// than about a second before it. Connects lazily: never fails here.
+// with subchannels of its own (not shared with the process's other
+// channels) and a short reconnect back-off (0.25 s growing to 1 s; gRPC's
+// default grows to 2 min): a call on a fresh one tries to connect, so each
+// of Submit's retries (CommandOptions::connect_again) reaches a coordinator
+// that listens again. Connects lazily: never fails here.
 std::unique_ptr<v1::ClientService::StubInterface> ConnectToCoordinator(
     const std::string& address,
     const std::shared_ptr<grpc::ChannelCredentials>& credentials);
