@@ -68,6 +68,7 @@ SupervisorOptions MakeSupervisorOptions(const AgentOptions& options,
                                     options.worker_env_names, options.iface);
   out.node.data_dirs = options.data_dirs;
   out.node.checkpoint_root = options.checkpoint_root;
+  out.node.lease_holder_pid = ::getpid();
   out.kill_grace_ms = options.kill_grace_ms;
   out.launchers.mpirun = options.mpirun;
   out.launchers.rsh_agent = options.mpirun_rsh_agent;

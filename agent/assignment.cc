@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/attempt_layout.h"
 #include "agent/options.h"
+#include "common/lease_holder.h"
 #include "common/registry.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
@@ -137,7 +138,8 @@ absl::StatusOr<WorkerArgs> SpecWorkerArgs(const v1::RunSpec& spec) {
 }
 
 // The environment of one local rank: the node's base environment with the
-// rank layout (and, for cuda, the rank's device) put over it.
+// rank layout (and, for cuda, the rank's device; and the lease's holder)
+// put over it.
 std::vector<std::string> WorkerEnv(const v1::Assignment& a,
                                    const NodeContext& node, int rank,
                                    int local) {
@@ -148,6 +150,10 @@ std::vector<std::string> WorkerEnv(const v1::Assignment& a,
       absl::StrCat("LOCAL_WORLD_SIZE=", a.ranks_size()),
       absl::StrCat("MASTER_ADDR=", a.master_addr()),
       absl::StrCat("MASTER_PORT=", a.master_port())};
+  if (node.lease_holder_pid > 0) {
+    overrides.push_back(
+        absl::StrCat(kLeaseHolderEnvVar, "=", node.lease_holder_pid));
+  }
   if (a.spec().device() == Name(Device::kCuda)) {
     overrides.push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=",
                                      VisibleDevice(node.base_env, local)));

@@ -29,6 +29,9 @@ struct NodeContext {
   std::map<std::string, std::string> data_dirs;
   // Where attempts keep their checkpoints (--checkpoint-root); absolute.
   std::string checkpoint_root;
+  // The agent's own pid, named to every worker as the holder of its lease
+  // (kLeaseHolderEnvVar, common/lease_holder.h); 0: none named.
+  pid_t lease_holder_pid = 0;
 };
 
 // One rank to start.

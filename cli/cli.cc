@@ -150,8 +150,13 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     return kExitUsage;
   }
 
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      CoordinatorChannelCredentials(*tls);
   std::unique_ptr<v1::ClientService::StubInterface> stub =
-      env.connect(parsed->coordinator, CoordinatorChannelCredentials(*tls));
+      env.connect(parsed->coordinator, credentials);
+  options.connect_again = [&env, &parsed, credentials] {
+    return env.connect(parsed->coordinator, credentials);
+  };
   const CoordinatorClient client(stub.get(), std::move(options), err);
   return command.run(
       CommandCall{*parsed, spec_source, spec_yaml, client, out, err});

@@ -31,7 +31,8 @@ struct CliEnvironment {
   std::ostream* out = nullptr;
   std::ostream* err = nullptr;
   // Opens a stub to "HOST:PORT" with `credentials` (plaintext, or TLS after
-  // --tls-ca); called at most once, after parsing.
+  // --tls-ca); called after parsing, once and again for each retry of a
+  // submit.
   std::function<std::unique_ptr<v1::ClientService::StubInterface>(
       const std::string& address,
       const std::shared_ptr<grpc::ChannelCredentials>& credentials)>

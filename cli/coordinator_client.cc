@@ -7,6 +7,8 @@
 #include "cli/exit_codes.h"
 #include "common/error_cause.h"
 #include "common/request_id.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/support/channel_arguments.h"
 
 namespace hpcai500 {
 namespace {
@@ -17,8 +19,23 @@ constexpr int kListPageSize = 100;
 // LeaderboardPaged asks for at most this many rows at a time: a whole board
 // of tens of thousands of submissions would pass gRPC's 4 MiB message limit.
 constexpr int kLeaderboardPageSize = 1000;
+// The channel's reconnect back-off: the first wait after a refused
+// connection and the most any wait grows to (ConnectToCoordinator).
+constexpr int kFirstReconnectBackoffMs = 250;
+constexpr int kMaxReconnectBackoffMs = 1000;
 
 }  // namespace
+
+std::unique_ptr<v1::ClientService::StubInterface> ConnectToCoordinator(
+    const std::string& address,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kFirstReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return v1::ClientService::NewStub(
+      grpc::CreateCustomChannel(address, credentials, args));
+}
 
 CoordinatorClient::CoordinatorClient(v1::ClientService::StubInterface* stub,
                                      CommandOptions options, std::ostream& err)
@@ -33,11 +50,21 @@ void CoordinatorClient::AddToken(grpc::ClientContext* context) const {
 grpc::Status CoordinatorClient::Submit(v1::SubmitRequest* request,
                                        v1::SubmitResponse* response) const {
   if (request->request_id().empty()) request->set_request_id(NewRequestId());
+  std::unique_ptr<v1::ClientService::StubInterface> fresh;
+  int tries = 0;
   return CallWithRetries(
       options_.retry,
       [&] {
-        return Unary(&v1::ClientService::StubInterface::Submit, *request,
-                     response);
+        v1::ClientService::StubInterface* stub = stub_;
+        if (++tries > 1 && options_.connect_again) {
+          fresh = options_.connect_again();
+          stub = fresh.get();
+        }
+        grpc::ClientContext context;
+        AddToken(&context);
+        context.set_deadline(std::chrono::system_clock::now() +
+                             absl::ToChronoMilliseconds(options_.rpc_timeout));
+        return stub->Submit(&context, *request, response);
       },
       [&](int next_try, const grpc::Status& status, absl::Duration wait) {
         err_ << "hpcai500: submit: no answer from the coordinator at "

@@ -1,6 +1,7 @@
 // The coordinator as the CLI's commands call it: one ClientService stub,
 // every call carrying the token and each unary call a deadline, lists read
-// in pages, and one wording for a call that failed.
+// in pages, and one wording for a call that failed; and the channel that
+// stub is opened on (ConnectToCoordinator).
 //
 // Not thread-safe: one command at a time (the error stream is shared).
 #ifndef HPCAI500_CLI_COORDINATOR_CLIENT_H_
@@ -17,6 +18,7 @@
 #include "absl/time/time.h"
 #include "cli/retry.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 namespace hpcai500 {
@@ -27,7 +29,22 @@ struct CommandOptions {
   absl::TimeZone time_zone = absl::LocalTimeZone();
   absl::Duration rpc_timeout = absl::Seconds(30);  // not for watch
   RetryPolicy retry;  // for a submit whose answer may have been lost
+  // Opens a fresh stub for each retry of a submit (gRPC keeps a channel
+  // that failed to connect idle until a call asks, and fails the calls
+  // meanwhile); null: the retries use the first stub.
+  std::function<std::unique_ptr<v1::ClientService::StubInterface>()>
+      connect_again;
 };
+
+// The stub of a new channel to `address` ("HOST:PORT") with `credentials`,
+// with subchannels of its own (not shared with the process's other
+// channels) and a short reconnect back-off (0.25 s growing to 1 s; gRPC's
+// default grows to 2 min): a call on a fresh one tries to connect, so each
+// of Submit's retries (CommandOptions::connect_again) reaches a coordinator
+// that listens again. Connects lazily: never fails here.
+std::unique_ptr<v1::ClientService::StubInterface> ConnectToCoordinator(
+    const std::string& address,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
 class CoordinatorClient {
  public:

@@ -6,11 +6,10 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "cli/coordinator_client.h"
 #include "cli/printable_stream.h"
 #include "common/token.h"
 #include "grpc/support/log.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 
 int main(int argc, char** argv) {
   // gRPC's own error lines (a failed TLS handshake) repeat, less clearly,
@@ -33,12 +32,7 @@ int main(int argc, char** argv) {
   env.in = &std::cin;
   env.out = &out;
   env.err = &err;
-  env.connect = [](const std::string& address,
-                   const std::shared_ptr<grpc::ChannelCredentials>& credentials)
-      -> std::unique_ptr<hpcai500::v1::ClientService::StubInterface> {
-    return hpcai500::v1::ClientService::NewStub(
-        grpc::CreateChannel(address, credentials));
-  };
+  env.connect = hpcai500::ConnectToCoordinator;
   const int code =
       hpcai500::RunCli(std::vector<std::string>(argv + 1, argv + argc), env);
   out.flush();

@@ -19,12 +19,20 @@ absl::Duration RetryBackoff(const RetryPolicy& policy, int next_try) {
   return std::min(wait, policy.max_backoff);
 }
 
+absl::Duration RetryWindow(const RetryPolicy& policy) {
+  absl::Duration window;
+  for (int next_try = 2; next_try <= policy.max_tries; ++next_try) {
+    window += RetryBackoff(policy, next_try) * (1.0 - policy.max_cut);
+  }
+  return window;
+}
+
 grpc::Status CallWithRetries(
     const RetryPolicy& policy, const std::function<grpc::Status()>& call,
     const std::function<void(int next_try, const grpc::Status& status,
                              absl::Duration wait)>& retrying) {
   std::minstd_rand random(std::random_device{}());
-  std::uniform_real_distribution<double> cut(0.5, 1.0);
+  std::uniform_real_distribution<double> cut(1.0 - policy.max_cut, 1.0);
   grpc::Status status = call();
   for (int next_try = 2; next_try <= policy.max_tries && IsRetryable(status);
        ++next_try) {

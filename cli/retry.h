@@ -18,13 +18,16 @@
 namespace hpcai500 {
 
 // How often and how patiently: tries 2, 3, ... wait first_backoff, doubled
-// each time up to max_backoff, each wait cut by up to half at random so
-// that clients a restart cut off together do not come back together. The
-// defaults wait about 15 s in all, enough for a coordinator to restart.
+// each time up to max_backoff, each wait cut by up to max_cut (a fraction)
+// at random so that clients a restart cut off together do not come back
+// together. The defaults try 8 times over 17 to 23 s, with at most 4 s
+// between tries: a coordinator down for 10 s and slow to start is reached
+// by a later try (RetryWindow).
 struct RetryPolicy {
-  int max_tries = 6;
-  absl::Duration first_backoff = absl::Milliseconds(500);
-  absl::Duration max_backoff = absl::Seconds(8);
+  int max_tries = 8;
+  absl::Duration first_backoff = absl::Seconds(1);
+  absl::Duration max_backoff = absl::Seconds(4);
+  double max_cut = 0.25;
   // Waits; tests replace it.
   std::function<void(absl::Duration)> sleep = [](absl::Duration wait) {
     absl::SleepFor(wait);
@@ -42,10 +45,14 @@ bool IsRetryable(const grpc::Status& status);
 // cut: first_backoff * 2^(next_try - 2), at most max_backoff.
 absl::Duration RetryBackoff(const RetryPolicy& policy, int next_try);
 
+// The shortest time from the first try to the last: every wait cut by
+// max_cut. A coordinator back within it is reached.
+absl::Duration RetryWindow(const RetryPolicy& policy);
+
 // Calls `call` until it returns a status that is not IsRetryable or
 // policy.max_tries calls were made, and returns the last status. Before
 // each retry, tells `retrying(next_try, status, wait)` and sleeps `wait`
-// (RetryBackoff cut by up to half at random).
+// (RetryBackoff cut by up to policy.max_cut at random).
 grpc::Status CallWithRetries(
     const RetryPolicy& policy, const std::function<grpc::Status()>& call,
     const std::function<void(int next_try, const grpc::Status& status,

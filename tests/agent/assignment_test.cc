@@ -140,6 +140,25 @@ TEST(PlanAttempt, CudaGivesEachLocalRankOneDevice) {
   EXPECT_TRUE(Has(plan->ranks[1].launch.env, "CUDA_VISIBLE_DEVICES=6"));
 }
 
+TEST(PlanAttempt, EachRankIsToldWhichAgentHoldsItsLease) {
+  NodeContext node = Node();
+  node.lease_holder_pid = 4242;
+  // A value the agent inherited (or was told to pass on) is replaced.
+  node.base_env.push_back("HPCAI500_LEASE_HOLDER_PID=1");
+  absl::StatusOr<AttemptPlan> plan = PlanAttempt(GoodStart(), node);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const RankPlan& rank : plan->ranks) {
+    EXPECT_TRUE(Has(rank.launch.env, "HPCAI500_LEASE_HOLDER_PID=4242"));
+    EXPECT_FALSE(Has(rank.launch.env, "HPCAI500_LEASE_HOLDER_PID=1"));
+  }
+  // Without a pid (tests' nodes), none is named.
+  plan = PlanAttempt(GoodStart(), Node());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const std::string& kv : plan->ranks[0].launch.env) {
+    EXPECT_NE(kv.rfind("HPCAI500_LEASE_HOLDER_PID=", 0), 0u) << kv;
+  }
+}
+
 TEST(PlanAttempt, ThreadsPerRankIsAtLeastOne) {
   NodeContext node = Node();
   node.cpus = 1;

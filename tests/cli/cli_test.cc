@@ -477,7 +477,9 @@ TEST_F(CliTest, SubmitRetriesALostAnswerWithTheSameNewRequestId) {
   EXPECT_EQ(Run({"submit", spec_path_}), kExitOk);
   EXPECT_EQ(out_.str(), "5\n");
   EXPECT_THAT(err_.str(), HasSubstr("Socket closed"));
-  EXPECT_THAT(err_.str(), HasSubstr("(try 3 of 6)"));
+  EXPECT_THAT(
+      err_.str(),
+      HasSubstr("(try 3 of " + std::to_string(RetryPolicy().max_tries) + ")"));
   EXPECT_EQ(waits_.size(), 2u);
   absl::MutexLock lock(&service_.mu_);
   ASSERT_EQ(service_.request_ids_.size(), 3u);
@@ -503,10 +505,11 @@ TEST_F(CliTest, SubmitGivesUpAfterEveryTryNamingTheIdToSubmitAgainWith) {
   EXPECT_EQ(Run({"submit", spec_path_}), kExitUnavailable);
   EXPECT_EQ(out_.str(), "");
   absl::MutexLock lock(&service_.mu_);
-  ASSERT_EQ(service_.request_ids_.size(), 6u);
+  const size_t tries = RetryPolicy().max_tries;
+  ASSERT_EQ(service_.request_ids_.size(), tries);
   EXPECT_THAT(err_.str(),
               HasSubstr("--request-id " + service_.request_ids_[0]));
-  EXPECT_EQ(waits_.size(), 5u);
+  EXPECT_EQ(waits_.size(), tries - 1);
 }
 
 TEST_F(CliTest, SubmitWithARequestIdPrintsAReplayedAnswerAsTheFirst) {
@@ -561,7 +564,8 @@ TEST_F(CliTest, UnavailableWithoutTheStoreMarkIsTheConnectionsWhateverItSays) {
   EXPECT_EQ(Run({"submit", spec_path_}), kExitUnavailable);
   EXPECT_THAT(err_.str(), HasSubstr("cannot reach the coordinator"));
   EXPECT_THAT(err_.str(), Not(HasSubstr("cannot store now")));
-  EXPECT_EQ(waits_.size(), 5u);  // retried as a connection failure
+  // Retried as a connection failure.
+  EXPECT_EQ(waits_.size(), static_cast<size_t>(RetryPolicy().max_tries - 1));
 }
 
 TEST_F(CliTest, SubmitRefusesAMalformedRequestIdBeforeSending) {

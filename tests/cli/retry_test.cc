@@ -68,6 +68,16 @@ TEST(Retry, BackoffDoublesUpToItsBound) {
   EXPECT_EQ(RetryBackoff(policy, 60), absl::Seconds(3));
 }
 
+TEST(Retry, DefaultTriesOutlastACoordinatorRestartEvenAtTheirShortest) {
+  const RetryPolicy policy;
+  // Down for 10 s and a few more to start on a loaded machine.
+  EXPECT_GE(RetryWindow(policy), absl::Seconds(15));
+  // Tries stay close enough that one comes soon after it is back.
+  EXPECT_LE(RetryBackoff(policy, policy.max_tries), absl::Seconds(4));
+  // The window is the cut waits' sum: 1 + 2 + 4 * 5 s, cut by a quarter.
+  EXPECT_EQ(RetryWindow(policy), absl::Milliseconds(17250));
+}
+
 TEST(Retry, RetriesUntilAnAnswerAndWaitsBetweenTries) {
   std::vector<absl::Duration> waits;
   const RetryPolicy policy = RecordingPolicy(&waits);
@@ -90,7 +100,7 @@ TEST(Retry, RetriesUntilAnAnswerAndWaitsBetweenTries) {
   ASSERT_EQ(waits.size(), 2u);
   for (size_t i = 0; i < waits.size(); ++i) {
     const absl::Duration full = RetryBackoff(policy, static_cast<int>(i) + 2);
-    EXPECT_GE(waits[i], full / 2) << "cut by at most half";
+    EXPECT_GE(waits[i], full * (1.0 - policy.max_cut)) << "cut by max_cut";
     EXPECT_LE(waits[i], full);
   }
 }

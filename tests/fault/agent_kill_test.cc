@@ -3,13 +3,16 @@
 // lease: the worker stops itself at the lease's deadline, writes no
 // checkpoint after it, and the run's next attempt succeeds. Restarted in
 // time, the agent takes the worker up and renews its lease: the worker
-// trains on and the run succeeds on its one attempt.
+// trains on and the run succeeds on its one attempt. Killed before its
+// worker (a full-size Fashion-MNIST run, at full speed) got to its lease,
+// the agent still cannot keep that worker training past the deadline.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "common/worker_lease.h"
@@ -90,6 +93,79 @@ TEST(AgentKilled, ItsWorkerStopsAtTheLeaseDeadlineAndTheRunMovesOn) {
       "worker fenced itself " + std::to_string(stopped_after.count()) +
           " s later, " + std::to_string(late_checkpoints) +
           " checkpoints after the lease deadline, attempt 2 run " + state);
+}
+
+// An executable that waits `delay_s` seconds, then becomes the real worker
+// (exec: the same process, still the agent's child); `--version` at once.
+std::string WriteDelayedWorker(const std::string& dir, int delay_s) {
+  const std::string path = dir + "/delayed-worker.sh";
+  std::ofstream(path) << "#!/bin/sh\n[ \"$1\" = --version ] || sleep "
+                      << delay_s << "\nexec '" << BinaryPath("hpcai500-worker")
+                      << "' \"$@\"\n";
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(AgentKilled, BeforeItsWorkerLookedItStillCannotKeepItPastTheLease) {
+  // The window: from the agent's fork until the worker's lease watchdog
+  // starts (LibTorch loads first: seconds on a busy node). A worker that
+  // took its parent then for its lease's holder took init for it, and
+  // trained on without end.
+  constexpr int kDelayS = 5;
+  FaultCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator({"--node-timeout-s", "5"}));
+  ASSERT_TRUE(cluster.StartAgent(
+      "node-a", 1, {"--worker", WriteDelayedWorker(cluster.dir(), kDelayS)}));
+  // The full data set: an epoch takes minutes, so the worker trains long
+  // past its lease unless it stops itself.
+  const CommandResult submit = cluster.Cli(
+      {"submit",
+       cluster.WriteSpec("full",
+                         "name: full\nworkload: image_classification\n"
+                         "config: fashion_mnist\nlevel: system\nnodes: 1\n"
+                         "ranks_per_node: 1\ndevice: cpu\nbatch_size: 64\n"
+                         "precision: fp32\nseed: 1\nsystem: loopback-cpu\n")});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string run_id = submit.out.substr(0, submit.out.find('\n'));
+  pid_t worker = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] { return (worker = cluster.WorkerPid("node-a", run_id, 1, 0)) > 0; },
+      seconds(60)));
+  const std::string stderr_path =
+      cluster.RankFile("node-a", run_id, 1, 0, ".stderr");
+  cluster.StopAgent("node-a", SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  // Whether the kill came before the worker looked (it should, by kDelayS).
+  const bool before = ReadFile(stderr_path).find("lease") == std::string::npos;
+
+  // The worker starts, follows its lease, and stops at the deadline (node
+  // timeout 5 s) instead of training the epoch through; margins for load.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(stderr_path).find("following lease") !=
+               std::string::npos;
+      },
+      seconds(120)))
+      << ReadFile(stderr_path);
+  ASSERT_TRUE(WaitFor([&] { return !ProcessAlive(worker); }, seconds(60)))
+      << "worker " << worker << " trains on past its lease ("
+      << LeaseDeadlineMs(cluster, run_id) << "): " << ReadFile(stderr_path);
+  const auto stopped_after = std::chrono::duration_cast<seconds>(
+      std::chrono::steady_clock::now() - killed);
+  const std::string stderr_text = ReadFile(stderr_path);
+  EXPECT_NE(stderr_text.find("fenced: lease"), std::string::npos)
+      << stderr_text;
+  const bool trained_an_epoch =
+      ReadFile(cluster.RankFile("node-a", run_id, 1, 0, ".events"))
+          .find("\"epoch_stop\"") != std::string::npos;
+  EXPECT_FALSE(trained_an_epoch);
+  PrintFaultFigures(
+      "SIGKILL of node-a's agent right after it started a full-size worker "
+      "(node timeout 5 s)",
+      std::string("killed ") + (before ? "before" : "after") +
+          " the worker looked at its lease; the worker fenced itself " +
+          std::to_string(stopped_after.count()) + " s later",
+      std::string("epochs trained ") + (trained_an_epoch ? ">= 1" : "0"));
 }
 
 TEST(AgentKilled, RestartedInTimeItTakesItsWorkerUpAndTheRunSucceeds) {

@@ -4,127 +4,27 @@
 // closed"). The CLI sends it again with the same request id and prints the
 // one stored run; a second invocation with that id (a CI job's retry) gets
 // the same run.
-#include <arpa/inet.h>
+//
+// A submit across a coordinator restart: hpcai500d down when the CLI
+// starts, or killed after storing a submit and before its answer passed,
+// then back after a few seconds (up to 10). The CLI's retries reach the
+// restarted coordinator (cli/coordinator_client.h: a short reconnect
+// back-off) and the run is stored once.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <signal.h>
 
-#include <atomic>
-#include <functional>
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 
+#include "tests/fault/answer_dropping_proxy.h"
 #include "tests/fault/fault_cluster.h"
 
 namespace hpcai500::testing {
 namespace {
 
-// Relays TCP connections from 127.0.0.1:port() to 127.0.0.1:upstream, one
-// at a time. On the first connection, each chunk the server sends is
-// checked before it is forwarded: once `stored()` is true (the submit is
-// committed, and the server answers only after that) the chunk may hold
-// the answer, so both sides are closed instead. Later connections are
-// relayed as they are.
-class AnswerDroppingProxy {
- public:
-  AnswerDroppingProxy(int upstream, std::function<bool()> stored)
-      : upstream_(upstream), stored_(std::move(stored)) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr = Loopback(0);
-    socklen_t len = sizeof(addr);
-    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
-        ::listen(listener_, 8) == 0 &&
-        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) ==
-            0) {
-      port_ = ntohs(addr.sin_port);
-    }
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~AnswerDroppingProxy() {
-    stop_ = true;
-    thread_.join();
-    ::close(listener_);
-  }
-
-  int port() const { return port_; }        // 0 when it could not listen
-  int dropped() const { return dropped_; }  // connections cut
-  int relayed() const { return relayed_; }  // connections accepted
-
- private:
-  static sockaddr_in Loopback(int port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    return addr;
-  }
-
-  // Waits up to 100 ms for `fd` to be readable; false on timeout.
-  static bool Readable(int fd) {
-    pollfd wait = {fd, POLLIN, 0};
-    return ::poll(&wait, 1, 100) > 0;
-  }
-
-  // Writes all of buffer[0, n) to `fd`; false when the peer went away.
-  static bool WriteAll(int fd, const char* buffer, ssize_t n) {
-    while (n > 0) {
-      const ssize_t written = ::send(fd, buffer, n, MSG_NOSIGNAL);
-      if (written <= 0) return false;
-      buffer += written;
-      n -= written;
-    }
-    return true;
-  }
-
-  void Serve() {
-    while (!stop_) {
-      if (!Readable(listener_)) continue;
-      const int client = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) continue;
-      const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in addr = Loopback(upstream_);
-      if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) ==
-          0) {
-        Relay(client, server, /*drop_answer=*/relayed_++ == 0);
-      }
-      ::close(server);
-      ::close(client);
-    }
-  }
-
-  // Relays until either side closes (or the answer is dropped).
-  void Relay(int client, int server, bool drop_answer) {
-    char buffer[16384];
-    while (!stop_) {
-      pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
-      if (::poll(fds, 2, 100) <= 0) continue;
-      if (fds[0].revents != 0) {
-        const ssize_t n = ::recv(client, buffer, sizeof(buffer), 0);
-        if (n <= 0 || !WriteAll(server, buffer, n)) return;
-      }
-      if (fds[1].revents != 0) {
-        const ssize_t n = ::recv(server, buffer, sizeof(buffer), 0);
-        if (n <= 0) return;
-        if (drop_answer && stored_()) {
-          ++dropped_;
-          return;  // both closed by Serve
-        }
-        if (!WriteAll(client, buffer, n)) return;
-      }
-    }
-  }
-
-  const int upstream_;
-  const std::function<bool()> stored_;
-  int listener_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> dropped_{0};
-  std::atomic<int> relayed_{0};
-  std::thread thread_;
-};
+using std::chrono::seconds;
 
 // `text` up to its first newline.
 std::string FirstLine(const std::string& text) {
@@ -184,6 +84,138 @@ TEST(LostSubmitAnswer, RetriedSubmitStoresOneRunAndPrintsIt) {
       "runs stored " + std::to_string(cluster.CountRuns()) +
           " for 1 submission");
 }
+
+// `hpcai500 submit SPEC` against `address`, running beside the test (which
+// restarts the coordinator meanwhile), its output in files of `dir`.
+class BackgroundSubmit {
+ public:
+  BackgroundSubmit(const std::string& dir, const std::string& address,
+                   const std::string& spec)
+      : out_path_(dir + "/background-submit.out"),
+        err_path_(dir + "/background-submit.err"),
+        process_(Options(address, spec, out_path_, err_path_)) {}
+
+  // Waits up to 120 s for the CLI to exit (exit_code -1 when it did not,
+  // or was killed); what it did.
+  CommandResult Wait() {
+    CommandResult result;
+    const int code = process_.Wait(seconds(120));
+    result.exit_code = code >= 0 && code < 128 ? code : -1;
+    result.out = ReadFile(out_path_);
+    result.err = ReadFile(err_path_);
+    return result;
+  }
+
+ private:
+  static SubprocessOptions Options(const std::string& address,
+                                   const std::string& spec,
+                                   const std::string& out_path,
+                                   const std::string& err_path) {
+    SubprocessOptions options;
+    options.argv = {BinaryPath("hpcai500"), "--coordinator", address, "submit",
+                    spec};
+    options.stdout_path = out_path;
+    options.stderr_path = err_path;
+    return options;
+  }
+
+  const std::string out_path_;
+  const std::string err_path_;
+  Subprocess process_;
+};
+
+// Seconds since `start`, for the summary line.
+int64_t SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<seconds>(std::chrono::steady_clock::now() -
+                                             start)
+      .count();
+}
+
+// The seconds hpcai500d stays down.
+class SubmitAcrossRestart : public ::testing::TestWithParam<int> {};
+
+TEST_P(SubmitAcrossRestart, CoordinatorDownWhenTheSubmitStartsGetsItOnceBack) {
+  const int down_s = GetParam();
+  FaultCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator());
+  const std::string spec = cluster.WriteRunSpec("down-at-start", /*seed=*/1);
+  cluster.StopCoordinator(SIGKILL);
+  const auto stopped = std::chrono::steady_clock::now();
+  BackgroundSubmit submit(cluster.dir(), cluster.grpc_address(), spec);
+  std::this_thread::sleep_for(seconds(down_s));
+  ASSERT_TRUE(cluster.StartCoordinator());
+  const int64_t back_after_s = SecondsSince(stopped);
+
+  const CommandResult result = submit.Wait();
+  EXPECT_EQ(result.exit_code, 0) << "back after " << back_after_s << " s\n"
+                                 << result.err;
+  EXPECT_NE(result.err.find("sending request "), std::string::npos)
+      << "the first try reached a coordinator that was down: " << result.err;
+  EXPECT_EQ(cluster.CountRuns(), 1);
+  const std::string printed = FirstLine(result.out);
+  EXPECT_TRUE(cluster.ShowRun(printed).is_object())
+      << "the CLI printed the stored run's id: " << result.out;
+  PrintFaultFigures("hpcai500d down when a submit started, restarted after " +
+                        std::to_string(down_s) + " s",
+                    "it listened again " + std::to_string(back_after_s) +
+                        " s after it went down; the CLI exited " +
+                        std::to_string(result.exit_code) + " and printed run " +
+                        printed,
+                    "runs stored " + std::to_string(cluster.CountRuns()) +
+                        " for 1 submission");
+}
+
+TEST_P(SubmitAcrossRestart, CoordinatorKilledBeforeAnsweringStoresTheRunOnce) {
+  const int down_s = GetParam();
+  FaultCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator());
+  const std::string address = cluster.grpc_address();
+  const int upstream = std::stoi(address.substr(address.rfind(':') + 1));
+  // The answer is held back until the coordinator is gone: the CLI's
+  // retries all come after the kill.
+  AnswerDroppingProxy proxy(
+      upstream, [&cluster] { return cluster.CountRuns() > 0; },
+      AnswerDroppingProxy::CloseWhen::kServerCloses);
+  ASSERT_NE(proxy.port(), 0);
+  const std::string spec = cluster.WriteRunSpec("killed-unanswered", 1);
+  BackgroundSubmit submit(cluster.dir(),
+                          "127.0.0.1:" + std::to_string(proxy.port()), spec);
+  ASSERT_TRUE(WaitFor([&] { return proxy.dropped() == 1; }, seconds(60)));
+  cluster.StopCoordinator(SIGKILL);
+  const auto stopped = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(seconds(down_s));
+  ASSERT_TRUE(cluster.StartCoordinator());
+  const int64_t back_after_s = SecondsSince(stopped);
+
+  const CommandResult result = submit.Wait();
+  EXPECT_EQ(result.exit_code, 0) << "back after " << back_after_s << " s\n"
+                                 << result.err;
+  EXPECT_NE(result.err.find("was submitted before"), std::string::npos)
+      << result.err;
+  EXPECT_EQ(cluster.CountRuns(), 1);
+  const std::string printed = FirstLine(result.out);
+  EXPECT_TRUE(cluster.ShowRun(printed).is_object())
+      << "the CLI printed the one stored run's id: " << result.out;
+  PrintFaultFigures(
+      "hpcai500d killed after storing a submit, before its answer passed, "
+      "restarted after " +
+          std::to_string(down_s) + " s",
+      "it listened again " + std::to_string(back_after_s) +
+          " s after the kill; the CLI sent request " +
+          RetriedRequestId(result.err) + " again (" +
+          std::to_string(proxy.relayed()) + " connections), exited " +
+          std::to_string(result.exit_code) + " and printed run " + printed,
+      "runs stored " + std::to_string(cluster.CountRuns()) +
+          " for 1 submission");
+}
+
+// Down for a moment, for a few retries, and for 10 s (the longest restart
+// the retries are made for, cli/retry.h).
+INSTANTIATE_TEST_SUITE_P(DownFor, SubmitAcrossRestart,
+                         ::testing::Values(1, 5, 10),
+                         [](const ::testing::TestParamInfo<int>& down) {
+                           return std::to_string(down.param) + "s";
+                         });
 
 }  // namespace
 }  // namespace hpcai500::testing

@@ -1,7 +1,6 @@
 #include "worker/train/run.h"
 
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <memory>
 #include <utility>
 
+#include "common/lease_holder.h"
 #include "common/worker_lease.h"
 #include "worker/data/open_dataset.h"
 #include "worker/distributed/distributed.h"
@@ -112,15 +112,15 @@ std::unique_ptr<LeaseWatchdog> WatchLease(const WorkerOptions& options) {
     std::fprintf(stderr, "hpcai500-worker rank %d: %s\n", options.rank,
                  lease.Describe().c_str());
   }
-  // The agent started this process: while it is our parent, it fences us
-  // itself when it must; once it is gone (we were reparented), the lease
-  // decides.
+  // The agent that started this process names itself: while it is our
+  // parent, it fences us itself when it must; once it is gone (we were
+  // reparented, perhaps before we got here), the lease decides.
   return std::make_unique<LeaseWatchdog>(
       std::move(lease), kLeaseCheckPeriod, UnixNowMs,
       [rank = options.rank](const std::string& reason) {
         FenceSelf(rank, reason);
       },
-      [parent = ::getppid()] { return ::getppid() == parent; });
+      ParentIsHolder(std::getenv(kLeaseHolderEnvVar)));
 }
 
 }  // namespace
