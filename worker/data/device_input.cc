@@ -10,15 +10,13 @@
 
 namespace hpcai500::worker {
 
-namespace {
-
-// A stream of the GPU's pool for the copies, so that they overlap the step
-// queued on the consumer's stream; none on the CPU.
-std::optional<c10::Stream> CopyStream(const torch::Device& device) {
+std::optional<c10::Stream> PoolStream(const torch::Device& device) {
   if (!device.is_cuda()) return std::nullopt;
   c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
   return cuda.getStreamFromGlobalPool(device, /*isHighPriority=*/false);
 }
+
+namespace {
 
 // `values`, one per channel, as a [1, 3, 1, 1] float tensor on `device`.
 torch::Tensor PerChannel(const std::array<float, 3>& values,
@@ -69,7 +67,7 @@ DevicePrefetcher::DevicePrefetcher(std::unique_ptr<Dataset> data,
                                    const torch::Device& device)
     : data_(std::move(data)),
       device_(device),
-      copy_stream_(CopyStream(device)) {}
+      copy_stream_(PoolStream(device)) {}
 
 DevicePrefetcher::~DevicePrefetcher() = default;
 

@@ -44,6 +44,10 @@
 
 namespace hpcai500::worker {
 
+// A stream of LibTorch's pool on `device`, for work that overlaps the step
+// queued on the training stream (copies, decoding); none on the CPU.
+std::optional<c10::Stream> PoolStream(const torch::Device& device);
+
 // `batch.images` on `device` as the model's input: where
 // `batch.normalization` is set, the uint8 pixels p of channel c become
 // p * scale[c] + bias[c] (Normalizer, worker/data/resample.h: the CPU

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "worker/data/device_input.h"
+
 namespace hpcai500::worker {
 
 namespace {
@@ -19,14 +21,6 @@ const ImageFolderOptions& JpegOptionsOf(const ImageDataset& dataset) {
         "--gpu-decode decodes JPEG files, and this data set holds none");
   }
   return *options;
-}
-
-// A stream of the GPU's pool for the decoding, so that it overlaps the
-// training step queued on the default stream; none on the CPU.
-std::optional<c10::Stream> SideStream(const torch::Device& device) {
-  if (!device.is_cuda()) return std::nullopt;
-  c10::impl::VirtualGuardImpl cuda(c10::DeviceType::CUDA);
-  return cuda.getStreamFromGlobalPool(device, /*isHighPriority=*/false);
 }
 
 // `host` on `device`, copied without blocking where a GPU is.
@@ -44,7 +38,7 @@ GpuImageLoader::GpuImageLoader(const ImageDataset& dataset,
       options_jpeg_(JpegOptionsOf(dataset)),
       options_(std::move(options)),
       decoder_(std::move(decoder)),
-      stream_(SideStream(decoder_->device())),
+      stream_(PoolStream(decoder_->device())),
       corrupt_(options_.warn) {
   CheckLoaderOptions(options_);
 }
