@@ -123,7 +123,9 @@ absl::StatusOr<Suite> ParseSuite(std::string_view yaml) {
   ASSIGN_OR_RETURN(const std::vector<YAML::Node> docs,
                    LoadYamlDocuments(yaml, "suite"));
   if (docs.size() == 1 && IsSuiteMapping(docs.front())) {
-    return ReadSuiteMapping(docs.front());
+    ASSIGN_OR_RETURN(Suite suite, ReadSuiteMapping(docs.front()));
+    suite.listed = true;
+    return suite;
   }
   return ReadSpecDocuments(docs);
 }

@@ -34,6 +34,9 @@ struct Suite {
   // Each spec mapping written back as YAML text (yaml-cpp's emitter), in the
   // file's order; ParseRunSpec reads each as the user wrote it.
   std::vector<std::string> specs;
+  // Form (a): the specs came from a `suite:` mapping's `specs:` list, so
+  // the submitted text is not itself a spec (even with one item).
+  bool listed = false;
 };
 
 // Parses a suite file. InvalidArgument that names the document or item

@@ -196,7 +196,12 @@ absl::StatusOr<v1::SubmitResponse> Coordinator::Submit(
     return single.ok() ? parsed.status() : single.status();
   }
   Suite suite = *std::move(parsed);
-  if (suite.specs.size() == 1) suite.specs[0] = std::string(spec_yaml);
+  // One plain spec is stored as the user wrote it (comments, layout); the
+  // one item of a `suite:` file is not the whole text (hpcai500 sweep
+  // --nodes N, a nightly suite cut down to one spec).
+  if (suite.specs.size() == 1 && !suite.listed) {
+    suite.specs[0] = std::string(spec_yaml);
+  }
   const std::string suite_name = suite.specs.size() > 1 ? suite.name : "";
   if (request.has_value()) request->suite = suite_name;
   // Every spec is checked before any is stored: a suite goes in whole or

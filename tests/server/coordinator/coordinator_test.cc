@@ -1790,6 +1790,20 @@ TEST_F(CoordinatorTest, SuiteIsOneSubmissionPerSpecAndGoesInWholeOrNotAtAll) {
   EXPECT_TRUE(reads_->ListRuns(fine)->runs().empty());  // none stored
 }
 
+// A suite file with one spec under `specs:` was stored as the whole file,
+// which then failed as a spec ("field 'suite': unknown key").
+TEST_F(CoordinatorTest, SuiteOfOneListedSpecIsThatSpec) {
+  session_a_ = Register("a", &agent_a_);
+  const std::string suite =
+      "suite: single\nspecs:\n  - " +
+      absl::StrReplaceAll(SpecYaml(1, 1, "only"), {{"\n", "\n    "}}) + "\n";
+  absl::StatusOr<v1::SubmitResponse> submitted = coordinator_->Submit(suite);
+  ASSERT_TRUE(submitted.ok()) << submitted.status() << "\n" << suite;
+  EXPECT_EQ(submitted->submission_ids_size(), 1);
+  ASSERT_EQ(submitted->run_ids_size(), 1);
+  EXPECT_EQ(reads_->GetRun(submitted->run_ids(0))->spec().name(), "only");
+}
+
 TEST_F(CoordinatorTest, SuiteWhoseLaterSpecCannotBeStoredStoresNoSpec) {
   session_a_ = Register("a", &agent_a_);
   // The store fails on the second spec's submission, as a full disk would.
