@@ -446,6 +446,24 @@ cudaError_t WithVector(int vector, F&& f) {
   return f(std::integral_constant<int, 1>());
 }
 
+// y = relu(x * coeff0 + coeff1 (+ residual)) over the whole tensor, V
+// values a load: the element-wise half of both forward passes.
+template <typename T, int V>
+void LaunchApplyForward(const T* x, const T* residual, const Workspace& w,
+                        BnShape shape, T* y, cudaStream_t stream) {
+  const int64_t loads = shape.rows * shape.channels / V;
+  const int64_t groups = shape.channels / V;
+  if (residual != nullptr) {
+    ApplyForwardKernel<T, V, true>
+        <<<ElementwiseGrid(shape, V), kElementwiseThreads, 0, stream>>>(
+            x, residual, w.coeff0, w.coeff1, y, loads, groups);
+  } else {
+    ApplyForwardKernel<T, V, false>
+        <<<ElementwiseGrid(shape, V), kElementwiseThreads, 0, stream>>>(
+            x, nullptr, w.coeff0, w.coeff1, y, loads, groups);
+  }
+}
+
 template <typename T>
 cudaError_t ForwardTrain(const T* x, const T* residual, const float* weight,
                          const float* bias, float* running_mean,
@@ -465,17 +483,7 @@ cudaError_t ForwardTrain(const T* x, const T* residual, const float* weight,
                           stream>>>(
         w.partial, plan.row_blocks, shape.channels, weight, bias, running_mean,
         running_var, momentum, eps, save_mean, save_invstd, w.coeff0, w.coeff1);
-    const int64_t loads = shape.rows * shape.channels / V;
-    const int64_t groups = shape.channels / V;
-    if (residual != nullptr) {
-      ApplyForwardKernel<T, V, true>
-          <<<ElementwiseGrid(shape, V), kElementwiseThreads, 0, stream>>>(
-              x, residual, w.coeff0, w.coeff1, y, loads, groups);
-    } else {
-      ApplyForwardKernel<T, V, false>
-          <<<ElementwiseGrid(shape, V), kElementwiseThreads, 0, stream>>>(
-              x, nullptr, w.coeff0, w.coeff1, y, loads, groups);
-    }
+    LaunchApplyForward<T, V>(x, residual, w, shape, y, stream);
     return cudaGetLastError();
   });
 }
@@ -496,17 +504,7 @@ cudaError_t ForwardEval(const T* x, const T* residual, const float* weight,
     EvalCoeffsKernel<<<channel_blocks, kElementwiseThreads, 0, stream>>>(
         running_mean, running_var, weight, bias, eps, shape.channels, save_mean,
         save_invstd, w.coeff0, w.coeff1);
-    const int64_t loads = shape.rows * shape.channels / V;
-    const int64_t groups = shape.channels / V;
-    if (residual != nullptr) {
-      ApplyForwardKernel<T, V, true>
-          <<<ElementwiseGrid(shape, V), kElementwiseThreads, 0, stream>>>(
-              x, residual, w.coeff0, w.coeff1, y, loads, groups);
-    } else {
-      ApplyForwardKernel<T, V, false>
-          <<<ElementwiseGrid(shape, V), kElementwiseThreads, 0, stream>>>(
-              x, nullptr, w.coeff0, w.coeff1, y, loads, groups);
-    }
+    LaunchApplyForward<T, V>(x, residual, w, shape, y, stream);
     return cudaGetLastError();
   });
 }
