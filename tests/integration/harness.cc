@@ -101,8 +101,11 @@ std::string BinaryPath(const std::string& name) {
 TestCluster::TestCluster() {
   char tmpl[] = "/tmp/hpcai500-it-XXXXXX";
   dir_ = mkdtemp(tmpl);
-  grpc_port_ = FreePort();
-  http_port_ = FreePort();
+  // Two ports at once: two FreePort() calls may return the same one, and
+  // hpcai500d then cannot listen for HTTP where gRPC already does.
+  const std::vector<int> ports = FreePorts(2);
+  grpc_port_ = ports.empty() ? -1 : ports[0];
+  http_port_ = ports.empty() ? -1 : ports[1];
 }
 
 TestCluster::~TestCluster() {

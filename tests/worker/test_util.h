@@ -133,6 +133,30 @@ inline int FreePort() {
   return port;
 }
 
+// `count` different TCP ports on 127.0.0.1 that were free a moment ago (each
+// held until all are found: two FreePort() calls in a row may both return
+// the port the kernel just took back); empty when they could not be found.
+inline std::vector<int> FreePorts(int count) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < count; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      break;
+    }
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) ::close(fd);
+  if (static_cast<int>(ports.size()) != count) ports.clear();
+  return ports;
+}
+
 // Polls `done` every `every` until it returns true or `timeout` passes;
 // returns its last answer.
 inline bool WaitFor(
