@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "common/clock.h"
 #include "common/printable.h"
 #include "common/token.h"
+#include "common/version.h"
 
 namespace {
 
@@ -27,6 +29,9 @@ void RequestStop(int signal) { stop_requested.store(signal); }
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (hpcai500::PrintVersionIfAsked("hpcai500-agent", argc, argv, std::cout)) {
+    return 0;
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   for (const std::string& arg : args) {
     if (arg == "--help" || arg == "-h") {

@@ -84,6 +84,7 @@ inline constexpr char kAgentUsage[] =
     "         [--nvml-library PATH] [--iface NAME] [--env NAME]...\n"
     "         [--mpirun PATH] [--mpirun-rsh-agent PATH] [--srun PATH]\n"
     "         [--leave-on-stop]\n"
+    "       hpcai500-agent --version\n"
     "  --address ADDR      the address other nodes reach this one at (rank\n"
     "                      0's rendezvous); default --iface's IPv4 address,\n"
     "                      else 127.0.0.1\n"

@@ -356,7 +356,8 @@ namespace {
 
 constexpr char kGlobalFlags[] =
     "usage: hpcai500 [--coordinator HOST:PORT]\n"
-    "                [--token-file FILE | --token TOKEN] [--tls-ca FILE]\n";
+    "                [--token-file FILE | --token TOKEN] [--tls-ca FILE]\n"
+    "       hpcai500 --version\n";
 
 }  // namespace
 

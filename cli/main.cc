@@ -9,9 +9,13 @@
 #include "cli/coordinator_client.h"
 #include "cli/printable_stream.h"
 #include "common/token.h"
+#include "common/version.h"
 #include "grpc/support/log.h"
 
 int main(int argc, char** argv) {
+  if (hpcai500::PrintVersionIfAsked("hpcai500", argc, argv, std::cout)) {
+    return 0;
+  }
   // gRPC's own error lines (a failed TLS handshake) repeat, less clearly,
   // what the CLI's one line says; GRPC_VERBOSITY brings them back.
   if (std::getenv("GRPC_VERBOSITY") == nullptr) {

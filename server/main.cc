@@ -26,6 +26,7 @@
 #include "common/registry.h"
 #include "common/status_macros.h"
 #include "common/token.h"
+#include "common/version.h"
 #include "server/auth/access_control.h"
 #include "server/auth/auth.h"
 #include "server/auth/grpc_log.h"
@@ -188,6 +189,9 @@ absl::Status RunServer(const ServerOptions& flags) {
 }  // namespace hpcai500
 
 int main(int argc, char** argv) {
+  if (hpcai500::PrintVersionIfAsked("hpcai500d", argc, argv, std::cout)) {
+    return 0;
+  }
   // Debian's abseil checks every lock for deadlock cycles (a few per cent
   // of hpcai500d's CPU at 1,000 agents); the tests, not production, look
   // for them.

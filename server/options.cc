@@ -29,6 +29,7 @@ const char kServerUsage[] =
     "                 [--grpc-idle-timeout-s N] [--ignore-sigterm]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
+    "       hpcai500d --version\n"
     "auth is on once a token exists (hpcai500d token create) or with\n"
     "--token-file (one shared token of full trust); without auth or TLS\n"
     "hpcai500d listens on loopback only unless --insecure. --http-public\n"

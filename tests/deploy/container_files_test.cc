@@ -181,6 +181,34 @@ TEST(ContainerFiles, CmdFlagsAreOnesTheBinaryAccepts) {
   }
 }
 
+// deploy/containers/build-images.sh runs `BINARY --version` in each image:
+// every binary answers it with its name, the project version and the git
+// revision, and exits 0 without parsing anything else.
+TEST(ContainerFiles, EveryEntrypointBinaryAnswersVersion) {
+  std::vector<Dockerfile> files = AllDockerfiles();
+  std::set<std::string> binaries = {"hpcai500"};  // the CLI, in two images
+  for (const Dockerfile& file : files) {
+    binaries.insert(EntrypointBinary(files, file));
+  }
+  for (const std::string& binary : binaries) {
+    if (!IsBuilt(binary)) {
+      std::cout << "not checked: " << binary << " is not built here\n";
+      continue;
+    }
+    RunResult version = RunBinary(binary, {"--version"});
+    EXPECT_EQ(version.exit_code, 0) << binary << " --version:\n"
+                                    << version.output;
+    const std::string name =
+        binary == "hpcai500-worker" ? "worker=" : binary + " ";
+    EXPECT_TRUE(std::regex_search(
+        version.output,
+        std::regex("^" + name +
+                   R"([0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]{12}|unknown)\))")))
+        << binary << " --version:\n"
+        << version.output;
+  }
+}
+
 TEST(ContainerFiles, CoordinatorExposesAndProbesThePortsItListensOn) {
   std::vector<Dockerfile> files = AllDockerfiles();
   for (const Dockerfile& file : files) {
