@@ -90,34 +90,10 @@ fi
 
 # LibTorch's CMake package needs the CUDA 13.0 toolkit its wheel was built
 # for (nvcc, the runtime's headers and libraries), and so does worker/kernels.
-# NVIDIA's wheels in scripts/requirements.txt hold it, in pip's layout
-# (nvidia/cu13: bin, include, nvvm, lib with only versioned names such as
-# libcudart.so.13). .venv/cuda is a toolkit folder made of links into them,
-# in the layout nvcc, CMake and the linker look for: lib64 beside bin, and
-# the unversioned names (libcudart.so) of every library. cmake/CudaToolkit.cmake
-# uses it where no other toolkit is found ($CUDA_HOME, nvcc on PATH and
-# /usr/local/cuda come first).
-make_cuda_view() {
-  local wheels=("$VENV"/lib/python3*/site-packages/nvidia/cu13)
-  local from="${wheels[0]#"$VENV"/}" view="$VENV/cuda" lib name
-  if [[ ! -x "$VENV/$from/bin/nvcc" ]]; then
-    echo "install-deps: no nvcc in .venv's NVIDIA wheels" >&2
-    return 1
-  fi
-  rm -rf "$view.new"
-  mkdir -p "$view.new/lib64"
-  ln -s "../$from/bin" "../$from/include" "../$from/nvvm" "$view.new/"
-  ln -s lib64 "$view.new/lib"
-  for lib in "$VENV/$from"/lib/*; do
-    name="${lib##*/}"
-    ln -s "../../$from/lib/$name" "$view.new/lib64/$name"
-    if [[ "$name" =~ ^(lib.+\.so)\.[0-9.]+$ ]]; then
-      ln -sf "../../$from/lib/$name" "$view.new/lib64/${BASH_REMATCH[1]}"
-    fi
-  done
-  rm -rf "$view"
-  mv "$view.new" "$view"
-}
+# NVIDIA's wheels in scripts/requirements.txt hold it in pip's layout;
+# scripts/cuda-view.sh links them into .venv/cuda, a toolkit folder.
+# cmake/CudaToolkit.cmake uses it where no other toolkit is found ($CUDA_HOME,
+# nvcc on PATH and /usr/local/cuda come first).
 if [[ ! -x "$VENV/cuda/bin/nvcc" || "$STAMP" -nt "$VENV/cuda" ]]; then
-  phase "install (cuda)" make_cuda_view
+  phase "install (cuda)" "$ROOT/scripts/cuda-view.sh" "$VENV"
 fi

@@ -18,7 +18,7 @@ ARG DEBIAN_IMAGE=debian:12
 
 FROM ${DEBIAN_IMAGE} AS build
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-      --no-install-recommends build-essential cmake ninja-build pkg-config \
+      --no-install-recommends build-essential cmake ninja-build ccache pkg-config \
       libcli11-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev \
       protobuf-compiler libabsl-dev libboost-dev libsqlite3-dev \
       nlohmann-json3-dev libyaml-cpp-dev libssl-dev \
@@ -26,7 +26,9 @@ RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 WORKDIR /src
 COPY . .
 # Everything but the worker (no LibTorch), without the tests.
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+RUN --mount=type=cache,target=/root/.cache/ccache \
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
       -DHPCAI500_NO_WORKER=ON -DHPCAI500_BUILD_TESTS=OFF \
     && cmake --build build --target hpcai500d hpcai500 \
     && deploy/containers/runtime-packages.sh build/bin/hpcai500d \

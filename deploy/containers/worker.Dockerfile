@@ -7,55 +7,60 @@
 #
 #   docker build -f deploy/containers/worker.Dockerfile -t hpcai500-worker .
 #
-# LibTorch is the one inside PyPI's torch at the version pinned in
-# scripts/requirements.txt (a CUDA 13.0 build), in a virtual environment at
-# /opt/torch, kept at the same path in the runtime stage so the worker's
-# RPATH finds it. The CUDA images match the wheel's CUDA (13.0); CI builds
-# with the same cmake/LibTorch.cmake lines (docs/design.md, "One LibTorch").
-ARG CUDA_DEVEL_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04
-ARG CUDA_RUNTIME_IMAGE=nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04
+# Everything CUDA comes from PyPI, pinned in scripts/requirements.txt, as on
+# a build machine with nothing preinstalled: LibTorch is the one inside
+# torch's wheel (a CUDA 13.0 build, with cuBLAS, cuDNN, NCCL and the runtime
+# as wheels beside it), nvJPEG is a wheel, and the build stage compiles with
+# NVIDIA's CUDA 13.0 compiler wheels, linked into a toolkit folder by
+# scripts/cuda-view.sh. So the base is any plain Debian 12 or Ubuntu 24.04
+# image (--build-arg BASE_IMAGE=...); the GPU driver is the host's, which the
+# NVIDIA container toolkit brings in at run time. The virtual environment
+# /opt/torch keeps its path in the runtime stage so the worker's RPATH finds
+# LibTorch (docs/design.md, "One LibTorch").
+ARG BASE_IMAGE=ubuntu:24.04
 
-# The CUDA + LibTorch base: the CUDA toolkit from NVIDIA's image (LibTorch's
-# CMake package looks for nvcc), LibTorch and its CUDA libraries from the
-# torch wheel.
-FROM ${CUDA_DEVEL_IMAGE} AS libtorch
-COPY scripts/requirements.txt /tmp/requirements.txt
-RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-      --no-install-recommends python3 python3-venv \
-    && rm -rf /var/lib/apt/lists/* \
-    && python3 -m venv /opt/torch \
-    && /opt/torch/bin/pip install --no-cache-dir \
-         "$(grep '^torch==' /tmp/requirements.txt)"
-
-FROM libtorch AS build
+FROM ${BASE_IMAGE} AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # libgloo-dev: the Gloo headers the wheel's ProcessGroupGloo.hpp includes
 # (the wheel ships none); zlib and OpenSSL (the SHA-256 of checkpoint
 # manifests) are required, libjpeg-turbo (JPEG folders) and HDF5 (Extreme
-# Weather) are optional features the worker builds with when found.
+# Weather) are optional features the worker builds with when found. ccache
+# with a cache mount makes a rebuild of the same sources take minutes.
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-      --no-install-recommends build-essential cmake ninja-build \
-      zlib1g-dev libssl-dev libturbojpeg0-dev libhdf5-dev libgloo-dev \
+      --no-install-recommends build-essential cmake ninja-build ccache \
+      python3 python3-venv zlib1g-dev libssl-dev libturbojpeg0-dev \
+      libhdf5-dev libgloo-dev \
     && rm -rf /var/lib/apt/lists/*
+# torch, nvJPEG and the CUDA compiler wheels at the versions CI builds with.
+COPY scripts/requirements.txt scripts/cuda-view.sh /tmp/
+RUN python3 -m venv /opt/torch \
+    && /opt/torch/bin/pip install --no-cache-dir --progress-bar off \
+         $(grep -E '^(torch|nvidia-[a-z-]+)==' /tmp/requirements.txt) \
+    && /tmp/cuda-view.sh /opt/torch
 WORKDIR /src
 COPY . .
 # The worker alone (-DHPCAI500_WORKER_ONLY=ON: no gRPC, abseil or protobuf),
 # found through the venv's python as in CI (cmake/LibTorch.cmake).
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+RUN --mount=type=cache,target=/root/.cache/ccache \
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
          -DHPCAI500_PYTHON=/opt/torch/bin/python3 -DHPCAI500_WORKER_ONLY=ON \
-         -DHPCAI500_BUILD_TESTS=OFF \
+         -DCUDA_TOOLKIT_ROOT_DIR=/opt/torch/cuda -DHPCAI500_BUILD_TESTS=OFF \
     && cmake --build build --target hpcai500-worker \
-    && deploy/containers/runtime-packages.sh build/bin/hpcai500-worker > /runtime-packages
+    && deploy/containers/runtime-packages.sh build/bin/hpcai500-worker > /runtime-packages \
+    && rm -rf /opt/torch/cuda /opt/torch/lib/python3*/site-packages/nvidia/cu13/bin \
+         /opt/torch/lib/python3*/site-packages/nvidia/cu13/nvvm
 
-FROM ${CUDA_RUNTIME_IMAGE} AS runtime
+FROM ${BASE_IMAGE} AS runtime
 COPY --from=build /runtime-packages /tmp/runtime-packages
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
       --no-install-recommends $(cat /tmp/runtime-packages) \
     && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages \
     && useradd --system --uid 10001 --user-group --create-home \
          --home-dir /var/lib/hpcai500-agent --shell /usr/sbin/nologin hpcai500
-# LibTorch and the CUDA libraries of the wheel (cuBLAS, cuDNN, NCCL, ...),
-# at the path the worker was linked against.
+# LibTorch and the CUDA libraries of the wheels (cuBLAS, cuDNN, NCCL,
+# nvJPEG, ...), at the path the worker was linked against; the compiler
+# (nvcc, nvvm) stays in the build stage.
 COPY --from=build /opt/torch /opt/torch
 COPY --from=build /src/build/bin/hpcai500-worker /usr/local/bin/
 LABEL org.opencontainers.image.title="hpcai500-worker" \
