@@ -170,10 +170,13 @@ double RunStoreBatch(const std::string& path, const IngestShape& shape) {
   if (!store.ok()) throw std::runtime_error(store.status().ToString());
   v1::RunSpec spec;
   spec.set_name("ingest");
-  absl::StatusOr<v1::SubmitResponse> submitted =
-      (*store)->CreateSubmission("name: ingest\n", {spec}, /*now_ms=*/1);
+  absl::StatusOr<std::vector<v1::SubmitResponse>> submitted =
+      (*store)->CreateSubmissions(
+          {{"name: ingest\n", {spec}, /*queue=*/"", /*priority=*/0}},
+          /*now_ms=*/1,
+          /*user=*/"");
   if (!submitted.ok()) throw std::runtime_error("cannot store a submission");
-  const int64_t run_id = submitted->run_ids(0);
+  const int64_t run_id = submitted->front().run_ids(0);
   v1::Attempt attempt;
   attempt.set_number(1);
   attempt.set_state("running");

@@ -165,13 +165,14 @@ int Populate(Store& store, int total) {
       specs.push_back(spec);
     }
     now += 1 + random() % (2 * kMinuteMs);
-    absl::StatusOr<v1::SubmitResponse> submitted = store.CreateSubmission(
-        absl::StrCat("name: bench-", name, "\n"), specs, now,
-        absl::StrCat("user", user), kQueues[random() % std::size(kQueues)],
-        int32_t(random() % 100));
+    absl::StatusOr<std::vector<v1::SubmitResponse>> submitted =
+        store.CreateSubmissions(
+            {{absl::StrCat("name: bench-", name, "\n"), specs,
+              kQueues[random() % std::size(kQueues)], int32_t(random() % 100)}},
+            now, absl::StrCat("user", user));
     Check(submitted.status(), "storing a submission");
     ++submissions;
-    for (int64_t id : submitted->run_ids()) {
+    for (int64_t id : submitted->front().run_ids()) {
       ++runs;
       v1::Run run = *store.GetRun(id);
       const unsigned fate = random() % 100;

@@ -1,67 +1,41 @@
 // The coordinator: it keeps the agents' sessions, places queued runs on
 // nodes and drives each attempt's two-phase rendezvous, its events and its
-// end. Everything else is delegated to plain parts: Scheduler (placement
-// rule), Store (persistence), NodeTable (nodes and sessions), RunRecord and
-// RunTracker (one run's state and epochs), requests.h (input checks),
-// event_intake.h, ScoreRun, BuildLeaderboard and PrometheusText. The gRPC
-// services and the HTTP front end only convert and call into it; tests drive
-// it directly with fake agent channels and a fake clock.
+// end. It holds the state its parts share (coordinator_state.h) under one
+// mutex and hands the work to them: Attempts (placing runs, ends, requeue,
+// resume, time limits), RunScoring (forecasts and verdicts) and
+// AgentSessions (what agents say); submission.h checks what clients submit.
+// The gRPC services and the HTTP front end only convert and call into it;
+// tests drive it directly with fake agent channels and a fake clock.
 //
 // Thread-safe: every public method may be called from any thread. Messages to
-// agents are handed to their AgentChannel with mu_ held, so Send() must only
-// queue, never block or call back.
+// agents are handed to their AgentChannel with the mutex held, so Send()
+// must only queue, never block or call back.
 #ifndef HPCAI500_SERVER_COORDINATOR_COORDINATOR_H_
 #define HPCAI500_SERVER_COORDINATOR_COORDINATOR_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/histogram.h"
 #include "common/registry.h"
-#include "common/scoring.h"
 #include "proto/hpcai500.pb.h"
-#include "server/coordinator/event_intake.h"
-#include "server/coordinator/maintenance.h"
+#include "server/coordinator/agent_sessions.h"
+#include "server/coordinator/attempts.h"
+#include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/node_table.h"
-#include "server/coordinator/queues.h"
 #include "server/coordinator/run_reads.h"
 #include "server/coordinator/run_record.h"
-#include "server/coordinator/scheduler.h"
+#include "server/coordinator/run_scoring.h"
 #include "server/store/store.h"
 
 namespace hpcai500 {
-
-struct CoordinatorOptions {
-  // A node silent this long (disconnected or no heartbeat) loses its
-  // attempts: each run on it is requeued (while it has retries) or fails.
-  int64_t node_timeout_ms = 60'000;
-  // Told to agents in Registered.
-  int32_t heartbeat_interval_ms = 5'000;
-  // After every rank exited 0, how long to wait for the last events (each
-  // rank's run_stop) before scoring with what arrived.
-  int64_t exit_grace_ms = 10'000;
-  // The queues (server/coordinator/queues.h); empty: one queue, "default", over
-  // every node.
-  std::vector<Scheduler::Queue> queues;
-  // A node that is down (disconnected, or its agent left) and holds no
-  // slots is forgotten once its agent has been silent this long: taken out
-  // of the node table and the store (each Slurm allocation's pilot agents
-  // leave a NODE-JOBID row otherwise). A node an admin drained stays until
-  // it leaves or is resumed. 0: nodes are kept for ever.
-  int64_t node_retention_ms = 24 * 3600 * 1000;
-};
 
 class Coordinator final : public LiveRuns {
  public:
@@ -187,192 +161,23 @@ class Coordinator final : public LiveRuns {
   void Shutdown();
 
  private:
-  using NodeState = NodeTable::Node;
-
   Coordinator(Store* store, Clock* clock, const Registry* registry,
               CoordinatorOptions options);
   absl::Status Restore();
   // Takes up a run that was placed when the coordinator stopped: holds its
   // nodes and replays its stored events.
   absl::Status RestorePlacedLocked(RunRecord& record, int64_t now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // One spec of a submission, checked against the registry, the queues and
-  // the registered nodes, ready to store.
-  struct PreparedSpec {
-    std::string yaml;
-    std::vector<v1::RunSpec> run_specs;  // one per repetition
-    QueueChoice choice;
-  };
-  absl::StatusOr<PreparedSpec> PrepareSpecLocked(std::string yaml)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // PermissionDenied when a spec of `prepared` names a sweep (RunSpec.sweep)
-  // that holds a run of another user than `user`: a sweep id is its
-  // submitter's, so nobody adds runs to another user's scaling study.
-  absl::Status CheckSweepsAreOwnLocked(
-      const std::vector<PreparedSpec>& prepared, const std::string& user)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   // DrainNode and ResumeNode: marks the node (NotFound when unknown),
   // stores it and schedules.
   absl::StatusOr<v1::Node> SetDraining(const std::string& name, bool draining,
                                        const std::string& reason);
 
-  // Runs from the head of the queue onto free nodes.
-  void ScheduleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartAttemptLocked(RunRecord& record,
-                          const std::vector<std::string>& nodes,
-                          bool backfilled) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendReserveLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the run in a final state, releasing its slots; cancels its workers
-  // when `cancel_workers`.
-  void EndRunLocked(RunRecord& record, v1::RunState state,
-                    const std::string& error, bool cancel_workers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The current attempt was lost (`why`: a node lost or silent, a rank
-  // killed by a signal): cancels its workers and requeues the run for a new
-  // attempt while it has retries (spec max_retries), else fails it.
-  void RetryOrFailLocked(RunRecord& record, const std::string& why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Tells the current attempt's nodes to cancel its workers (a node not
-  // connected gets the cancel when it registers again: ReconcileLocked).
-  void CancelWorkersLocked(const RunRecord& record, const std::string& why)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Where a new attempt of `record` on `gang` resumes: the newest
-  // checkpoint rank 0 of the last attempt reported (or the one that attempt
-  // resumed from), when every node of `gang` shares checkpoints or the gang
-  // is the one node that wrote it; {0, 0} (start fresh) otherwise.
-  std::pair<int32_t, int32_t> ResumePointLocked(
-      const RunRecord& record, const std::vector<std::string>& gang)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `gang` can read the checkpoints `writer_node` wrote: every node
-  // of it shares checkpoints, or it is that one node.
-  bool GangReachesLocked(const std::vector<std::string>& gang,
-                         const std::string& writer_node) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The earlier attempt whose checkpoint folder rank 0's agent of the
-  // current attempt looks into for checkpoints newer than the resume point
-  // (Assignment.probe_checkpoints_attempt): the previous attempt when the
-  // gang reaches its checkpoints, else 0.
-  int32_t ProbeAttemptLocked(const RunRecord& record) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Before the current attempt starts: resumes it from the newest of the
-  // checkpoints its agent found (`port`) that passes VerifyFoundCheckpoint,
-  // storing that checkpoint's event lines as the probed attempt's; each
-  // one refused gets a line in the run's log saying why.
-  void ResumeFromFoundLocked(RunRecord& record, const v1::PortReserved& port)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The earlier attempts a resumed current attempt keeps epochs of, oldest
-  // first, with their stored events; empty when it started fresh.
-  absl::StatusOr<std::vector<AttemptEvents>> EarlierAttemptsLocked(
-      const RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Rank 0 of the current attempt reported where it resumed (`event`, a
-  // hpcai500_resume): records it and carries the kept epochs.
-  void NoteResumeLocked(RunRecord& record, const EventLine& event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Scores and ends the run once every rank exited 0 and sent run_stop (or
-  // `force`, after the grace period), and every event the ranks wrote is
-  // stored: no verdict on part of a run while the store is failing.
-  void MaybeFinishLocked(RunRecord& record, bool force)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After new epochs of a running run: forecasts from its quality curve
-  // whether it reaches its target (common/forecast.h) once an evaluation is
-  // new, keeps the forecast with the run, and aborts the run (ABORTED, its
-  // workers cancelled) when its spec asks for it and the forecast is
-  // hopeless. coordinator_forecast.cc; docs/design.md "Forecast and early
-  // abort".
-  void ForecastLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether every exited rank's events, up to the last seq it wrote, are
-  // stored without a gap; when they are and some were stored late
-  // (events_unstored), reloads the tracker from the store in seq order.
-  bool EventsStoredLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Saves the run's state and its current attempt; on failure marks it
-  // unsaved for Tick to save again.
-  void PersistLocked(RunRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendLocked(const std::string& node, const v1::CoordinatorMessage& m)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The record of an active run whose current attempt is `key`, else null.
-  RunRecord* CurrentAttemptLocked(const v1::AttemptKey& key)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Loads a run into runs_ (for watchers) when it is not there.
-  absl::StatusOr<RunRecord*> RecordLocked(int64_t run_id)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string MetricName(const v1::RunSpec& spec) const;
-  // What the scheduler needs of a run (its queue, priority, gang, GPUs,
-  // constraints, time limit, hold).
-  static Scheduler::Request RequestFor(const v1::Run& run);
-  // The node as ListNodes shows it: state (idle, busy, draining, drained,
-  // down) with its reason, used slots, queues.
-  v1::Node NodeViewLocked(const NodeState& node)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Stores the node with its state.
-  void SaveNodeLocked(const NodeState& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Tells the scheduler what a registered node offers.
-  void OfferNodeLocked(const v1::Node& info) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Marks the node schedulable again and answers with a heartbeat, so its
-  // agent knows the coordinator hears it.
-  void HandleHeartbeatLocked(NodeState& node)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes a batch in (EventIntake) and gives each run its new lines.
-  void HandleEventsLocked(NodeState& node, const v1::Events& events)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Makes what a (re-)registered agent runs agree with what the coordinator
-  // expects of it: cancels attempts it should not run (fencing), asks again
-  // for a port not yet reported, requeues (or fails) attempts with a rank
-  // the agent no longer has and whose exit is not stored.
-  void ReconcileLocked(const v1::Register& request, AgentChannel* channel)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Requeues (or fails) the placed runs with a gang on `name`, silent for
-  // `silent_ms`.
-  void LoseRunsOnSilentNodeLocked(const std::string& name, int64_t silent_ms)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes from the node table, the scheduler and the store each node that
-  // is disconnected, holds no slots, is not drained (unless it left) and
-  // was last heard from node_retention_ms or more before `now`; logs each.
-  void ForgetGoneNodesLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Fails placed runs whose current attempt ran past the spec's time_limit.
-  void EnforceTimeLimitsLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Copies each queued run's waiting reason from the scheduler.
-  void NoteWaitingReasonsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Acknowledges `exit` (stored, or fenced and dropped) to `node`.
-  void AckExitLocked(NodeState& node, const v1::WorkerExited& exit)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandlePortReservedLocked(NodeState& node, const v1::PortReserved& port)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // For a launcher run (spec.launcher mpirun or srun): every node of the
-  // attempt, with its address, ranks, workdir, checkpoint root and iface, into
-  // rank 0's PHASE_START `assignment`. Nothing for launcher agent.
-  void AddLaunchNodesLocked(const RunRecord& record,
-                            v1::Assignment& assignment) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void HandleWorkerExitedLocked(NodeState& node, const v1::WorkerExited& exit)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The node's agent leaves for good: the node takes nothing new (until it
-  // registers again) and each run placed on it loses its attempt now
-  // (RetryOrFailLocked), not after the node timeout.
-  void HandleLeavingLocked(NodeState& node, const v1::Leaving& leaving)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  // Constant after construction.
-  Store* const store_;
-  Clock* const clock_;
-  const Registry* const registry_;
-  const CoordinatorOptions options_;
-
-  absl::Mutex mu_;
-  Scheduler scheduler_ ABSL_GUARDED_BY(mu_);
-  // Active runs, and ended ones that were active or watched since this
-  // process started.
-  std::map<int64_t, RunRecord> runs_ ABSL_GUARDED_BY(mu_);
-  NodeTable nodes_ ABSL_GUARDED_BY(mu_);
-  EventIntake intake_ ABSL_GUARDED_BY(mu_);
-  Maintenance maintenance_ ABSL_GUARDED_BY(mu_);
-  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-
-  // Thread-safe themselves (/metrics).
-  Histogram scheduler_pass_{{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                             0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
+  CoordinatorState state_;
+  // The parts, each borrowing those above it.
+  Attempts attempts_{&state_};
+  RunScoring scoring_{&state_, &attempts_};
+  AgentSessions sessions_{&state_, &attempts_, &scoring_};
 };
 
 }  // namespace hpcai500

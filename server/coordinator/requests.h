@@ -1,5 +1,5 @@
 // What clients and agents send, checked before the coordinator acts on it
-// (ARCHITECTURE.md: nothing a remote side sends is trusted): sizes, names
+// (docs/design.md: nothing a remote side sends is trusted): sizes, names
 // and numbers, each refusal an InvalidArgument that names the field.
 //
 // Thread-safe: free functions.

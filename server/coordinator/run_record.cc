@@ -113,13 +113,7 @@ v1::Attempt& RunRecord::BeginAttempt(const std::vector<std::string>& gang,
   attempt->set_resume_from_epoch(resume_from_epoch);
   for (const std::string& node : gang) attempt->add_nodes(node);
   attempt->set_started_ms(now_ms);
-  nodes = gang;
-  start_sent = false;
-  exits.clear();
-  all_exited_ms = 0;
-  tracker.Reset();
-  events_unstored = false;
-  waiting_for_events = false;
+  ForgetAttempt(gang);
   carried_epochs.clear();
   run.clear_epochs();
   run.clear_reason();
@@ -162,7 +156,11 @@ void RunRecord::Requeue(const std::string& why, int64_t now_ms) {
   attempt.set_finished_ms(now_ms);
   attempt.set_error(why);
   run.set_state(v1::RUN_STATE_QUEUED);
-  nodes.clear();
+  ForgetAttempt(/*gang=*/{});
+}
+
+void RunRecord::ForgetAttempt(std::vector<std::string> gang) {
+  nodes = std::move(gang);
   start_sent = false;
   exits.clear();
   all_exited_ms = 0;

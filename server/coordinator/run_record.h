@@ -109,6 +109,12 @@ struct RunRecord {
   std::vector<v1::EpochSummary> carried_epochs;
   std::vector<std::string> log;
   int64_t version = 0;
+
+ private:
+  // Sets the per-attempt state for a new attempt on `gang` (empty: none):
+  // what the previous attempt left (its exits, events, the flags about
+  // storing them) is forgotten.
+  void ForgetAttempt(std::vector<std::string> gang);
 };
 
 }  // namespace hpcai500

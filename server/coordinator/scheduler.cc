@@ -19,8 +19,11 @@ bool Carries(const Labels& labels, const Labels& wanted) {
   return true;
 }
 
+// The step of Seconds(): a countdown it writes changes once a second.
+constexpr int64_t kCountdownStepMs = 1000;
+
 std::string Seconds(int64_t ms) {
-  return absl::StrCat((ms + 999) / 1000, " s");
+  return absl::StrCat((ms + kCountdownStepMs - 1) / kCountdownStepMs, " s");
 }
 
 }  // namespace
@@ -237,9 +240,13 @@ Scheduler::Reservation Scheduler::Reserve(const Request& request,
 
 std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
   std::vector<Placement> placed;
-  if (!dirty_) return placed;
+  const bool count_is_stale =
+      counts_down_ && now_ms - last_pass_ms_ >= kCountdownStepMs;
+  if (!dirty_ && !count_is_stale) return placed;
   dirty_ = false;
   ++passes_;
+  last_pass_ms_ = now_ms;
+  counts_down_ = false;
   std::vector<Reservation> reservations;
   // Queue -> what a run waiting behind its head is told.
   std::map<std::string, std::string> behind_head;
@@ -323,6 +330,7 @@ std::vector<Scheduler::Placement> Scheduler::Schedule(int64_t now_ms) {
       behind_head[queue] = absl::StrCat("Priority: waits behind run ", run_id,
                                         " (queue ", queue, ")");
       Reservation reservation = Reserve(request, now_ms);
+      counts_down_ = counts_down_ || reservation.start_ms != kNever;
       reasons_[run_id] = absl::StrCat(
           "Resources: waiting for ", Needs(request, /*free=*/true),
           reservation.start_ms == kNever

@@ -16,11 +16,13 @@
 //
 // Incremental: Schedule() does nothing unless something that could let a
 // run start changed since the last pass (a node up or freed, a run queued or
-// released), and within a pass runs of the same shape that cannot fit are
-// answered from a memo, so a pass over 10,000 waiting runs on full nodes
-// stays in milliseconds. What a pass would otherwise walk every node for is
-// kept as it changes: the nodes with a free slot, each node's allocations,
-// and per shape how many nodes could hold it.
+// released) or, while a head's reason counts down to its expected start, a
+// second went by (so the count stays true as time passes), and within a pass
+// runs of the same shape that cannot fit are answered from a memo, so a pass
+// over 10,000 waiting runs on full nodes stays in milliseconds. What a pass
+// would otherwise walk every node for is kept as it changes: the nodes with a
+// free slot, each node's allocations, and per shape how many nodes could hold
+// it.
 //
 // Not thread-safe: the Coordinator owns one and guards it with its mutex.
 #ifndef HPCAI500_SERVER_COORDINATOR_SCHEDULER_H_
@@ -116,10 +118,8 @@ class Scheduler {
   // Places what can start at `now_ms` (see the top of this file), taking
   // their slots, and notes why each run left waits (Reason()).
   std::vector<Placement> Schedule(int64_t now_ms);
-  // Forces the next Schedule() to make a full pass (time went by: a
-  // reservation's start may have come).
-  void MarkDirty() { dirty_ = true; }
-  // How many passes Schedule() made (it skips when nothing changed).
+  // How many passes Schedule() made (it skips when nothing changed and no
+  // reason counts down).
   int64_t passes() const { return passes_; }
 
   // Why a queued run waits after the last pass (squeue's reason column),
@@ -221,6 +221,11 @@ class Scheduler {
   std::map<int64_t, std::string> reasons_;
   bool dirty_ = true;
   int64_t passes_ = 0;
+  // When the last pass was made, and whether a reason it gave counts down
+  // to an expected start ("expected to start within N s"): such a reason is
+  // told again once a second went by.
+  int64_t last_pass_ms_ = 0;
+  bool counts_down_ = false;
 };
 
 }  // namespace hpcai500

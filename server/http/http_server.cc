@@ -112,6 +112,31 @@ void ReportTlsFailure(const HttpServer::TlsFailureHook& on_failure,
   on_failure(name, error.message());
 }
 
+// Over TLS, the server's side of the handshake on `stream`, then `next`; a
+// handshake that fails (not TLS, a client that does not trust the
+// certificate, a timeout) is told to `on_failure` and ends in `failed`. Plain
+// HTTP: `next` at once. `next` and `failed` keep the connection that owns
+// `stream` alive; `on_failure` is borrowed from the server.
+template <class Stream, class Next, class Failed>
+void HandshakeThen(Stream& stream, const HttpServer::TlsFailureHook& on_failure,
+                   Next next, Failed failed) {
+  if constexpr (kIsTls<Stream>) {
+    stream.async_handshake(
+        asio::ssl::stream_base::server,
+        [&stream, &on_failure, next = std::move(next),
+         failed = std::move(failed)](beast::error_code error) mutable {
+          if (error) {
+            ReportTlsFailure(on_failure,
+                             beast::get_lowest_layer(stream).socket(), error);
+            return failed();
+          }
+          next();
+        });
+  } else {
+    next();
+  }
+}
+
 // One connection: (over TLS, a handshake first, then) read a request, answer
 // it, repeat while keep-alive holds. Runs on its own strand, so its handlers
 // never overlap. It counts itself in `open` while it lives.
@@ -134,24 +159,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
  private:
+  // The handshake must arrive within kRequestTimeout (Read sets it again).
+  // A failed one leaves nothing to answer.
   void Start() {
-    if constexpr (kIsTls<Stream>) {
-      beast::get_lowest_layer(stream_).expires_after(kRequestTimeout);
-      stream_.async_handshake(
-          asio::ssl::stream_base::server,
-          [self = this->shared_from_this()](beast::error_code error) {
-            // Not TLS (plain HTTP, say) or an unknown CA: nothing to answer.
-            if (error) {
-              ReportTlsFailure(*self->on_tls_failure_,
-                               beast::get_lowest_layer(self->stream_).socket(),
-                               error);
-              return self->CloseSocket();
-            }
-            self->Read();
-          });
-    } else {
-      Read();
-    }
+    beast::get_lowest_layer(stream_).expires_after(kRequestTimeout);
+    auto self = this->shared_from_this();
+    HandshakeThen(
+        stream_, *on_tls_failure_, [self] { self->Read(); },
+        [self] { self->CloseSocket(); });
   }
 
   void Read() {
@@ -259,21 +274,10 @@ class RefusedConnection
   // The drain timeout, set here, covers handshake, write and drain.
   void Start() {
     beast::get_lowest_layer(stream_).expires_after(kRefusedDrainTimeout);
-    if constexpr (kIsTls<Stream>) {
-      stream_.async_handshake(
-          asio::ssl::stream_base::server,
-          [self = this->shared_from_this()](beast::error_code error) {
-            if (error) {
-              ReportTlsFailure(*self->on_tls_failure_,
-                               beast::get_lowest_layer(self->stream_).socket(),
-                               error);
-              return self->Close();
-            }
-            self->Write();
-          });
-    } else {
-      Write();
-    }
+    auto self = this->shared_from_this();
+    HandshakeThen(
+        stream_, *on_tls_failure_, [self] { self->Write(); },
+        [self] { self->Close(); });
   }
 
   void Write() {

@@ -1,40 +1,23 @@
 // HttpRouter turns one HTTP request into one response: the JSON API under
-// /api/v1/, /metrics, and the static files of the leaderboard page. It owns
-// no sockets, so tests call it directly; HttpServer feeds it from the wire.
+// /api/v1/, /metrics, the probes, and the static files of the leaderboard
+// page. Its routes are one table (router.cc): each names how it matches
+// the target, who may call it and what answers it. It owns no sockets, so
+// tests call it directly; HttpServer feeds it from the wire.
 //
 // Thread-safe: Handle() is const and the CoordinatorView is thread-safe.
 #ifndef HPCAI500_SERVER_HTTP_ROUTER_H_
 #define HPCAI500_SERVER_HTTP_ROUTER_H_
 
-#include <filesystem>
 #include <string>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "boost/beast/http.hpp"
+#include "server/http/answers.h"
+#include "server/http/api_queries.h"
 #include "server/http/coordinator_view.h"
 #include "server/http/request_metrics.h"
+#include "server/http/static_files.h"
 
 namespace hpcai500 {
-
-using HttpRequest =
-    boost::beast::http::request<boost::beast::http::string_body>;
-using HttpResponse =
-    boost::beast::http::response<boost::beast::http::string_body>;
-
-// The HTTP status an absl::Status maps to: InvalidArgument 400, NotFound
-// 404, everything else 500.
-boost::beast::http::status HttpStatusFor(const absl::Status& status);
-
-// Decodes %XX escapes (and '+' as a space when `plus_is_space`, as in query
-// strings). InvalidArgument for a malformed escape or a decoded NUL.
-absl::StatusOr<std::string> PercentDecode(absl::string_view text,
-                                          bool plus_is_space);
-
-// The content type served for a file name, by its extension
-// ("application/octet-stream" when unknown).
-absl::string_view ContentTypeForPath(absl::string_view path);
 
 // The paths orchestrators probe, answered without a token to GET or HEAD of
 // exactly the target. kLivePath (a liveness probe, a container's
@@ -49,16 +32,15 @@ inline constexpr absl::string_view kHealthPath = "/healthz";
 class HttpRouter {
  public:
   // `view` is borrowed and must outlive the router. `web_dir` is the folder
-  // the page is served from; only regular files inside it, outside its
-  // node_modules, are served (a missing folder serves nothing and answers
-  // 404).
+  // the page is served from (server/http/static_files.h: a missing folder
+  // serves nothing and answers 404).
   HttpRouter(CoordinatorView* view, std::string web_dir);
 
   HttpRouter(const HttpRouter&) = delete;
   HttpRouter& operator=(const HttpRouter&) = delete;
 
   // Answers GET and HEAD (HEAD: GET's headers, Content-Length included, and
-  // no body); any other method gets 405. Every target but kHealthPath needs
+  // no body); any other method gets 405. Every target but the probes needs
   // the view's AuthorizeRead. Errors are JSON {"error": "..."}
   // under /api/ and plain text elsewhere. Keep-alive follows the request.
   // Each answer's time counts in /metrics' request latency histogram, under
@@ -66,28 +48,41 @@ class HttpRouter {
   // HEAD, or "other" for every method refused.
   HttpResponse Handle(const HttpRequest& request) const;
 
-  // The file under web_dir that a URL path names, or NotFound when it names
-  // none (outside web_dir, "..", not a regular file) and InvalidArgument for
-  // a malformed path. `url_path` is the target without its query. "/" is
-  // index.html.
-  absl::StatusOr<std::filesystem::path> ResolveStaticPath(
-      absl::string_view url_path) const;
-
  private:
-  HttpResponse Route(const HttpRequest& request) const;
-  HttpResponse ServeApi(absl::string_view path, absl::string_view query,
-                        unsigned version) const;
-  HttpResponse ServeStatic(absl::string_view path, unsigned version) const;
+  // One request as a route's handler sees it: the target's path (percent
+  // escapes left in) and query (after '?'; empty when none).
+  struct Call {
+    absl::string_view path;
+    absl::string_view query;
+    unsigned version = 11;
+  };
+  struct Route;  // a row of the table (router.cc)
+
+  // The first route of the table that `target` matches; null for a target
+  // that is not an absolute path.
+  static const Route* FindRoute(absl::string_view target);
+
+  // The handlers the table names, one per route.
+  HttpResponse ServeProbe(const Call& call) const;
+  HttpResponse ServeMetrics(const Call& call) const;
+  HttpResponse ServeLeaderboard(const Call& call) const;
+  HttpResponse ServeRuns(const Call& call) const;
+  HttpResponse ServeHistory(const Call& call) const;
   // GET /api/v1/scaling (server/http/run_scaling.h).
-  HttpResponse ServeScaling(absl::string_view query, unsigned version) const;
-  // /api/v1/runs/`route`: a run (ID), its ranks' epochs (ID/ranks), or a
+  HttpResponse ServeScaling(const Call& call) const;
+  // GET /api/v1/index/systems and /api/v1/index/series.
+  HttpResponse ServeIndex(const Call& call) const;
+  HttpResponse ServeNodes(const Call& call) const;
+  // /api/v1/runs/ROUTE: a run (ID), its ranks' epochs (ID/ranks), or a
   // rank's event log or stderr as a text/plain attachment
   // (ID/attempts/N/ranks/R/events, .../stderr).
-  HttpResponse ServeRun(absl::string_view route, unsigned version) const;
+  HttpResponse ServeRun(const Call& call) const;
+  HttpResponse NoSuchApiRoute(const Call& call) const;
+  HttpResponse ServeFile(const Call& call) const;
 
   // Constant after construction.
   CoordinatorView* const view_;
-  const std::filesystem::path web_dir_;  // canonical; empty when missing
+  const StaticFiles files_;
   // Thread-safe itself; every Handle() adds to it.
   mutable RequestMetrics request_metrics_;
 };

@@ -1,11 +1,11 @@
-// The leaderboard (ARCHITECTURE.md, "Repetitions"): one row per submission
+// The leaderboard (docs/design.md "Repeatability"): one row per submission
 // whose every run succeeded with a score, its Valid FLOPS aggregated over the
 // repetitions, grouped by (workload, config) and ranked within each group,
 // ranked rows first, best Valid FLOPS first. Pure logic over stored runs: no
 // store, no lock. Store keeps one SubmissionRow per listed submission in its
 // leaderboard table, updated as runs are scored or invalidated, and pages
-// through it; BuildLeaderboard is the same board built from every run, the
-// reference the store's must equal.
+// through it (the tests build the same board from every run as the
+// reference the store's must equal).
 //
 // Thread-safe: free functions.
 #ifndef HPCAI500_SERVER_STORE_LEADERBOARD_H_
@@ -91,14 +91,6 @@ void SortLeaderboardRows(
 // request.limit() rows (0: all).
 void PageLeaderboard(const v1::LeaderboardRequest& request,
                      v1::LeaderboardResponse& response);
-
-// The leaderboard of `runs` (any order, any state) under the request's
-// workload, config, level and ranked filters: every listed submission's
-// row, ranked within its (workload, config) among the rows the filters
-// keep; total is their number; ordered by request.sort() when set; and the
-// page from request.offset() of request.limit() rows (0: all) is returned.
-v1::LeaderboardResponse BuildLeaderboard(const std::vector<v1::Run>& runs,
-                                         const v1::LeaderboardRequest& request);
 
 }  // namespace hpcai500
 

@@ -45,7 +45,7 @@ class SqliteReadPool;
 struct SqlQuery;
 }  // namespace server_internal
 
-// What InsertEvent(s) did with an event.
+// What InsertEvents did with an event.
 enum class EventDisposition {
   kStored,     // new; stored now
   kDuplicate,  // (run, attempt, rank, seq) was stored before; unchanged
@@ -181,11 +181,6 @@ class Store {
   // the writer's connection, in step with CreateSubmissions.
   absl::StatusOr<std::optional<StoredSubmitRequest>> FindSubmitRequest(
       const std::string& user, const std::string& request_id, int64_t now_ms);
-  // CreateSubmissions of the one submission of `spec_yaml`.
-  absl::StatusOr<v1::SubmitResponse> CreateSubmission(
-      const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
-      int64_t now_ms, const std::string& user = "",
-      const std::string& queue = "", int32_t priority = 0);
   // Records that `by` took the run's result off the leaderboard, with
   // `reason`, and takes its submission's row off the leaderboard table.
   // NotFound when there is no such run.
@@ -231,18 +226,13 @@ class Store {
   // The run's current attempt number (0 before the first). NotFound.
   absl::StatusOr<int32_t> CurrentAttempt(int64_t run_id);
 
-  // Stores event (run, attempt, rank, seq) at most once; events of an
-  // attempt that is not the run's current one are not stored (kStale).
-  absl::StatusOr<EventDisposition> InsertEvent(int64_t run_id, int32_t attempt,
-                                               int32_t rank, int64_t seq,
-                                               const std::string& line,
-                                               const std::string& error);
-  // Stores a batch (e.g. a whole Events message, of any runs and attempts)
-  // in ONE transaction, so one sync makes all of it durable; each row is
-  // treated exactly as InsertEvent treats it (a key repeated within the
-  // batch is kDuplicate), except that a `past_attempt` row is stored
-  // whichever attempt is current. Returns one disposition per row, in order. On
-  // an error nothing of the batch is stored: acknowledge none of it.
+  // Stores a batch of events (e.g. a whole Events message, of any runs and
+  // attempts) in ONE transaction, so one sync makes all of it durable. Each
+  // row (run, attempt, rank, seq) is stored at most once (a key stored
+  // before or repeated within the batch is kDuplicate); a row of an attempt
+  // that is not the run's current one is not stored (kStale) unless it is
+  // `past_attempt`. Returns one disposition per row, in order. On an error
+  // nothing of the batch is stored: acknowledge none of it.
   absl::StatusOr<std::vector<EventDisposition>> InsertEvents(
       const std::vector<EventRow>& rows);
   // The highest seq s such that every event 1..s of (run, attempt, rank) is
@@ -280,8 +270,8 @@ class Store {
   // leaderboard row when the run already succeeded).
   absl::Status SaveResult(int64_t run_id, const v1::Score& score);
 
-  // The leaderboard as server/store/leaderboard.h defines it (what
-  // BuildLeaderboard gives for every stored run), read from the leaderboard
+  // The leaderboard as server/store/leaderboard.h defines it (the board
+  // built from every stored run at once), read from the leaderboard
   // table on a read connection: the page of the request's filters from
   // request.offset(), request.limit() rows (0: all), ranked within each
   // (workload, config), with the total before paging. The caller validates
@@ -352,6 +342,12 @@ class Store {
   template <typename... Args>
   absl::Status Write(const char* sql, const std::string& what,
                      const Args&... args) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The one number `sql` (a SELECT COUNT(*) ...) answers with `args` bound
+  // to its parameters in order; an error names `what` it counts.
+  template <typename... Args>
+  absl::StatusOr<int64_t> Count(const char* sql, const std::string& what,
+                                const Args&... args)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An error naming `what` and the last error of `db` (the writer's or a
   // read connection the caller holds).
   absl::Status Error(sqlite3* db, const std::string& what) const;

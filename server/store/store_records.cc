@@ -22,17 +22,6 @@ using Statement = server_internal::SqliteStatement;
 
 }  // namespace
 
-absl::StatusOr<EventDisposition> Store::InsertEvent(int64_t run_id,
-                                                    int32_t attempt,
-                                                    int32_t rank, int64_t seq,
-                                                    const std::string& line,
-                                                    const std::string& error) {
-  ASSIGN_OR_RETURN(
-      std::vector<EventDisposition> dispositions,
-      InsertEvents({EventRow{run_id, attempt, rank, seq, line, error}}));
-  return dispositions.front();
-}
-
 absl::StatusOr<std::vector<EventDisposition>> Store::InsertEvents(
     const std::vector<EventRow>& rows) {
   absl::MutexLock lock(&mu_);
@@ -137,9 +126,7 @@ absl::StatusOr<std::vector<StoredEvent>> Store::LoadEvents(
 
 absl::StatusOr<int64_t> Store::CountEvents() {
   absl::MutexLock lock(&mu_);
-  Statement count(db_, "SELECT COUNT(*) FROM events");
-  if (count.Step() != SQLITE_ROW) return Error("counting events");
-  return count.Int(0);
+  return Count("SELECT COUNT(*) FROM events", "counting events");
 }
 
 absl::Status Store::SaveExit(const v1::WorkerExited& exit) {
@@ -310,9 +297,8 @@ absl::Status Store::RevokeToken(const std::string& id, int64_t now_ms) {
 
 absl::StatusOr<int64_t> Store::CountActiveTokens() {
   absl::MutexLock lock(&mu_);
-  Statement count(db_, "SELECT COUNT(*) FROM tokens WHERE revoked_ms = 0");
-  if (count.Step() != SQLITE_ROW) return Error("counting tokens");
-  return count.Int(0);
+  return Count("SELECT COUNT(*) FROM tokens WHERE revoked_ms = 0",
+               "counting tokens");
 }
 
 absl::Status Store::AppendAudit(const v1::AuditEntry& entry) {

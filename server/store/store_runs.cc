@@ -106,17 +106,6 @@ absl::StatusOr<v1::SubmitResponse> Store::InsertSubmissionLocked(
   return response;
 }
 
-absl::StatusOr<v1::SubmitResponse> Store::CreateSubmission(
-    const std::string& spec_yaml, const std::vector<v1::RunSpec>& run_specs,
-    int64_t now_ms, const std::string& user, const std::string& queue,
-    int32_t priority) {
-  ASSIGN_OR_RETURN(
-      std::vector<v1::SubmitResponse> stored,
-      CreateSubmissions({NewSubmission{spec_yaml, run_specs, queue, priority}},
-                        now_ms, user));
-  return std::move(stored.front());
-}
-
 absl::Status Store::UpdateRun(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
   // The run's progress, its epochs and latest forecast, in one blob.
@@ -496,11 +485,9 @@ absl::Status Store::InvalidateRun(int64_t run_id, const std::string& by,
 
 absl::StatusOr<int64_t> Store::CountQueuedRuns(const std::string& user) {
   absl::MutexLock lock(&mu_);
-  Statement count(db_,
-                  "SELECT COUNT(*) FROM runs WHERE user = ? AND state = ?");
-  count.BindAll(user, static_cast<int32_t>(v1::RUN_STATE_QUEUED));
-  if (count.Step() != SQLITE_ROW) return Error("counting queued runs");
-  return count.Int(0);
+  return Count("SELECT COUNT(*) FROM runs WHERE user = ? AND state = ?",
+               "counting queued runs", user,
+               static_cast<int32_t>(v1::RUN_STATE_QUEUED));
 }
 
 absl::StatusOr<std::optional<std::string>> Store::OtherSweepOwner(

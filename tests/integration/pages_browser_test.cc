@@ -26,6 +26,7 @@
 #include "server/store/store.h"
 #include "tests/integration/harness.h"
 #include "tests/server/coordinator/test_events.h"
+#include "tests/server/store/store_calls.h"
 
 namespace hpcai500::testing {
 namespace {
@@ -142,8 +143,9 @@ std::vector<int64_t> StoreSubmission(Store& store, const Planned& plan) {
     specs.push_back(spec);
   }
   const int64_t created = kStart + plan.day * kDay;
-  absl::StatusOr<v1::SubmitResponse> submitted = store.CreateSubmission(
-      absl::StrCat("name: ", plan.name, "\n"), specs, created, plan.user);
+  absl::StatusOr<v1::SubmitResponse> submitted =
+      CreateSubmission(store, absl::StrCat("name: ", plan.name, "\n"), specs,
+                       created, plan.user);
   EXPECT_TRUE(submitted.ok()) << submitted.status();
   if (!submitted.ok()) return {};
   std::vector<int64_t> ids(submitted->run_ids().begin(),

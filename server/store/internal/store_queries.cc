@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "server/store/leaderboard.h"
 
 namespace hpcai500::server_internal {
@@ -40,6 +41,15 @@ std::vector<std::string> LeaderboardFilters(
         absl::StrCat("submission_id = ", request.submission_id()));
   }
   return conditions;
+}
+
+// SELECT `columns_from` (the columns, then FROM and the table) of the rows
+// whose run_id is one of `run_ids`, then `order`.
+std::string RowsOfRunsSql(absl::string_view columns_from,
+                          const std::vector<int64_t>& run_ids,
+                          absl::string_view order) {
+  return absl::StrCat("SELECT ", columns_from, " WHERE run_id IN (",
+                      absl::StrJoin(run_ids, ","), ")", order);
 }
 
 }  // namespace
@@ -94,21 +104,20 @@ SqlQuery ListRunsQuery(const v1::ListRunsRequest& filter) {
 }
 
 std::string AttemptsOfRunsSql(const std::vector<int64_t>& run_ids) {
-  return absl::StrCat(
-      "SELECT run_id, number, state, nodes, master_addr, master_port, "
-      "started_ms, finished_ms, error, resume_from_attempt, "
-      "resume_from_epoch, resumed_epoch, inventory FROM attempts WHERE run_id "
-      "IN (",
-      absl::StrJoin(run_ids, ","), ") ORDER BY run_id, number");
+  return RowsOfRunsSql(
+      "run_id, number, state, nodes, master_addr, master_port, started_ms, "
+      "finished_ms, error, resume_from_attempt, resume_from_epoch, "
+      "resumed_epoch, inventory FROM attempts",
+      run_ids, " ORDER BY run_id, number");
 }
 
 std::string ScoresOfRunsSql(const std::vector<int64_t>& run_ids) {
-  return absl::StrCat(
-      "SELECT run_id, quality, target, exponent, forward_flops_per_sample, "
-      "samples, train_seconds, eval_seconds, flops, valid_flops, "
-      "reached_target, convention, energy_joules, valid_flops_per_watt, "
-      "lost_seconds FROM results WHERE run_id IN (",
-      absl::StrJoin(run_ids, ","), ")");
+  return RowsOfRunsSql(
+      "run_id, quality, target, exponent, forward_flops_per_sample, samples, "
+      "train_seconds, eval_seconds, flops, valid_flops, reached_target, "
+      "convention, energy_joules, valid_flops_per_watt, lost_seconds FROM "
+      "results",
+      run_ids, "");
 }
 
 SqlQuery LeaderboardPageQuery(const v1::LeaderboardRequest& request) {

@@ -1,7 +1,7 @@
-// The Store's two write helpers, shared by the files that define its
-// methods (store.cc, store_runs.cc, store_records.cc): one statement with
-// its arguments bound, and a body in one write transaction. Internal to
-// server/store/.
+// The Store's statement helpers, shared by the files that define its
+// methods (store.cc, store_runs.cc, store_records.cc): one write with its
+// arguments bound, one count, and a body in one write transaction. Internal
+// to server/store/.
 #ifndef HPCAI500_SERVER_STORE_INTERNAL_STORE_WRITES_H_
 #define HPCAI500_SERVER_STORE_INTERNAL_STORE_WRITES_H_
 
@@ -26,6 +26,15 @@ absl::Status Store::Write(const char* sql, const std::string& what,
   }
   NoteWrite(SQLITE_OK, absl::OkStatus());
   return absl::OkStatus();
+}
+
+template <typename... Args>
+absl::StatusOr<int64_t> Store::Count(const char* sql, const std::string& what,
+                                     const Args&... args) {
+  server_internal::SqliteStatement count(db_, sql);
+  if constexpr (sizeof...(Args) > 0) count.BindAll(args...);
+  if (count.Step() != SQLITE_ROW) return Error(what);
+  return count.Int(0);
 }
 
 template <typename Body>

@@ -24,6 +24,7 @@
 #include "tests/common/database_pages.h"
 #include "tests/common/fake_clock.h"
 #include "tests/common/test_files.h"
+#include "tests/server/store/store_calls.h"
 
 namespace hpcai500 {
 namespace {
@@ -1271,6 +1272,23 @@ TEST_F(CoordinatorTest, RunWaitingForNodesDoesNotBlockRunsThatFit) {
   EXPECT_EQ(reads_->GetRun(small.run_ids(0))->state(), v1::RUN_STATE_STARTING);
 }
 
+TEST_F(CoordinatorTest, WaitingReasonCountsDownToTheExpectedStart) {
+  session_a_ = Register("a", &agent_a_);
+  ASSERT_TRUE(
+      coordinator_->Submit(SpecYaml(1, 1, "first") + "time_limit: 600\n").ok());
+  v1::SubmitResponse next = *coordinator_->Submit(SpecYaml(1, 1, "next"));
+  EXPECT_THAT(reads_->GetRun(next.run_ids(0))->reason(),
+              HasSubstr("expected to start within 600 s on a"));
+  clock_.now_ms += 60'000;
+  v1::AgentMessage heartbeat;
+  heartbeat.mutable_heartbeat()->set_time_ms(clock_.now_ms);
+  Send(session_a_, heartbeat);  // the node stays in touch
+  coordinator_->Tick();
+  // Nothing changed but the time: the reason says so all the same.
+  EXPECT_THAT(reads_->GetRun(next.run_ids(0))->reason(),
+              HasSubstr("expected to start within 540 s on a"));
+}
+
 TEST_F(CoordinatorTest, ListRunsShowsActiveRunsAsTheyAreInMemory) {
   session_a_ = Register("a", &agent_a_);
   coordinator_->Disconnect(Register("b", &agent_b_));  // b may come back
@@ -1523,7 +1541,7 @@ int64_t StoreScoredSubmission(Store& store, const std::string& workload,
   spec.set_system("box-" + name);
   spec.set_ranked(true);
   absl::StatusOr<v1::SubmitResponse> submitted =
-      store.CreateSubmission("name: " + name + "\n", {spec}, 1000);
+      CreateSubmission(store, "name: " + name + "\n", {spec}, 1000);
   EXPECT_TRUE(submitted.ok()) << submitted.status();
   const int64_t run_id = submitted->run_ids(0);
   v1::Run run = *store.GetRun(run_id);

@@ -299,6 +299,24 @@ TEST(Scheduler, UnschedulableNodeKeepsHeldSlotsButTakesNoNewRun) {
   EXPECT_THAT(scheduler.Schedule(0), IsEmpty());
 }
 
+TEST(Scheduler, ExpectedStartCountsDownAsTimePasses) {
+  Scheduler scheduler;
+  Up(scheduler, "a", 1);
+  scheduler.Enqueue(Limited(Job(1), 100));
+  ASSERT_EQ(scheduler.Schedule(0).size(), 1u);  // a until 100 s
+  scheduler.Enqueue(Job(2));                    // head: a at 100 s
+  EXPECT_THAT(scheduler.Schedule(10 * kSecond), IsEmpty());
+  EXPECT_THAT(scheduler.Reason(2), HasSubstr("expected to start within 90 s"));
+  const int64_t passes = scheduler.passes();
+  // Nothing changed but the time: within a second the count stands...
+  EXPECT_THAT(scheduler.Schedule(10 * kSecond + 500), IsEmpty());
+  EXPECT_EQ(scheduler.passes(), passes);
+  // ...and a second later it is told again, 30 s nearer.
+  EXPECT_THAT(scheduler.Schedule(40 * kSecond), IsEmpty());
+  EXPECT_EQ(scheduler.passes(), passes + 1);
+  EXPECT_THAT(scheduler.Reason(2), HasSubstr("expected to start within 60 s"));
+}
+
 TEST(Scheduler, PassesOnlyWhenSomethingChanged) {
   Scheduler scheduler;
   Up(scheduler, "a", 1);

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/store/reference_leaderboard.h"
 
 namespace hpcai500 {
 namespace {

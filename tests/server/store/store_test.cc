@@ -16,6 +16,8 @@
 #include "gtest/gtest.h"
 #include "server/store/leaderboard.h"
 #include "tests/common/database_pages.h"
+#include "tests/server/store/reference_leaderboard.h"
+#include "tests/server/store/store_calls.h"
 
 namespace hpcai500 {
 namespace {
@@ -85,7 +87,7 @@ class StoreTest : public ::testing::Test {
   // Submits one run and makes attempt 1 current.
   static int64_t RunWithAttempt(Store& store) {
     absl::StatusOr<v1::SubmitResponse> submitted =
-        store.CreateSubmission("name: smoke\n", {Spec(1)}, 1000);
+        CreateSubmission(store, "name: smoke\n", {Spec(1)}, 1000);
     EXPECT_TRUE(submitted.ok()) << submitted.status();
     v1::Attempt attempt;
     attempt.set_number(1);
@@ -153,9 +155,9 @@ TEST_F(StoreTest, KeepsOnePromotedBaselinePerSeriesAcrossReopening) {
 TEST_F(StoreTest, StoresAnEventOnceWhenInsertedTwice) {
   auto store = *Store::Open(path_);
   const int64_t run = RunWithAttempt(*store);
-  EXPECT_EQ(*store->InsertEvent(run, 1, 0, 1, "line one", ""),
+  EXPECT_EQ(*InsertEvent(*store, run, 1, 0, 1, "line one", ""),
             EventDisposition::kStored);
-  EXPECT_EQ(*store->InsertEvent(run, 1, 0, 1, "line one again", ""),
+  EXPECT_EQ(*InsertEvent(*store, run, 1, 0, 1, "line one again", ""),
             EventDisposition::kDuplicate);
   std::vector<StoredEvent> events = *store->LoadEvents(run, 1);
   ASSERT_EQ(events.size(), 1u);
@@ -170,20 +172,20 @@ TEST_F(StoreTest, IgnoresEventsOfAStaleAttempt) {
   second.set_number(2);
   second.set_state("starting");
   ASSERT_TRUE(store->SaveAttempt(run, second).ok());
-  EXPECT_EQ(*store->InsertEvent(run, 1, 0, 1, "old attempt", ""),
+  EXPECT_EQ(*InsertEvent(*store, run, 1, 0, 1, "old attempt", ""),
             EventDisposition::kStale);
-  EXPECT_EQ(*store->InsertEvent(run, 2, 0, 1, "new attempt", ""),
+  EXPECT_EQ(*InsertEvent(*store, run, 2, 0, 1, "new attempt", ""),
             EventDisposition::kStored);
   EXPECT_TRUE(store->LoadEvents(run, 1)->empty());
   EXPECT_EQ(store->LoadEvents(run, 2)->size(), 1u);
-  EXPECT_EQ(*store->InsertEvent(999, 1, 0, 1, "no such run", ""),
+  EXPECT_EQ(*InsertEvent(*store, 999, 1, 0, 1, "no such run", ""),
             EventDisposition::kStale);
 }
 
 TEST_F(StoreTest, InsertEventsStoresABatchLikeInsertEventDoes) {
   auto store = *Store::Open(path_);
   const int64_t run = RunWithAttempt(*store);
-  ASSERT_EQ(*store->InsertEvent(run, 1, 0, 1, "stored before", ""),
+  ASSERT_EQ(*InsertEvent(*store, run, 1, 0, 1, "stored before", ""),
             EventDisposition::kStored);
   absl::StatusOr<std::vector<EventDisposition>> dispositions =
       store->InsertEvents({
@@ -286,8 +288,8 @@ TEST_F(StoreTest, FullFileIsUnavailableStoresNothingAndRecoversWithSpace) {
   EXPECT_NE(health.last_error.find("full"), std::string::npos)
       << health.last_error;
   // A submission fails the same way: retryable, not a refusal.
-  absl::StatusOr<v1::SubmitResponse> submitted = store->CreateSubmission(
-      std::string(300000, '#') + "\nname: big\n", {Spec(2)}, 1000);
+  absl::StatusOr<v1::SubmitResponse> submitted = CreateSubmission(
+      *store, std::string(300000, '#') + "\nname: big\n", {Spec(2)}, 1000);
   ASSERT_FALSE(submitted.ok());
   EXPECT_EQ(submitted.status().code(), absl::StatusCode::kUnavailable);
 
@@ -429,11 +431,11 @@ TEST_F(StoreTest, ContiguousSeqStopsAtTheFirstGap) {
   const int64_t run = RunWithAttempt(*store);
   EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 0);
   for (int64_t seq : {1, 2, 4}) {
-    ASSERT_EQ(*store->InsertEvent(run, 1, 0, seq, "x", ""),
+    ASSERT_EQ(*InsertEvent(*store, run, 1, 0, seq, "x", ""),
               EventDisposition::kStored);
   }
   EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 2);
-  ASSERT_EQ(*store->InsertEvent(run, 1, 0, 3, "x", ""),
+  ASSERT_EQ(*InsertEvent(*store, run, 1, 0, 3, "x", ""),
             EventDisposition::kStored);
   EXPECT_EQ(*store->ContiguousSeq(run, 1, 0), 4);
   EXPECT_EQ(*store->ContiguousSeq(run, 1, 1), 0);  // another rank
@@ -459,7 +461,7 @@ TEST_F(StoreTest, ReopenKeepsSubmissionsRunsResultsAndQueue) {
     score.set_reached_target(true);
     score.set_convention("3x forward");
     ASSERT_TRUE(store->SaveResult(finished, score).ok());
-    queued = store->CreateSubmission("name: q\n", {Spec(5), Spec(6)}, 2000)
+    queued = CreateSubmission(*store, "name: q\n", {Spec(5), Spec(6)}, 2000)
                  ->run_ids(0);
     v1::Node node;
     node.set_name("a");
@@ -543,7 +545,7 @@ int64_t AddRun(Store& store, const std::string& name, const std::string& config,
   spec.set_workload("image_classification");
   spec.set_config(config);
   absl::StatusOr<v1::SubmitResponse> submitted =
-      store.CreateSubmission("name: " + name + "\n", {spec}, 1000);
+      CreateSubmission(store, "name: " + name + "\n", {spec}, 1000);
   EXPECT_TRUE(submitted.ok()) << submitted.status();
   v1::Run run = *store.GetRun(submitted->run_ids(0));
   run.set_state(state);
@@ -585,8 +587,8 @@ TEST_F(StoreTest, KeepsQueuesHoldsNodeStatesAndInventoriesAcrossReopening) {
   int64_t run = 0;
   {
     auto store = *Store::Open(path_);
-    absl::StatusOr<v1::SubmitResponse> submitted = store->CreateSubmission(
-        "name: smoke\n", {Spec(1)}, 1000, "alice", "gpu", 250);
+    absl::StatusOr<v1::SubmitResponse> submitted = CreateSubmission(
+        *store, "name: smoke\n", {Spec(1)}, 1000, "alice", "gpu", 250);
     ASSERT_TRUE(submitted.ok()) << submitted.status();
     run = submitted->run_ids(0);
     v1::Run stored = *store->GetRun(run);
@@ -755,8 +757,8 @@ TEST_F(StoreTest, ListRunsFiltersByUserQueueAndCreationTime) {
   auto store = *Store::Open(path_);
   auto add = [&](int64_t created_ms, const std::string& user,
                  const std::string& queue) {
-    absl::StatusOr<v1::SubmitResponse> submitted = store->CreateSubmission(
-        "name: smoke\n", {Spec(1)}, created_ms, user, queue);
+    absl::StatusOr<v1::SubmitResponse> submitted = CreateSubmission(
+        *store, "name: smoke\n", {Spec(1)}, created_ms, user, queue);
     EXPECT_TRUE(submitted.ok()) << submitted.status();
     return submitted->run_ids(0);
   };
@@ -820,7 +822,7 @@ std::vector<int64_t> AddSubmission(Store& store, const std::string& workload,
     specs.push_back(spec);
   }
   absl::StatusOr<v1::SubmitResponse> submitted =
-      store.CreateSubmission("name: x\n", specs, 1000);
+      CreateSubmission(store, "name: x\n", specs, 1000);
   EXPECT_TRUE(submitted.ok()) << submitted.status();
   std::vector<int64_t> ids(submitted->run_ids().begin(),
                            submitted->run_ids().end());
@@ -1086,7 +1088,7 @@ TEST_F(StoreTest, ReadsDoNotWaitForABlockedWriter) {
   const int64_t run = RunWithAttempt(*store);
   AddSubmission(*store, "image_classification", "cfg-a", true, 1,
                 {PlannedRun{v1::RUN_STATE_SUCCEEDED, 5}});
-  ASSERT_TRUE(store->InsertEvent(run, 1, 0, 1, "line one", "").ok());
+  ASSERT_TRUE(InsertEvent(*store, run, 1, 0, 1, "line one", "").ok());
   v1::WorkerExited exit;
   exit.mutable_key()->set_run_id(run);
   exit.mutable_key()->set_attempt(1);

@@ -1,8 +1,8 @@
-// The agents' half of the Coordinator: sessions (Connect, Disconnect,
-// reconciling what a returning agent runs) and what agents report (events,
-// reserved ports, worker exits). Declared in coordinator.h; the queue,
-// scheduling and run ends are in coordinator.cc.
-#include <algorithm>
+// The agents' streams, on the coordinator's side: see agent_sessions.h.
+#include "server/coordinator/agent_sessions.h"
+
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,18 +14,12 @@
 #include "common/event_keys.h"
 #include "common/log.h"
 #include "common/run_state.h"
-#include "common/scoring.h"
-#include "common/silence_deadline.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
-#include "server/coordinator/coordinator.h"
-#include "server/coordinator/metrics.h"
 #include "server/coordinator/requests.h"
 #include "server/coordinator/run_log.h"
-#include "server/store/leaderboard.h"
 
 namespace hpcai500 {
-
 namespace {
 
 // How much of an agent's Leaving.reason is kept.
@@ -33,40 +27,38 @@ constexpr size_t kMaxLeaveReasonBytes = 256;
 
 }  // namespace
 
-// ------------------------------------------------------------------- agents
-
-absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
-                                             AgentChannel* channel) {
-  RETURN_IF_ERROR(ValidateRegister(request));
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<int64_t> AgentSessions::ConnectLocked(
+    const v1::Register& request, AgentChannel* channel) {
   // A node whose stream is open and not past the node timeout keeps it: a
   // second agent under its name (a copy of its token) is refused, not let
   // in to replace it. A stream that ended (a stopped agent's socket
   // closes), or fell silent past the timeout, is replaced.
-  const int64_t now = clock_->NowMs();
-  if (auto it = nodes_.nodes().find(request.name());
-      it != nodes_.nodes().end() && it->second.session != 0 &&
+  const int64_t now = state_.clock->NowMs();
+  if (auto it = state_.nodes.nodes().find(request.name());
+      it != state_.nodes.nodes().end() && it->second.session != 0 &&
       !it->second.leaving) {
     const int64_t silent_ms = now - it->second.info.last_seen_ms();
-    if (silent_ms < options_.node_timeout_ms) {
+    if (silent_ms < state_.options.node_timeout_ms) {
       return absl::AlreadyExistsError(absl::StrFormat(
           "node %s is connected and was heard %.1f s ago; a second agent "
           "cannot take its name while its stream lives (stop that agent, or "
           "wait until it has been silent for the node timeout, %d s)",
-          request.name(), silent_ms / 1000.0, options_.node_timeout_ms / 1000));
+          request.name(), silent_ms / 1000.0,
+          state_.options.node_timeout_ms / 1000));
     }
   }
   bool replaced = false;
-  NodeState& node = nodes_.Connect(request, channel, now, &replaced);
+  NodeTable::Node& node =
+      state_.nodes.Connect(request, channel, now, &replaced);
   const v1::Node& info = node.info;
   if (replaced) {
     LogInfo(absl::StrCat("node ", request.name(),
                          ": registered again; the previous stream, silent, is "
                          "replaced"));
   }
-  OfferNodeLocked(info);
-  scheduler_.SetSchedulable(info.name(), true);
-  SaveNodeLocked(node);
+  state_.OfferNodeLocked(info);
+  state_.scheduler.SetSchedulable(info.name(), true);
+  state_.SaveNodeLocked(node);
   LogInfo(absl::StrFormat(
       "node %s: registered (%s, %d slots, %d cpus, %d gpus, %d attempts "
       "running)",
@@ -76,20 +68,20 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
   v1::CoordinatorMessage registered;
   registered.mutable_registered()->set_node(info.name());
   registered.mutable_registered()->set_heartbeat_interval_ms(
-      options_.heartbeat_interval_ms);
+      state_.options.heartbeat_interval_ms);
   registered.mutable_registered()->set_node_timeout_ms(
-      options_.node_timeout_ms);
+      state_.options.node_timeout_ms);
   registered.mutable_registered()->set_maintenance_until_ms(
-      maintenance_.until_ms());
+      state_.maintenance.until_ms());
   channel->Send(registered);
 
   ReconcileLocked(request, channel);
-  ScheduleLocked();
+  attempts_.ScheduleLocked();
   return node.session;
 }
 
-void Coordinator::ReconcileLocked(const v1::Register& request,
-                                  AgentChannel* channel) {
+void AgentSessions::ReconcileLocked(const v1::Register& request,
+                                    AgentChannel* channel) {
   const std::string& name = request.name();
   // (run, attempt) -> the ranks the agent still has, running or exited.
   std::map<std::pair<int64_t, int32_t>, std::set<int32_t>> listed;
@@ -98,7 +90,7 @@ void Coordinator::ReconcileLocked(const v1::Register& request,
         listed[{running.key().run_id(), running.key().attempt()}];
     ranks.insert(running.ranks().begin(), running.ranks().end());
     ranks.insert(running.exited_ranks().begin(), running.exited_ranks().end());
-    if (CurrentAttemptLocked(running.key()) == nullptr) {
+    if (state_.CurrentAttemptLocked(running.key()) == nullptr) {
       v1::CoordinatorMessage cancel;
       *cancel.mutable_cancel()->mutable_key() = running.key();
       cancel.mutable_cancel()->set_reason(absl::StrCat(
@@ -108,14 +100,14 @@ void Coordinator::ReconcileLocked(const v1::Register& request,
                            Describe(running.key()), " (not current: fenced)"));
     }
   }
-  for (auto& [run_id, record] : runs_) {
+  for (auto& [run_id, record] : state_.runs) {
     if (!IsPlaced(record.run.state())) continue;
     const int node_index = record.NodeIndex(name);
     if (node_index < 0) continue;
     const v1::AttemptKey key = record.key();
     if (!record.start_sent) {
       // Nothing was started yet: ask rank 0's node for a port again.
-      if (node_index == 0) SendReserveLocked(record);
+      if (node_index == 0) attempts_.SendReserveLocked(record);
       continue;
     }
     const std::set<int32_t>& has = listed[{key.run_id(), key.attempt()}];
@@ -123,7 +115,7 @@ void Coordinator::ReconcileLocked(const v1::Register& request,
     for (int32_t rank = node_index * rpn; rank < (node_index + 1) * rpn;
          ++rank) {
       if (has.count(rank) > 0 || record.exits.count(rank) > 0) continue;
-      RetryOrFailLocked(
+      attempts_.RetryOrFailLocked(
           record, absl::StrFormat("node %s registered again without rank %d "
                                   "of %s: its worker is gone",
                                   name, rank, Describe(key)));
@@ -132,16 +124,15 @@ void Coordinator::ReconcileLocked(const v1::Register& request,
   }
 }
 
-absl::Status Coordinator::HandleAgentMessage(int64_t session,
-                                             const v1::AgentMessage& message) {
-  absl::MutexLock lock(&mu_);
-  NodeState* found = nodes_.FindSession(session);
+absl::Status AgentSessions::HandleMessageLocked(
+    int64_t session, const v1::AgentMessage& message) {
+  NodeTable::Node* found = state_.nodes.FindSession(session);
   if (found == nullptr) {
     return absl::FailedPreconditionError(
         "agent session unknown or replaced by a newer registration");
   }
-  NodeState& node = *found;
-  node.info.set_last_seen_ms(clock_->NowMs());
+  NodeTable::Node& node = *found;
+  node.info.set_last_seen_ms(state_.clock->NowMs());
   switch (message.msg_case()) {
     case v1::AgentMessage::kHeartbeat:
       HandleHeartbeatLocked(node);
@@ -164,28 +155,27 @@ absl::Status Coordinator::HandleAgentMessage(int64_t session,
     case v1::AgentMessage::MSG_NOT_SET:
       return absl::InvalidArgumentError("empty agent message");
   }
-  ScheduleLocked();
+  attempts_.ScheduleLocked();
   return absl::OkStatus();
 }
 
-void Coordinator::Disconnect(int64_t session) {
-  absl::MutexLock lock(&mu_);
-  NodeState* ended = nodes_.Disconnect(session);
+void AgentSessions::DisconnectLocked(int64_t session) {
+  NodeTable::Node* ended = state_.nodes.Disconnect(session);
   if (ended == nullptr) return;
-  NodeState& node = *ended;
-  scheduler_.SetSchedulable(node.info.name(), false);
-  SaveNodeLocked(node);
+  NodeTable::Node& node = *ended;
+  state_.scheduler.SetSchedulable(node.info.name(), false);
+  state_.SaveNodeLocked(node);
   LogInfo(absl::StrFormat(
       "node %s: disconnected; its %d held slots wait up to %d s for it",
-      node.info.name(), scheduler_.used_slots(node.info.name()),
-      options_.node_timeout_ms / 1000));
+      node.info.name(), state_.scheduler.used_slots(node.info.name()),
+      state_.options.node_timeout_ms / 1000));
 }
 
-absl::StatusOr<v1::MaintenanceWindow> Coordinator::SetMaintenance(
+absl::StatusOr<v1::MaintenanceWindow> AgentSessions::SetMaintenanceLocked(
     int64_t duration_ms, const std::string& reason, const std::string& by) {
-  absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(v1::MaintenanceWindow window,
-                   maintenance_.Set(duration_ms, reason, by, clock_->NowMs()));
+  ASSIGN_OR_RETURN(
+      v1::MaintenanceWindow window,
+      state_.maintenance.Set(duration_ms, reason, by, state_.clock->NowMs()));
   if (window.until_ms() == 0) {
     LogInfo(absl::StrCat("maintenance window ended by ", by));
   } else {
@@ -197,130 +187,99 @@ absl::StatusOr<v1::MaintenanceWindow> Coordinator::SetMaintenance(
   // An agent not connected now hears of it in Registered.
   v1::CoordinatorMessage told;
   *told.mutable_maintenance() = window;
-  for (const auto& [name, node] : nodes_.nodes()) {
-    if (node.session != 0) nodes_.Send(name, told);
+  for (const auto& [name, node] : state_.nodes.nodes()) {
+    if (node.session != 0) state_.nodes.Send(name, told);
   }
   return window;
 }
 
-void Coordinator::Tick() {
-  absl::MutexLock lock(&mu_);
-  const int64_t now = clock_->NowMs();
-  for (auto& [name, node] : nodes_.nodes()) {
-    if (now < SilenceDeadlineMs(node.info.last_seen_ms(),
-                                maintenance_.until_ms(),
-                                options_.node_timeout_ms)) {
-      continue;
-    }
-    LoseRunsOnSilentNodeLocked(name, now - node.info.last_seen_ms());
-    if (node.session != 0) {
-      // Connected but mute: stop placing runs on it until it speaks again.
-      scheduler_.SetSchedulable(name, false);
-    }
-  }
-  for (auto& [run_id, record] : runs_) {
-    if (record.unsaved) PersistLocked(record);
-    if (record.run.state() == v1::RUN_STATE_RUNNING &&
-        record.all_exited_ms != 0 &&
-        now - record.all_exited_ms >= options_.exit_grace_ms) {
-      MaybeFinishLocked(record, /*force=*/true);
-    }
-  }
-  EnforceTimeLimitsLocked(now);
-  ForgetGoneNodesLocked(now);
-  ScheduleLocked();
-}
-
-void Coordinator::LoseRunsOnSilentNodeLocked(const std::string& name,
-                                             int64_t silent_ms) {
-  for (auto& [run_id, record] : runs_) {
-    if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
-    RetryOrFailLocked(
-        record,
-        absl::StrFormat("node %s silent for %d s (timeout %d s)", name,
-                        silent_ms / 1000, options_.node_timeout_ms / 1000));
-  }
-}
-
-void Coordinator::ForgetGoneNodesLocked(int64_t now) {
-  if (options_.node_retention_ms <= 0) return;
+void AgentSessions::ForgetGoneNodesLocked(int64_t now) {
+  if (state_.options.node_retention_ms <= 0) return;
   std::vector<std::string> gone;
-  for (const auto& [name, node] : nodes_.nodes()) {
-    if (node.session != 0 || scheduler_.used_slots(name) > 0) continue;
+  for (const auto& [name, node] : state_.nodes.nodes()) {
+    if (node.session != 0 || state_.scheduler.used_slots(name) > 0) continue;
     // An admin's drain (and its reason) outlives the agent's absence.
     if (node.draining && !node.leaving) continue;
-    if (now - node.LastHeardMs() < options_.node_retention_ms) continue;
+    if (now - node.LastHeardMs() < state_.options.node_retention_ms) continue;
     gone.push_back(name);
   }
   for (const std::string& name : gone) {
-    const NodeState& node = nodes_.nodes().at(name);
+    const NodeTable::Node& node = state_.nodes.nodes().at(name);
     const std::string line = absl::StrCat(
         "node ", name, ": forgotten, silent for ",
         absl::FormatDuration(absl::Seconds((now - node.LastHeardMs()) / 1000)),
-        " (", NodeViewLocked(node).state_reason(), "; node retention ",
-        absl::FormatDuration(absl::Milliseconds(options_.node_retention_ms)),
+        " (", state_.NodeViewLocked(node).state_reason(), "; node retention ",
+        absl::FormatDuration(
+            absl::Milliseconds(state_.options.node_retention_ms)),
         ")");
     // Forgotten here even when the store fails: a row left there is
     // restored and forgotten again after a restart.
-    if (absl::Status deleted = store_->DeleteNode(name); !deleted.ok()) {
+    if (absl::Status deleted = state_.store->DeleteNode(name); !deleted.ok()) {
       LogError(absl::StrCat("node ", name, ": ", deleted.ToString()));
     }
-    scheduler_.RemoveNode(name);
-    nodes_.Remove(name);
+    state_.scheduler.RemoveNode(name);
+    state_.nodes.Remove(name);
     LogInfo(line);
   }
 }
 
-void Coordinator::Shutdown() {
-  absl::MutexLock lock(&mu_);
-  shutdown_ = true;
+void AgentSessions::LoseRunsOnSilentNodeLocked(const std::string& name,
+                                               int64_t silent_ms) {
+  for (auto& [run_id, record] : state_.runs) {
+    if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
+    attempts_.RetryOrFailLocked(
+        record, absl::StrFormat("node %s silent for %d s (timeout %d s)", name,
+                                silent_ms / 1000,
+                                state_.options.node_timeout_ms / 1000));
+  }
 }
 
-void Coordinator::HandleHeartbeatLocked(NodeState& node) {
+void AgentSessions::HandleHeartbeatLocked(NodeTable::Node& node) {
   if (node.session == 0) return;
-  if (!node.leaving) scheduler_.SetSchedulable(node.info.name(), true);
+  if (!node.leaving) state_.scheduler.SetSchedulable(node.info.name(), true);
   v1::CoordinatorMessage answer;
-  answer.mutable_heartbeat()->set_time_ms(clock_->NowMs());
+  answer.mutable_heartbeat()->set_time_ms(state_.clock->NowMs());
   node.channel->Send(answer);
 }
 
-void Coordinator::HandleEventsLocked(NodeState& node,
-                                     const v1::Events& events) {
+void AgentSessions::HandleEventsLocked(NodeTable::Node& node,
+                                       const v1::Events& events) {
   const EventIntake::Runs runs{
-      [this](const v1::AttemptKey& key)
-          ABSL_NO_THREAD_SAFETY_ANALYSIS { return CurrentAttemptLocked(key); },
+      [this](const v1::AttemptKey& key) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return state_.CurrentAttemptLocked(key);
+      },
       [this](const v1::AttemptKey& key, const std::string& name, int32_t rank)
           ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            auto run = runs_.find(key.run_id());
-            return run != runs_.end() &&
+            auto run = state_.runs.find(key.run_id());
+            return run != state_.runs.end() &&
                    run->second.HostedRank(key.attempt(), name, rank);
           }};
   IntakeResult taken =
-      intake_.Take(node.info.name(), node.leaving, events, runs);
+      state_.intake.Take(node.info.name(), node.leaving, events, runs);
   for (RunRecord* record : taken.unstored) record->events_unstored = true;
   std::set<int64_t> changed_runs;
   for (auto& [record, line] : taken.fresh) {
     if (line.key == event_keys::kResume && line.rank == 0) {
-      NoteResumeLocked(*record, line);
+      scoring_.NoteResumeLocked(*record, line);
     }
     changed_runs.insert(record->run.id());
     record->tracker.Add(std::move(line));
   }
   for (int64_t run_id : changed_runs) {
-    RunRecord& record = runs_[run_id];
-    record.RefreshEpochs(MetricName(record.run.spec()), /*flush=*/false);
+    RunRecord& record = state_.runs[run_id];
+    record.RefreshEpochs(state_.MetricName(record.run.spec()), /*flush=*/false);
     record.Changed("");
-    ForecastLocked(record);
-    MaybeFinishLocked(record, /*force=*/false);
+    scoring_.ForecastLocked(record);
+    scoring_.MaybeFinishLocked(record, /*force=*/false);
   }
   if (taken.reply.acks().acks_size() > 0 && node.channel != nullptr) {
     node.channel->Send(taken.reply);
   }
 }
 
-void Coordinator::HandlePortReservedLocked(NodeState& node,
-                                           const v1::PortReserved& port) {
-  RunRecord* record = CurrentAttemptLocked(port.key());
+void AgentSessions::HandlePortReservedLocked(NodeTable::Node& node,
+                                             const v1::PortReserved& port) {
+  RunRecord* record = state_.CurrentAttemptLocked(port.key());
   if (record == nullptr || record->start_sent || record->nodes.empty() ||
       record->nodes.front() != node.info.name()) {
     LogWarning(absl::StrCat("node ", node.info.name(), ": ignoring a port for ",
@@ -329,24 +288,24 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
   }
   absl::StatusOr<std::string> address = RendezvousHost(port, node.info);
   if (!address.ok()) {
-    EndRunLocked(*record, v1::RUN_STATE_FAILED,
-                 std::string(address.status().message()),
-                 /*cancel_workers=*/true);
+    attempts_.EndRunLocked(*record, v1::RUN_STATE_FAILED,
+                           std::string(address.status().message()),
+                           /*cancel_workers=*/true);
     return;
   }
   const std::string& host = *address;
-  ResumeFromFoundLocked(*record, port);
+  attempts_.ResumeFromFoundLocked(*record, port);
   // Saved before it is sent: after a crash in between, the agents do not
   // list the attempt when they register again and it is requeued.
   const v1::Attempt& attempt = record->BeginRunning(host, port.port());
-  PersistLocked(*record);
+  state_.PersistLocked(*record);
   for (size_t i = 0; i < record->nodes.size(); ++i) {
     v1::CoordinatorMessage start = record->AssignmentFor(
         v1::Assignment::PHASE_START, static_cast<int32_t>(i));
     start.mutable_assignment()->set_master_addr(host);
     start.mutable_assignment()->set_master_port(port.port());
     if (i == 0) AddLaunchNodesLocked(*record, *start.mutable_assignment());
-    SendLocked(record->nodes[i], start);
+    state_.SendLocked(record->nodes[i], start);
   }
   const std::string line = absl::StrFormat(
       "attempt %d: rendezvous at %s:%d; starting %d ranks on %s",
@@ -356,8 +315,8 @@ void Coordinator::HandlePortReservedLocked(NodeState& node,
   record->Changed(line);
 }
 
-void Coordinator::AddLaunchNodesLocked(const RunRecord& record,
-                                       v1::Assignment& assignment) const {
+void AgentSessions::AddLaunchNodesLocked(const RunRecord& record,
+                                         v1::Assignment& assignment) const {
   absl::StatusOr<Launcher> launcher =
       ParseLauncher("launcher", record.run.spec().launcher());
   if (!launcher.ok() || *launcher == Launcher::kAgent) return;
@@ -369,8 +328,8 @@ void Coordinator::AddLaunchNodesLocked(const RunRecord& record,
     v1::LaunchNode* node = assignment.add_launch_nodes();
     node->set_name(record.nodes[i]);
     *node->mutable_ranks() = ranks.ranks();
-    auto it = nodes_.nodes().find(record.nodes[i]);
-    if (it == nodes_.nodes().end()) continue;  // the agent refuses it
+    auto it = state_.nodes.nodes().find(record.nodes[i]);
+    if (it == state_.nodes.nodes().end()) continue;  // the agent refuses it
     // A pilot agent (deploy/slurm/agents.sbatch) is named NODE-JOBID; srun
     // needs Slurm's own node name, which it carries as a label.
     const auto& labels = it->second.info.labels();
@@ -386,9 +345,9 @@ void Coordinator::AddLaunchNodesLocked(const RunRecord& record,
   }
 }
 
-void Coordinator::HandleWorkerExitedLocked(NodeState& node,
-                                           const v1::WorkerExited& exit) {
-  RunRecord* record = CurrentAttemptLocked(exit.key());
+void AgentSessions::HandleWorkerExitedLocked(NodeTable::Node& node,
+                                             const v1::WorkerExited& exit) {
+  RunRecord* record = state_.CurrentAttemptLocked(exit.key());
   if (record == nullptr) {
     // A stale attempt or an ended run: fenced, acknowledged, dropped.
     AckExitLocked(node, exit);
@@ -406,7 +365,7 @@ void Coordinator::HandleWorkerExitedLocked(NodeState& node,
   }
   v1::WorkerExited stored = exit;
   stored.set_stderr_tail(TailOf(exit.stderr_tail(), kMaxStderrTailBytes));
-  if (absl::Status saved = store_->SaveExit(stored); !saved.ok()) {
+  if (absl::Status saved = state_.store->SaveExit(stored); !saved.ok()) {
     // Not acknowledged: the agent reports it again when it reconnects.
     LogError(absl::StrCat("storing the exit of rank ", exit.rank(), " of ",
                           Describe(exit.key()), ": ", saved.ToString()));
@@ -423,10 +382,10 @@ void Coordinator::HandleWorkerExitedLocked(NodeState& node,
   if (!exit.cancelled().empty()) {
     // The site's scheduler stopped it (a scancelled Slurm step): the run
     // ends as a user's cancel does, not as a failure or a lost attempt.
-    EndRunLocked(*record, v1::RUN_STATE_CANCELLED,
-                 absl::StrCat("cancelled on node ", node.info.name(), ": ",
-                              exit.cancelled()),
-                 /*cancel_workers=*/true);
+    attempts_.EndRunLocked(*record, v1::RUN_STATE_CANCELLED,
+                           absl::StrCat("cancelled on node ", node.info.name(),
+                                        ": ", exit.cancelled()),
+                           /*cancel_workers=*/true);
     return;
   }
   if (failed) {
@@ -436,39 +395,40 @@ void Coordinator::HandleWorkerExitedLocked(NodeState& node,
     // counts as lost too.
     std::string gone;
     for (const std::string& name : record->nodes) {
-      auto it = nodes_.nodes().find(name);
-      if (it != nodes_.nodes().end() && it->second.session == 0) gone = name;
+      auto it = state_.nodes.nodes().find(name);
+      if (it != state_.nodes.nodes().end() && it->second.session == 0)
+        gone = name;
     }
     if (!gone.empty()) {
       absl::StrAppend(&why, " while node ", gone, " of its gang is away");
     }
     if (IsLostWorker(stored) || !gone.empty()) {
-      RetryOrFailLocked(*record, why);
+      attempts_.RetryOrFailLocked(*record, why);
     } else {
-      EndRunLocked(*record, v1::RUN_STATE_FAILED, why,
-                   /*cancel_workers=*/true);
+      attempts_.EndRunLocked(*record, v1::RUN_STATE_FAILED, why,
+                             /*cancel_workers=*/true);
     }
     return;
   }
   if (static_cast<int>(record->exits.size()) == record->world_size()) {
-    record->all_exited_ms = clock_->NowMs();
-    MaybeFinishLocked(*record, /*force=*/false);
+    record->all_exited_ms = state_.clock->NowMs();
+    scoring_.MaybeFinishLocked(*record, /*force=*/false);
   }
 }
 
-void Coordinator::HandleLeavingLocked(NodeState& node,
-                                      const v1::Leaving& leaving) {
+void AgentSessions::HandleLeavingLocked(NodeTable::Node& node,
+                                        const v1::Leaving& leaving) {
   const std::string& name = node.info.name();
   node.leaving = true;
   // From the remote side: kept short, and never empty in the node's state.
   node.leave_reason = leaving.reason().substr(0, kMaxLeaveReasonBytes);
   if (node.leave_reason.empty()) node.leave_reason = "no reason given";
-  scheduler_.SetSchedulable(name, false);
-  SaveNodeLocked(node);
+  state_.scheduler.SetSchedulable(name, false);
+  state_.SaveNodeLocked(node);
   int lost = 0;
-  for (auto& [run_id, record] : runs_) {
+  for (auto& [run_id, record] : state_.runs) {
     if (!IsPlaced(record.run.state()) || record.NodeIndex(name) < 0) continue;
-    RetryOrFailLocked(
+    attempts_.RetryOrFailLocked(
         record, absl::StrFormat("node %s left (%s)", name, node.leave_reason));
     ++lost;
   }
@@ -478,7 +438,8 @@ void Coordinator::HandleLeavingLocked(NodeState& node,
                       name, node.leave_reason, lost));
 }
 
-void Coordinator::AckExitLocked(NodeState& node, const v1::WorkerExited& exit) {
+void AgentSessions::AckExitLocked(NodeTable::Node& node,
+                                  const v1::WorkerExited& exit) {
   if (node.channel == nullptr) return;
   v1::CoordinatorMessage ack;
   v1::ExitAck* exit_ack = ack.mutable_acks()->add_exits();
