@@ -1,3 +1,5 @@
+// The Agent's loop: one coordinator stream at a time, reconnected with
+// backoff, with the self-fence, the leases and a pilot agent's leaving.
 #include "agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
@@ -14,8 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "agent/files.h"
-#include "agent/worker_env.h"
+#include "agent/launch/worker_env.h"
+#include "agent/system/files.h"
 #include "common/closable_queue.h"
 #include "common/keepalive.h"
 #include "common/log.h"

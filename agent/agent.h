@@ -11,9 +11,9 @@
 // During the coordinator's maintenance window (Registered and
 // CoordinatorMessage.maintenance) that silence counts from the window's end
 // when it is later (common/silence_deadline.h), so a planned outage of
-// hpcai500d stops nothing. The workers' leases (agent/worker_leases.h),
-// renewed at every heartbeat up to that same deadline, stop them when the
-// agent itself is gone.
+// hpcai500d stops nothing. The workers' leases
+// (agent/attempts/worker_leases.h), renewed at every heartbeat up to that same
+// deadline, stop them when the agent itself is gone.
 //
 // A pilot agent (--leave-on-stop) leaves instead: when stopped it sends
 // Leaving, stops its workers and delivers their last events and exits
@@ -33,10 +33,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "agent/attempts/worker_leases.h"
 #include "agent/options.h"
-#include "agent/process.h"
-#include "agent/supervisor.h"
-#include "agent/worker_leases.h"
+#include "agent/supervisor/supervisor.h"
+#include "agent/system/process.h"
 #include "common/clock.h"
 
 namespace hpcai500::agent {
