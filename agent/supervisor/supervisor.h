@@ -6,6 +6,12 @@
 // ranks are done, and the attempts of an earlier agent are found in the
 // workdir again.
 //
+// It keeps the attempts and dispatches; the jobs are its parts': the
+// reserve phase (PortReservations), the two ways ranks start (each its own
+// process, agent/supervisor/rank_processes.h; one mpirun or srun for all,
+// LauncherRuns), what is kept of each attempt and rank
+// (agent/supervisor/supervised_attempt.h) and the refused ranks (Refusals).
+//
 // Workdir layout: one folder per attempt, one file of each kind per rank;
 // checkpoints: one folder per attempt under the checkpoint root
 // (agent/attempts/attempt_layout.h). A resumed attempt gets the earlier
@@ -16,38 +22,29 @@
 #ifndef HPCAI500_AGENT_SUPERVISOR_SUPERVISOR_H_
 #define HPCAI500_AGENT_SUPERVISOR_SUPERVISOR_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "agent/attempts/event_tailer.h"
-#include "agent/attempts/pid_file.h"
+#include "agent/attempts/attempt_folders.h"
+#include "agent/attempts/attempt_plan.h"
 #include "agent/attempts/worker_leases.h"
 #include "agent/launch/assignment.h"
-#include "agent/launch/launch_process.h"
 #include "agent/launch/launcher.h"
-#include "agent/launch/port_reservation.h"
 #include "agent/supervisor/delivery.h"
+#include "agent/supervisor/launcher_runs.h"
+#include "agent/supervisor/port_reservations.h"
+#include "agent/supervisor/refusals.h"
+#include "agent/supervisor/supervised_attempt.h"
 #include "agent/system/process.h"
 #include "common/clock.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {
-
-// A rank of a launcher run that ended without a final state (no run_stop
-// event) is reported only once its launch's outcome can be known: on rank
-// 0's node this long after mpirun or srun ended (an agent stopping with its
-// Slurm allocation is gone by then and reports nothing); on the other nodes
-// this long after the rank ended, so that rank 0's node reports a cancelled
-// step first.
-inline constexpr int64_t kLauncherSettleMs = 2000;
-inline constexpr int64_t kFollowerSettleMs = 5000;
 
 struct SupervisorOptions {
   std::string address;  // this node's address: where rendezvous ports live
@@ -128,92 +125,61 @@ class Supervisor {
   size_t attempt_count() const { return attempts_.size(); }
 
  private:
-  using Key = std::pair<int64_t, int>;
-
-  struct Rank {
-    RankPlan paths;  // rank, local rank, files
-    PidRecord process;
-    bool is_child = false;  // started by this agent (waitpid) or reattached
-    // Started by a launcher; process.pid is 0 until it is found.
-    bool followed = false;
-    int64_t ended_ms = 0;  // when a followed rank was seen ended
-    bool running = false;
-    bool killed = false;             // SIGKILL sent after the grace period
-    std::optional<ExitRecord> exit;  // unset for a reattached worker until
-                                     // derived from its events
-    std::optional<v1::WorkerExited> report;  // set once reported
-    bool exit_acked = false;  // the coordinator stored the report
-    bool done = false;        // exit acknowledged and every event acknowledged
-    std::unique_ptr<EventTailer> tailer;
-  };
-
-  struct Attempt {
-    v1::AttemptKey key;
-    std::string dir;
-    std::string checkpoint_dir;
-    std::vector<Rank> ranks;
-    bool cancelling = false;
-    int64_t kill_deadline_ms = 0;
-    // A launcher run: the launcher, and on rank 0's node its process.
-    Launcher launcher = Launcher::kAgent;
-    std::optional<LaunchProcess> launch;
-
-    bool launch_running() const { return launch && launch->running(); }
-  };
-
-  static Key KeyOf(const v1::AttemptKey& key) {
-    return {key.run_id(), key.attempt()};
-  }
+  // PHASE_START: plans, makes the attempt's folders and dispatches to the
+  // attempt's launch path. Returns the refusals.
   std::vector<v1::AgentMessage> Start(const v1::Assignment& a);
-  // The WorkerExited that refuses rank `rank` of attempt `key` with
-  // `error`, kept until the coordinator acknowledges it (Resend, Running).
-  v1::AgentMessage Refuse(const v1::AttemptKey& key, int rank,
-                          absl::string_view error);
-  // Start of a launcher run: the attempt's ranks to follow, and on rank 0's
-  // node the launcher. Returns the refusals, like Start.
+  // Makes the attempt's folders, links in the checkpoint it resumes from
+  // and grants its lease. The error refuses the start.
+  absl::Status PrepareFolders(const v1::AttemptKey& key,
+                              const AttemptPlan& plan);
+  // The per-rank path: each rank its own process (rank_processes.h).
+  std::vector<v1::AgentMessage> StartRanks(const v1::Assignment& a,
+                                           AttemptPlan& plan);
+  // The launcher path: one mpirun or srun for every node
+  // (launcher_runs.h).
   std::vector<v1::AgentMessage> StartLauncherRun(const v1::Assignment& a,
                                                  Launcher launcher,
                                                  const AttemptPlan& plan);
-  // Reattach of a launcher run's attempt folder: its launcher and the ranks
-  // this node follows (kFollowedRanksFile), and on rank 0's node the
-  // launcher (LaunchProcess::Reattach). nullopt for an attempt the agent
-  // started itself.
-  std::optional<FollowedRanks> ReattachLaunch(Attempt& attempt);
-  // The processes of the followed ranks not found yet, by events path: one
-  // look at every process per Poll for all of them (none when no rank is
-  // looked for).
-  std::map<std::string, pid_t> FindUnfoundRanks();
-  // Finds a followed rank's process (among `found`), or notes that it ended.
-  void CheckFollowed(Attempt& attempt, Rank& rank,
-                     const std::map<std::string, pid_t>& found);
-  // Whether an ended rank's exit can be reported now (see
-  // kLauncherSettleMs).
-  bool ReadyToReport(const Attempt& attempt, const Rank& rank) const;
-  // Signals a running rank: its group, and a followed rank itself too.
-  void SignalRank(const Rank& rank, int sig);
+  // Refuses the ranks of `plan` from index `first` on, which did not start:
+  // that one with `error`, the rest as not started because of it.
+  std::vector<v1::AgentMessage> RefuseUnstarted(const v1::AttemptKey& key,
+                                                const AttemptPlan& plan,
+                                                size_t first,
+                                                absl::string_view error);
+  // Keeps a started attempt; when only some of its ranks started, the
+  // others are stopped (the attempt cannot run without them).
+  void KeepStarted(SupervisedAttempt attempt, bool partial);
+
+  // Takes up the ranks of one attempt folder; returns how many.
+  int ReattachAttempt(const AttemptFolder& folder);
+  // The state of rank `rank_id` in a folder of an earlier agent, or nullopt
+  // when it is done. `followed`: a launcher run's rank.
+  std::optional<SupervisedRank> ReattachRank(SupervisedAttempt& attempt,
+                                             int rank_id, bool followed);
+
   // SIGTERM to the attempt's running workers; SIGKILL follows in Poll.
-  void Stop(Attempt& attempt, absl::string_view reason);
+  void Stop(SupervisedAttempt& attempt, absl::string_view reason);
   // The kept rank `rank` of attempt `key`, or null.
-  Rank* FindRank(const v1::AttemptKey& key, int rank);
+  SupervisedRank* FindRank(const v1::AttemptKey& key, int rank);
   // Notes whether a rank's worker ended; `found` as FindUnfoundRanks gave.
-  void CheckExit(Attempt& attempt, Rank& rank,
+  void CheckExit(SupervisedAttempt& attempt, SupervisedRank& rank,
                  const std::map<std::string, pid_t>& found);
-  v1::WorkerExited ReportExit(Attempt& attempt, Rank& rank);
-  // Marks a reported rank done once its exit and events are acknowledged;
-  // rank 0's success removes the attempt's checkpoints first.
-  void MarkDoneWhenDelivered(Attempt& attempt, Rank& rank);
+  // SIGKILL to a rank that outlived a cancel's grace period.
+  void KillWhenOverdue(const SupervisedAttempt& attempt, SupervisedRank& rank);
+  // Reports a rank that ended once its events are all read and it may be
+  // reported (recording the exit in its exit file); nullopt until then.
+  std::optional<v1::AgentMessage> ReportWhenEnded(SupervisedAttempt& attempt,
+                                                  SupervisedRank& rank);
 
   // Constant after construction.
   const SupervisorOptions options_;
   ProcessLauncher* const processes_;
   Clock* const clock_;
+  LauncherRuns launcher_runs_;  // borrows options_
 
-  std::map<Key, Attempt> attempts_;
-  // Refused ranks (run, attempt, rank) whose WorkerExited the coordinator
-  // has not acknowledged: listed as exited in Running() and sent again by
-  // Resend(), so a refusal survives a broken stream.
-  std::map<std::tuple<int64_t, int32_t, int32_t>, v1::WorkerExited> refused_;
-  std::map<Key, PortReservation> reservations_;
+  std::map<AttemptId, SupervisedAttempt> attempts_;
+  Refusals refusals_;
+  PortReservations reservations_;
   ResendClock resend_;  // when ResendOverdue sends again
 };
 
