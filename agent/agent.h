@@ -38,6 +38,7 @@
 #include "agent/supervisor/supervisor.h"
 #include "agent/system/process.h"
 #include "common/clock.h"
+#include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {
 
@@ -60,6 +61,21 @@ class Agent {
   // true when the coordinator answered Register (backoff restarts); *why
   // says how the stream ended.
   bool RunSession(const std::atomic<int>* stop, std::string* why);
+  // One session's state beside its stream (defined in agent.cc).
+  struct Session;
+  // Whether the session ends: stopped, and for a pilot agent (that got
+  // Registered), once it said it leaves (sending Leaving the first time),
+  // its workers ended and everything they wrote was acknowledged, or the
+  // leave deadline passed.
+  bool SessionOver(const std::atomic<int>* stop, Session& session);
+  // Acts on one message from the coordinator; replies go out on `session`.
+  void HandleMessage(const v1::CoordinatorMessage& message, Session& session);
+  // Registered: the heartbeat interval, node timeout and maintenance window
+  // this node keeps.
+  void HandleRegistered(const v1::Registered& registered, Session& session);
+  // Between batches of messages: polls the workers and sends what they
+  // wrote, what is overdue, the leases' renewal and the heartbeat when due.
+  void Tick(Session& session);
   // Waits until `channel` connects, in short steps that keep reaping workers
   // and checking the fence (an unreachable address can take many seconds to
   // fail). False, with *why, when *stop is set or no connection came soon.

@@ -43,6 +43,84 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   return out;
 }
 
+// The files a child's stdin (/dev/null), stdout and stderr become, opened
+// before fork.
+struct ChildFiles {
+  int in = -1;
+  int out = -1;
+  int err = -1;
+
+  void Close() const {
+    for (int fd : {in, out, err}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+};
+
+absl::StatusOr<ChildFiles> OpenChildFiles(const LaunchSpec& spec) {
+  ChildFiles files;
+  files.in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (files.in < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot open /dev/null: ", ErrnoText(errno)));
+  }
+  absl::StatusOr<int> out = OpenForAppend(spec.stdout_path);
+  if (!out.ok()) {
+    files.Close();
+    return out.status();
+  }
+  files.out = *out;
+  absl::StatusOr<int> err = OpenForAppend(spec.stderr_path);
+  if (!err.ok()) {
+    files.Close();
+    return err.status();
+  }
+  files.err = *err;
+  return files;
+}
+
+// The child after fork: async-signal-safe calls only. Leads a new session
+// with `files` as its stdio in `cwd` (null: the agent's) and execs; when
+// that fails, writes errno to `error_fd` and exits 127.
+[[noreturn]] void ExecChild(const ChildFiles& files, const char* cwd,
+                            char* const argv[], char* const envp[],
+                            int error_fd) {
+  sigset_t all;
+  sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  int err = 0;
+  if (::setsid() < 0 || ::dup2(files.in, 0) < 0 || ::dup2(files.out, 1) < 0 ||
+      ::dup2(files.err, 2) < 0 || (cwd != nullptr && ::chdir(cwd) != 0)) {
+    err = errno;
+  } else {
+    ::execve(argv[0], argv, envp);
+    err = errno;
+  }
+  ssize_t ignored = ::write(error_fd, &err, sizeof(err));
+  (void)ignored;
+  ::_exit(127);
+}
+
+// The parent's wait for the child's exec: the pipe closes on a successful
+// exec; otherwise it carries the child's errno, and the child is reaped.
+absl::Status AwaitExec(pid_t pid, int error_fd, const std::string& program) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(error_fd, &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  ::close(error_fd);
+  if (n == static_cast<ssize_t>(sizeof(child_errno))) {
+    ::waitpid(pid, nullptr, 0);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot start ", program, ": ", ErrnoText(child_errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<pid_t> PosixProcessLauncher::Launch(const LaunchSpec& spec) {
@@ -53,73 +131,30 @@ absl::StatusOr<pid_t> PosixProcessLauncher::Launch(const LaunchSpec& spec) {
   // async-signal-safe calls are allowed (the agent has other threads).
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot open /dev/null: ", ErrnoText(errno)));
-  }
-  absl::StatusOr<int> out_fd = OpenForAppend(spec.stdout_path);
-  if (!out_fd.ok()) {
-    ::close(null_fd);
-    return out_fd.status();
-  }
-  absl::StatusOr<int> err_fd = OpenForAppend(spec.stderr_path);
-  if (!err_fd.ok()) {
-    ::close(null_fd);
-    ::close(*out_fd);
-    return err_fd.status();
-  }
+  absl::StatusOr<ChildFiles> files = OpenChildFiles(spec);
+  if (!files.ok()) return files.status();
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
     int err = errno;
-    ::close(null_fd);
-    ::close(*out_fd);
-    ::close(*err_fd);
+    files->Close();
     return absl::InternalError(absl::StrCat("pipe: ", ErrnoText(err)));
   }
   const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
 
   pid_t pid = ::fork();
   if (pid == 0) {
-    // Child: async-signal-safe calls only.
-    sigset_t all;
-    sigemptyset(&all);
-    ::sigprocmask(SIG_SETMASK, &all, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    int err = 0;
-    if (::setsid() < 0 || ::dup2(null_fd, 0) < 0 || ::dup2(*out_fd, 1) < 0 ||
-        ::dup2(*err_fd, 2) < 0 || (cwd != nullptr && ::chdir(cwd) != 0)) {
-      err = errno;
-    } else {
-      ::execve(argv[0], argv.data(), envp.data());
-      err = errno;
-    }
-    ssize_t ignored = ::write(error_pipe[1], &err, sizeof(err));
-    (void)ignored;
-    ::_exit(127);
+    ExecChild(*files, cwd, argv.data(), envp.data(), error_pipe[1]);
   }
   int fork_errno = errno;
   ::close(error_pipe[1]);
-  ::close(null_fd);
-  ::close(*out_fd);
-  ::close(*err_fd);
+  files->Close();
   if (pid < 0) {
     ::close(error_pipe[0]);
     return absl::InternalError(absl::StrCat("fork: ", ErrnoText(fork_errno)));
   }
-  // The pipe closes on a successful exec; otherwise it carries the errno.
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(error_pipe[0], &child_errno, sizeof(child_errno));
-  } while (n < 0 && errno == EINTR);
-  ::close(error_pipe[0]);
-  if (n == static_cast<ssize_t>(sizeof(child_errno))) {
-    ::waitpid(pid, nullptr, 0);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot start ", spec.argv[0], ": ", ErrnoText(child_errno)));
+  if (absl::Status execed = AwaitExec(pid, error_pipe[0], spec.argv[0]);
+      !execed.ok()) {
+    return execed;
   }
   return pid;
 }
