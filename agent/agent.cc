@@ -1,3 +1,5 @@
+// The Agent's loop: one coordinator stream at a time, reconnected with
+// backoff, with the self-fence, the leases and a pilot agent's leaving.
 #include "agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
@@ -14,8 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "agent/files.h"
-#include "agent/worker_env.h"
+#include "agent/launch/worker_env.h"
+#include "agent/system/files.h"
 #include "common/closable_queue.h"
 #include "common/keepalive.h"
 #include "common/log.h"
@@ -295,6 +297,32 @@ bool Agent::AwaitConnection(grpc::Channel& channel,
   return true;
 }
 
+// One session's state beside its stream, kept between the loop's turns.
+struct Agent::Session {
+  Session(grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>*
+              stream,
+          int64_t now_ms)
+      : stream(stream), next_heartbeat_ms(now_ms + kDefaultHeartbeatMs) {}
+
+  // Writes `message` unless a write failed before (then nothing more is).
+  void Send(const v1::AgentMessage& message) {
+    if (ok && !stream->Write(message)) ok = false;
+  }
+  void SendAll(const std::vector<v1::AgentMessage>& messages) {
+    for (const v1::AgentMessage& m : messages) Send(m);
+  }
+
+  // Borrowed for the session.
+  grpc::ClientReaderWriter<v1::AgentMessage, v1::CoordinatorMessage>* const
+      stream;
+  bool ok = true;           // every write went through
+  bool registered = false;  // the coordinator answered Register
+  bool leaving = false;     // Leaving sent
+  int64_t heartbeat_ms = kDefaultHeartbeatMs;
+  int64_t next_heartbeat_ms;
+  int64_t next_lease_renewal_ms = 0;
+};
+
 bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
   std::shared_ptr<grpc::Channel> channel =
       NewCoordinatorChannel(options_.coordinator, options_.tls);
@@ -317,42 +345,11 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
     inbox.Close();
   });
 
-  bool ok = true;
-  auto send = [&](const v1::AgentMessage& message) {
-    if (ok && !stream->Write(message)) ok = false;
-  };
-  auto send_all = [&](const std::vector<v1::AgentMessage>& messages) {
-    for (const v1::AgentMessage& m : messages) send(m);
-  };
-
-  send(RegisterMessage());
-  send_all(supervisor_.Resend());
-
-  bool registered = false;
-  int64_t heartbeat_ms = kDefaultHeartbeatMs;
-  int64_t next_heartbeat = clock_->NowMs() + heartbeat_ms;
-  int64_t next_lease_renewal = 0;
-  bool closed = false;   // the coordinator ended the stream
-  bool leaving = false;  // Leaving sent
-  // Whether the session ends: stopped, and for a pilot agent (that got
-  // Registered), once it said it leaves, its workers ended and everything
-  // they wrote was acknowledged, or the leave deadline passed.
-  auto session_over = [&] {
-    const int signal = stop->load();
-    if (signal == 0) return false;
-    if (!options_.leave_on_stop || !registered) return true;
-    if (!leaving) {
-      // Before any exit of a worker the same signal killed: the coordinator
-      // must know the node leaves before it hears its rank is lost, or it
-      // could place the new attempt right back on it.
-      v1::AgentMessage leave;
-      leave.mutable_leaving()->set_reason(BeginLeaving(signal));
-      send(leave);
-      leaving = true;
-    }
-    return supervisor_.attempt_count() == 0 || clock_->NowMs() >= leave_by_ms_;
-  };
-  while (ok && !session_over()) {
+  Session session(stream.get(), clock_->NowMs());
+  session.Send(RegisterMessage());
+  session.SendAll(supervisor_.Resend());
+  bool closed = false;  // the coordinator ended the stream
+  while (session.ok && !SessionOver(stop, session)) {
     std::deque<v1::CoordinatorMessage> messages =
         inbox.TakeAll(kPollInterval, &closed);
     // Checked before the batch counts as word: an agent resumed after a
@@ -363,72 +360,15 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
       leases_.set_deadline_ms(FenceDeadlineMs());
     }
     for (const v1::CoordinatorMessage& message : messages) {
-      switch (message.msg_case()) {
-        case v1::CoordinatorMessage::kRegistered:
-          registered = true;
-          if (message.registered().heartbeat_interval_ms() > 0) {
-            heartbeat_ms = std::clamp<int64_t>(
-                message.registered().heartbeat_interval_ms(), 100, 60000);
-          }
-          if (message.registered().node_timeout_ms() > 0) {
-            fence_timeout_ms_ = message.registered().node_timeout_ms();
-          }
-          maintenance_until_ms_ = message.registered().maintenance_until_ms();
-          leases_.set_deadline_ms(FenceDeadlineMs());
-          LogInfo(absl::StrCat(
-              "registered with coordinator ", options_.coordinator, " as ",
-              message.registered().node(), "; self-fencing after ",
-              fence_timeout_ms_ / 1000, " s without word"));
-          break;
-        case v1::CoordinatorMessage::kHeartbeat:
-          break;  // word from the coordinator is all it carries
-        case v1::CoordinatorMessage::kMaintenance:
-          maintenance_until_ms_ = message.maintenance().until_ms();
-          leases_.set_deadline_ms(FenceDeadlineMs());
-          // Now, not at the next heartbeat: hpcai500d may be stopped next.
-          if (registered) leases_.Renew(supervisor_.Running());
-          LogInfo(MaintenanceLine(maintenance_until_ms_, fence_timeout_ms_));
-          break;
-        case v1::CoordinatorMessage::kAssignment:
-          if (leaving) {
-            // Sent before the coordinator read Leaving: it gives the run
-            // another attempt elsewhere.
-            LogInfo(absl::StrCat("leaving: ignoring an assignment of run ",
-                                 message.assignment().key().run_id()));
-            break;
-          }
-          send_all(supervisor_.HandleAssignment(message.assignment()));
-          break;
-        case v1::CoordinatorMessage::kCancel:
-          supervisor_.HandleCancel(message.cancel());
-          break;
-        case v1::CoordinatorMessage::kAcks:
-          supervisor_.HandleAcks(message.acks());
-          break;
-        default:
-          LogWarning("unknown message from the coordinator ignored");
-      }
+      HandleMessage(message, session);
     }
-    if (closed || session_over()) break;
-    send_all(supervisor_.Poll());
-    if (registered) send_all(supervisor_.ResendOverdue());
-    // Workers taken up from an earlier agent keep running only once the
-    // coordinator has answered this one.
-    if (registered && clock_->NowMs() >= next_lease_renewal) {
-      leases_.Renew(supervisor_.Running());
-      next_lease_renewal = clock_->NowMs() + kLeaseRenewMs;
-    }
-    if (clock_->NowMs() >= next_heartbeat) {
-      v1::AgentMessage beat;
-      beat.mutable_heartbeat()->set_time_ms(clock_->NowMs());
-      send(beat);
-      next_heartbeat = clock_->NowMs() + heartbeat_ms;
-    }
+    if (closed || SessionOver(stop, session)) break;
+    Tick(session);
   }
   // Leaving of our own accord: cancel so the reader's Read returns. A
   // stream that ended (or whose write failed because it did) carries its
   // status (a refusal, a lost connection); cancelling would replace it.
-  if (!closed && ok) context.TryCancel();
+  if (!closed && session.ok) context.TryCancel();
   reader.join();
   grpc::Status status = stream->Finish();
   // With the code, an operator tells a refusal (PERMISSION_DENIED: the
@@ -439,7 +379,93 @@ bool Agent::RunSession(const std::atomic<int>* stop, std::string* why) {
                    absl::StatusCodeToString(
                        static_cast<absl::StatusCode>(status.error_code())),
                    ": ", status.error_message());
-  return registered;
+  return session.registered;
+}
+
+bool Agent::SessionOver(const std::atomic<int>* stop, Session& session) {
+  const int signal = stop->load();
+  if (signal == 0) return false;
+  if (!options_.leave_on_stop || !session.registered) return true;
+  if (!session.leaving) {
+    // Before any exit of a worker the same signal killed: the coordinator
+    // must know the node leaves before it hears its rank is lost, or it
+    // could place the new attempt right back on it.
+    v1::AgentMessage leave;
+    leave.mutable_leaving()->set_reason(BeginLeaving(signal));
+    session.Send(leave);
+    session.leaving = true;
+  }
+  return supervisor_.attempt_count() == 0 || clock_->NowMs() >= leave_by_ms_;
+}
+
+void Agent::HandleMessage(const v1::CoordinatorMessage& message,
+                          Session& session) {
+  switch (message.msg_case()) {
+    case v1::CoordinatorMessage::kRegistered:
+      HandleRegistered(message.registered(), session);
+      break;
+    case v1::CoordinatorMessage::kHeartbeat:
+      break;  // word from the coordinator is all it carries
+    case v1::CoordinatorMessage::kMaintenance:
+      maintenance_until_ms_ = message.maintenance().until_ms();
+      leases_.set_deadline_ms(FenceDeadlineMs());
+      // Now, not at the next heartbeat: hpcai500d may be stopped next.
+      if (session.registered) leases_.Renew(supervisor_.Running());
+      LogInfo(MaintenanceLine(maintenance_until_ms_, fence_timeout_ms_));
+      break;
+    case v1::CoordinatorMessage::kAssignment:
+      if (session.leaving) {
+        // Sent before the coordinator read Leaving: it gives the run
+        // another attempt elsewhere.
+        LogInfo(absl::StrCat("leaving: ignoring an assignment of run ",
+                             message.assignment().key().run_id()));
+        break;
+      }
+      session.SendAll(supervisor_.HandleAssignment(message.assignment()));
+      break;
+    case v1::CoordinatorMessage::kCancel:
+      supervisor_.HandleCancel(message.cancel());
+      break;
+    case v1::CoordinatorMessage::kAcks:
+      supervisor_.HandleAcks(message.acks());
+      break;
+    default:
+      LogWarning("unknown message from the coordinator ignored");
+  }
+}
+
+void Agent::HandleRegistered(const v1::Registered& registered,
+                             Session& session) {
+  session.registered = true;
+  if (registered.heartbeat_interval_ms() > 0) {
+    session.heartbeat_ms =
+        std::clamp<int64_t>(registered.heartbeat_interval_ms(), 100, 60000);
+  }
+  if (registered.node_timeout_ms() > 0) {
+    fence_timeout_ms_ = registered.node_timeout_ms();
+  }
+  maintenance_until_ms_ = registered.maintenance_until_ms();
+  leases_.set_deadline_ms(FenceDeadlineMs());
+  LogInfo(absl::StrCat("registered with coordinator ", options_.coordinator,
+                       " as ", registered.node(), "; self-fencing after ",
+                       fence_timeout_ms_ / 1000, " s without word"));
+}
+
+void Agent::Tick(Session& session) {
+  session.SendAll(supervisor_.Poll());
+  if (session.registered) session.SendAll(supervisor_.ResendOverdue());
+  // Workers taken up from an earlier agent keep running only once the
+  // coordinator has answered this one.
+  if (session.registered && clock_->NowMs() >= session.next_lease_renewal_ms) {
+    leases_.Renew(supervisor_.Running());
+    session.next_lease_renewal_ms = clock_->NowMs() + kLeaseRenewMs;
+  }
+  if (clock_->NowMs() >= session.next_heartbeat_ms) {
+    v1::AgentMessage beat;
+    beat.mutable_heartbeat()->set_time_ms(clock_->NowMs());
+    session.Send(beat);
+    session.next_heartbeat_ms = clock_->NowMs() + session.heartbeat_ms;
+  }
 }
 
 }  // namespace hpcai500::agent

@@ -11,9 +11,9 @@
 // During the coordinator's maintenance window (Registered and
 // CoordinatorMessage.maintenance) that silence counts from the window's end
 // when it is later (common/silence_deadline.h), so a planned outage of
-// hpcai500d stops nothing. The workers' leases (agent/worker_leases.h),
-// renewed at every heartbeat up to that same deadline, stop them when the
-// agent itself is gone.
+// hpcai500d stops nothing. The workers' leases
+// (agent/attempts/worker_leases.h), renewed at every heartbeat up to that same
+// deadline, stop them when the agent itself is gone.
 //
 // A pilot agent (--leave-on-stop) leaves instead: when stopped it sends
 // Leaving, stops its workers and delivers their last events and exits
@@ -33,11 +33,12 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "agent/attempts/worker_leases.h"
 #include "agent/options.h"
-#include "agent/process.h"
-#include "agent/supervisor.h"
-#include "agent/worker_leases.h"
+#include "agent/supervisor/supervisor.h"
+#include "agent/system/process.h"
 #include "common/clock.h"
+#include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {
 
@@ -60,6 +61,21 @@ class Agent {
   // true when the coordinator answered Register (backoff restarts); *why
   // says how the stream ended.
   bool RunSession(const std::atomic<int>* stop, std::string* why);
+  // One session's state beside its stream (defined in agent.cc).
+  struct Session;
+  // Whether the session ends: stopped, and for a pilot agent (that got
+  // Registered), once it said it leaves (sending Leaving the first time),
+  // its workers ended and everything they wrote was acknowledged, or the
+  // leave deadline passed.
+  bool SessionOver(const std::atomic<int>* stop, Session& session);
+  // Acts on one message from the coordinator; replies go out on `session`.
+  void HandleMessage(const v1::CoordinatorMessage& message, Session& session);
+  // Registered: the heartbeat interval, node timeout and maintenance window
+  // this node keeps.
+  void HandleRegistered(const v1::Registered& registered, Session& session);
+  // Between batches of messages: polls the workers and sends what they
+  // wrote, what is overdue, the leases' renewal and the heartbeat when due.
+  void Tick(Session& session);
   // Waits until `channel` connects, in short steps that keep reaping workers
   // and checking the fence (an unreachable address can take many seconds to
   // fail). False, with *why, when *stop is set or no connection came soon.

@@ -13,7 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/options.h"
-#include "agent/process.h"
+#include "agent/system/process.h"
 #include "common/clock.h"
 #include "common/printable.h"
 #include "common/token.h"

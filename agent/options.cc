@@ -1,3 +1,5 @@
+// hpcai500-agent's flags parsed and checked, and the node's defaults behind
+// them (its GPUs, CPUs, inventory, worker and addresses).
 #include "agent/options.h"
 
 #include <arpa/inet.h>
@@ -22,12 +24,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "agent/inventory.h"
-#include "agent/process.h"
-#include "agent/worker_env.h"
-#include "agent/worker_version.h"
+#include "agent/launch/assignment.h"
+#include "agent/launch/worker_env.h"
+#include "agent/node/inventory.h"
+#include "agent/node/worker_version.h"
+#include "agent/system/process.h"
 #include "common/flags.h"
 #include "common/printable.h"
+#include "common/registry.h"
 #include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/token.h"
@@ -319,10 +323,6 @@ void ReadWorkerVersions(AgentOptions& options) {
 }
 
 }  // namespace
-
-bool ReadsNodeData(const ConfigInfo& config) {
-  return config.real_data && config.generate_samples == 0;
-}
 
 int CountGpus() {
   int count = 0;

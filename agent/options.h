@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "common/registry.h"
 #include "common/tls_files.h"
 #include "proto/hpcai500.pb.h"
 
@@ -29,7 +28,7 @@ struct AgentOptions {
   // (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME); empty: their own choice.
   std::string iface;
   // --env NAME: further variables of the agent's environment that workers
-  // inherit beyond the allowlist of agent/worker_env.h.
+  // inherit beyond the allowlist of agent/launch/worker_env.h.
   std::vector<std::string> worker_env_names;
   std::string worker_path;
   std::map<std::string, std::string> labels;
@@ -38,13 +37,13 @@ struct AgentOptions {
   int gpus = 0;  // NVML's count where it loads, else /dev/nvidia<N>
   // --nvml-library PATH: the NVML library the inventory loads at run time.
   std::string nvml_library = "libnvidia-ml.so.1";
-  // What this node is (agent/inventory.h), sent in Register; its hpcai500
+  // What this node is (agent/node/inventory.h), sent in Register; its hpcai500
   // version is added there.
   v1::Inventory inventory;
   // Why NVML gave no GPUs ("" when it did), for the start-up log.
   std::string nvml_missing;
   // Why `worker_path --version` gave no versions for the inventory ("" when
-  // it did), for the start-up log (agent/worker_version.h).
+  // it did), for the start-up log (agent/node/worker_version.h).
   std::string worker_version_missing;
   std::string hostname;
   int64_t kill_grace_ms = 10000;
@@ -156,11 +155,6 @@ inline constexpr char kAgentUsage[] =
 absl::StatusOr<AgentOptions> ParseAgentArgs(
     const std::vector<std::string>& args,
     const std::optional<std::string>& token_env = std::nullopt);
-
-// Whether a node's --data location applies to config: it reads real data
-// from its data_dir. Synthetic data and generated data (written on first use
-// into the registry's own data_dir) are never mapped.
-bool ReadsNodeData(const ConfigInfo& config);
 
 // The number of /dev/nvidia<N> devices (GPUs where NVML cannot tell).
 int CountGpus();

@@ -6,7 +6,7 @@
 #      gpu-labelled tests (tests/worker/gpu_test.cc,
 #      tests/worker/kernels/fused_bn_gpu_test.cc,
 #      tests/worker/train/cuda_graph_gpu_test.cc,
-#      tests/worker/gpu_decode_test.cc, tests/agent/nvml_gpu_test.cc) and
+#      tests/worker/gpu_decode_test.cc, tests/agent/node/nvml_gpu_test.cc) and
 #      hpcai500-train-step-bench. Where the machine lacks the GoogleTest,
 #      Gloo, nlohmann/json, zlib, libjpeg-turbo or nvJPEG packages, the folder
 #      .device/ of the checkout stands in: .device/googletest (a googletest

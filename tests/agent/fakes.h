@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "agent/process.h"
+#include "agent/system/process.h"
 #include "common/clock.h"
 #include "proto/hpcai500.pb.h"
 

@@ -1,3 +1,5 @@
+// ParseAgentArgs and the agent's usage text: defaults, and each flag's
+// refusals.
 #include "agent/options.h"
 
 #include <filesystem>
@@ -5,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
 #include "gtest/gtest.h"
 #include "tests/agent/test_util.h"
 
@@ -285,21 +286,6 @@ TEST(ParseAgentArgs, UnknownDatasetRefusalListsTheLocatableOnes) {
                 "(known: cifar10, extreme_weather, fashion_mnist, imagenet)"),
             std::string::npos)
       << options.status();
-}
-
-TEST(ReadsNodeData, OnlyConfigsThatReadRealDataFromADirectory) {
-  auto reads = [](const char* workload, const char* config) {
-    const ConfigInfo* info = Registry::Builtin().FindConfig(workload, config);
-    EXPECT_NE(info, nullptr) << config;
-    return info != nullptr && ReadsNodeData(*info);
-  };
-  EXPECT_TRUE(reads("image_classification", "imagenet"));
-  EXPECT_TRUE(reads("image_classification", "fashion_mnist_smoke"));
-  EXPECT_TRUE(reads("extreme_weather", "ewa"));
-  EXPECT_FALSE(reads("image_classification", "synthetic_resnet50"));
-  // Generated on first use into its own data_dir: mapping extreme_weather
-  // must not make it write into (or read) the real dataset.
-  EXPECT_FALSE(reads("extreme_weather", "ewa_smoke"));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Temporary directories and file appends for the agent's tests; reading
-// files and watching processes come from tests/worker/test_util.h, shared
-// with the integration harness.
+// Temporary directories, file appends and scripts for the agent's tests;
+// reading files and watching processes come from tests/worker/test_util.h,
+// shared with the integration harness.
 #ifndef HPCAI500_TESTS_AGENT_TEST_UTIL_H_
 #define HPCAI500_TESTS_AGENT_TEST_UTIL_H_
 
@@ -37,6 +37,15 @@ class TempDir {
 inline void AppendToFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::app | std::ios::binary);
   out << text;
+}
+
+// Writes an executable shell script `name` into `dir` and returns its path.
+inline std::string WriteScript(const TempDir& dir, const std::string& name,
+                               const std::string& body) {
+  const std::string path = dir.path() + "/" + name;
+  AppendToFile(path, "#!/bin/sh\n" + body);
+  ::chmod(path.c_str(), 0755);
+  return path;
 }
 
 // The inode number of path (0 when it cannot be read): equal for a file and
