@@ -1,6 +1,7 @@
 #include "cli/client/coordinator_client.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -23,6 +24,20 @@ constexpr int kLeaderboardPageSize = 1000;
 // connection and the most any wait grows to (ConnectToCoordinator).
 constexpr int kFirstReconnectBackoffMs = 250;
 constexpr int kMaxReconnectBackoffMs = 1000;
+
+// How many items to ask for next: a page of `page_size`, or what is left of
+// a bounded list when that is less (`remaining` 0: no bound).
+int NextPageLimit(int remaining, int page_size) {
+  return remaining > 0 ? std::min(remaining, page_size) : page_size;
+}
+
+// Whether the page that brought `count` items of the `asked` ends the list:
+// it was short (the last page), or it brought the last of a bounded list,
+// counting *remaining down (0: no bound).
+bool EndsTheList(int count, int asked, int* remaining) {
+  if (count < asked) return true;
+  return *remaining > 0 && (*remaining -= count) == 0;
+}
 
 }  // namespace
 
@@ -47,6 +62,12 @@ void CoordinatorClient::AddToken(grpc::ClientContext* context) const {
   }
 }
 
+void CoordinatorClient::PrepareUnary(grpc::ClientContext* context) const {
+  AddToken(context);
+  context->set_deadline(std::chrono::system_clock::now() +
+                        absl::ToChronoMilliseconds(options_.rpc_timeout));
+}
+
 grpc::Status CoordinatorClient::Submit(v1::SubmitRequest* request,
                                        v1::SubmitResponse* response) const {
   if (request->request_id().empty()) request->set_request_id(NewRequestId());
@@ -61,9 +82,7 @@ grpc::Status CoordinatorClient::Submit(v1::SubmitRequest* request,
           stub = fresh.get();
         }
         grpc::ClientContext context;
-        AddToken(&context);
-        context.set_deadline(std::chrono::system_clock::now() +
-                             absl::ToChronoMilliseconds(options_.rpc_timeout));
+        PrepareUnary(&context);
         return stub->Submit(&context, *request, response);
       },
       [&](int next_try, const grpc::Status& status, absl::Duration wait) {
@@ -120,8 +139,7 @@ grpc::Status CoordinatorClient::ListRunsPaged(
   int remaining = filter.limit();  // 0: no bound
   while (true) {
     v1::ListRunsRequest page = filter;
-    page.set_limit(remaining > 0 ? std::min(remaining, kListPageSize)
-                                 : kListPageSize);
+    page.set_limit(NextPageLimit(remaining, kListPageSize));
     v1::ListRunsResponse response;
     grpc::Status status =
         Unary(&v1::ClientService::StubInterface::ListRuns, page, &response);
@@ -132,8 +150,7 @@ grpc::Status CoordinatorClient::ListRunsPaged(
     for (v1::Run& run : *response.mutable_runs()) {
       if (!take(std::move(run))) return grpc::Status::OK;
     }
-    if (count < page.limit()) return grpc::Status::OK;  // the last page
-    if (remaining > 0 && (remaining -= count) == 0) return grpc::Status::OK;
+    if (EndsTheList(count, page.limit(), &remaining)) return grpc::Status::OK;
     filter.set_before_id(oldest_id);
   }
 }
@@ -144,8 +161,7 @@ grpc::Status CoordinatorClient::LeaderboardPaged(
   v1::LeaderboardRequest page = request;
   int remaining = request.limit();  // 0: every row
   while (true) {
-    page.set_limit(remaining > 0 ? std::min(remaining, kLeaderboardPageSize)
-                                 : kLeaderboardPageSize);
+    page.set_limit(NextPageLimit(remaining, kLeaderboardPageSize));
     v1::LeaderboardResponse response;
     grpc::Status status =
         Unary(&v1::ClientService::StubInterface::Leaderboard, page, &response);
@@ -157,8 +173,7 @@ grpc::Status CoordinatorClient::LeaderboardPaged(
     for (v1::LeaderboardRow& row : *response.mutable_rows()) {
       *board->add_rows() = std::move(row);
     }
-    if (count < page.limit()) return grpc::Status::OK;  // the last page
-    if (remaining > 0 && (remaining -= count) == 0) return grpc::Status::OK;
+    if (EndsTheList(count, page.limit(), &remaining)) return grpc::Status::OK;
     page.set_offset(page.offset() + count);
   }
 }

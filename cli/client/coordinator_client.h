@@ -7,7 +7,6 @@
 #ifndef HPCAI500_CLI_CLIENT_COORDINATOR_CLIENT_H_
 #define HPCAI500_CLI_CLIENT_COORDINATOR_CLIENT_H_
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -88,7 +87,10 @@ class CoordinatorClient {
   int ReportError(absl::string_view what, const grpc::Status& status) const;
 
  private:
+  // Adds the token, if any, to the call's metadata.
   void AddToken(grpc::ClientContext* context) const;
+  // AddToken, and options().rpc_timeout from now as the deadline.
+  void PrepareUnary(grpc::ClientContext* context) const;
 
   // Constant after construction.
   v1::ClientService::StubInterface* const stub_;
@@ -103,9 +105,7 @@ grpc::Status CoordinatorClient::Unary(
                                                           Response*),
     const Request& request, Response* response) const {
   grpc::ClientContext context;
-  AddToken(&context);
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoMilliseconds(options_.rpc_timeout));
+  PrepareUnary(&context);
   return (stub_->*rpc)(&context, request, response);
 }
 

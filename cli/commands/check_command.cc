@@ -84,26 +84,34 @@ int CheckCommand::Run(const std::string& name, const CheckOptions& options) {
   const v1::Node& node =
       *std::find_if(nodes.nodes().begin(), nodes.nodes().end(),
                     [&](const v1::Node& n) { return n.name() == name; });
+  if (SubmitNoop(node, report)) WatchNoop(start, options.timeout, report);
+  return finish();
+}
 
+bool CheckCommand::SubmitNoop(const v1::Node& node, CheckReport& report) {
   v1::SubmitRequest submit;
   submit.set_spec_yaml(CheckSpecYaml(node));
   v1::SubmitResponse submitted;
-  CheckClock clock;
-  status = client_.Submit(&submit, &submitted);
+  const grpc::Status status = client_.Submit(&submit, &submitted);
   if (!status.ok() || submitted.run_ids_size() != 1) {
     report.problem =
         absl::StrCat("the noop run was refused: ", status.error_message());
-    return finish();
+    return false;
   }
   report.run_id = submitted.run_ids(0);
   const CheckLayout layout = CheckLayoutOf(node);
   report.ranks = layout.ranks;
   report.device = std::string(Name(layout.device));
+  return true;
+}
 
+void CheckCommand::WatchNoop(absl::Time start, absl::Duration timeout,
+                             CheckReport& report) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(start + options.timeout));
+  context.set_deadline(absl::ToChronoTime(start + timeout));
   std::unique_ptr<grpc::ClientReaderInterface<v1::RunUpdate>> reader =
       client_.WatchRun(report.run_id, &context);
+  CheckClock clock;
   v1::Run last;
   bool final = false;
   v1::RunUpdate update;
@@ -114,38 +122,38 @@ int CheckCommand::Run(const std::string& name, const CheckOptions& options) {
     }
     final = final || update.final();
   }
-  status = reader->Finish();
+  const grpc::Status status = reader->Finish();
   clock.Fill(last, final, &report);
   report.state = RunStateName(last.state());
   if (last.epochs_size() > 0) report.epoch_s = last.epochs(0).seconds();
   report.healthy = final && last.state() == v1::RUN_STATE_SUCCEEDED;
-  if (report.healthy) return finish();
+  if (report.healthy) return;
   if (final) {
     report.problem =
         absl::StrCat("run ", report.run_id, " ", report.state,
                      last.error().empty() ? "" : ": ", last.error());
-    return finish();
+    return;
   }
-  // No end within the timeout (or the stream broke): cancel the run so that
-  // it does not run later, unobserved.
-  v1::CancelRunRequest cancel;
-  cancel.set_run_id(report.run_id);
-  v1::CancelRunResponse cancelled;
-  const grpc::Status cancel_status = client_.Unary(
-      &v1::ClientService::StubInterface::CancelRun, cancel, &cancelled);
+  const std::string cancelled = CancelUnended(report.run_id);
   report.problem = absl::StrCat(
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-          ? absl::StrCat("no result within ",
-                         absl::FormatDuration(options.timeout))
+          ? absl::StrCat("no result within ", absl::FormatDuration(timeout))
           : absl::StrCat("watching run ", report.run_id,
                          " failed: ", status.error_message()),
       "; last seen ", report.state,
       last.reason().empty() ? "" : absl::StrCat(" (", last.reason(), ")"),
-      cancel_status.ok()
-          ? absl::StrCat("; run ", report.run_id, " cancelled")
-          : absl::StrCat("; cancelling run ", report.run_id,
-                         " failed: ", cancel_status.error_message()));
-  return finish();
+      cancelled);
+}
+
+std::string CheckCommand::CancelUnended(int64_t run_id) {
+  v1::CancelRunRequest cancel;
+  cancel.set_run_id(run_id);
+  v1::CancelRunResponse cancelled;
+  const grpc::Status status = client_.Unary(
+      &v1::ClientService::StubInterface::CancelRun, cancel, &cancelled);
+  return status.ok() ? absl::StrCat("; run ", run_id, " cancelled")
+                     : absl::StrCat("; cancelling run ", run_id,
+                                    " failed: ", status.error_message());
 }
 
 }  // namespace hpcai500

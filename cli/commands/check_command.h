@@ -7,11 +7,14 @@
 #ifndef HPCAI500_CLI_COMMANDS_CHECK_COMMAND_H_
 #define HPCAI500_CLI_COMMANDS_CHECK_COMMAND_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
+#include "absl/time/time.h"
 #include "cli/client/coordinator_client.h"
 #include "cli/commands/check.h"
+#include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
 
@@ -30,6 +33,18 @@ class CheckCommand {
   int Run(const std::string& name, const CheckOptions& options);
 
  private:
+  // Submits the noop run pinned to `node` and notes its id and layout in
+  // `report`; false with report.problem set when it was refused.
+  bool SubmitNoop(const v1::Node& node, CheckReport& report);
+  // Watches report.run_id until it ends or `timeout` from `start` passes,
+  // and fills the phases, the state and the verdict into `report`; a run
+  // that did not end is cancelled (CancelUnended), so that it does not run
+  // later, unobserved.
+  void WatchNoop(absl::Time start, absl::Duration timeout, CheckReport& report);
+  // Cancels `run_id`; "; run N cancelled", or why cancelling failed, for
+  // the report's problem.
+  std::string CancelUnended(int64_t run_id);
+
   // Constant after construction.
   const CoordinatorClient& client_;
   std::ostream& out_;

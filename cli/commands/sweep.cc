@@ -110,6 +110,29 @@ absl::StatusOr<int32_t> PointBatch(const v1::RunSpec& base,
   return static_cast<int32_t>(batch);
 }
 
+// Completes `point` (`base` with one point's nodes, ranks per node,
+// precision and compression set): its name, the sweep's id and scaling mode,
+// and its batch; then checks it as the coordinator checks a spec.
+// InvalidArgument naming the point and what it breaks.
+absl::Status CompletePoint(const v1::RunSpec& base, const std::string& sweep_id,
+                           Scaling scaling, const ConfigInfo& config,
+                           const Registry& registry, v1::RunSpec& point) {
+  point.set_sweep(sweep_id);
+  point.set_scaling(std::string(Name(scaling)));
+  point.set_name(absl::StrCat(base.name(), "-", point.nodes(), "n",
+                              point.ranks_per_node(), "r-", point.precision(),
+                              "-", point.compression()));
+  ASSIGN_OR_RETURN(const int32_t batch,
+                   PointBatch(base, point, scaling,
+                              BaseBatch(base, config, point.precision())));
+  point.set_batch_size(batch);
+  if (absl::Status valid = ValidateRunSpec(point, registry); !valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sweep point ", point.name(), ": ", valid.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseSweepAxes(absl::string_view nodes,
@@ -162,20 +185,8 @@ absl::StatusOr<std::vector<v1::RunSpec>> ExpandSweep(
           point.set_ranks_per_node(rank_count);
           point.set_precision(precision);
           point.set_compression(compression);
-          point.set_sweep(sweep_id);
-          point.set_scaling(std::string(Name(options.scaling)));
-          point.set_name(absl::StrCat(base.name(), "-", node_count, "n",
-                                      rank_count, "r-", precision, "-",
-                                      compression));
-          ASSIGN_OR_RETURN(const int32_t batch,
-                           PointBatch(base, point, options.scaling,
-                                      BaseBatch(base, *config, precision)));
-          point.set_batch_size(batch);
-          if (absl::Status valid = ValidateRunSpec(point, registry);
-              !valid.ok()) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "sweep point ", point.name(), ": ", valid.message()));
-          }
+          RETURN_IF_ERROR(CompletePoint(base, sweep_id, options.scaling,
+                                        *config, registry, point));
           points.push_back(std::move(point));
         }
       }

@@ -23,24 +23,9 @@ int RunWatcher::Submit(const std::string& spec_source,
   request.set_request_id(request_id);
   v1::SubmitResponse response;
   grpc::Status status = client_.Submit(&request, &response);
-  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-      status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
-      status.error_code() == grpc::StatusCode::ALREADY_EXISTS) {
-    // A bad spec, a run the registered nodes could never hold, or a
-    // request id that stands for another spec.
-    err_ << "hpcai500: spec " << spec_source
-         << " refused: " << status.error_message() << "\n";
-    return kExitRefused;
+  if (!status.ok()) {
+    return SubmitFailed(spec_source, request.request_id(), status);
   }
-  if (IsRetryable(status)) {
-    client_.ReportError("submit", status);
-    err_ << "hpcai500: gave up after " << client_.options().retry.max_tries
-         << " tries; the spec may have been stored: submit it again with "
-            "--request-id "
-         << request.request_id() << " to get its runs without a second copy\n";
-    return kExitUnavailable;
-  }
-  if (!status.ok()) return client_.ReportError("submit", status);
   if (response.replayed()) {
     err_ << "hpcai500: request " << request.request_id()
          << " was submitted before; its runs are these (nothing new "
@@ -61,6 +46,29 @@ int RunWatcher::Submit(const std::string& spec_source,
     if (runs != nullptr) runs->push_back(std::move(last));
   }
   return worst;
+}
+
+int RunWatcher::SubmitFailed(const std::string& spec_source,
+                             const std::string& request_id,
+                             const grpc::Status& status) {
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+      status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+      status.error_code() == grpc::StatusCode::ALREADY_EXISTS) {
+    // A bad spec, a run the registered nodes could never hold, or a
+    // request id that stands for another spec.
+    err_ << "hpcai500: spec " << spec_source
+         << " refused: " << status.error_message() << "\n";
+    return kExitRefused;
+  }
+  if (IsRetryable(status)) {
+    client_.ReportError("submit", status);
+    err_ << "hpcai500: gave up after " << client_.options().retry.max_tries
+         << " tries; the spec may have been stored: submit it again with "
+            "--request-id "
+         << request_id << " to get its runs without a second copy\n";
+    return kExitUnavailable;
+  }
+  return client_.ReportError("submit", status);
 }
 
 int RunWatcher::Watch(int64_t run_id, v1::Run* last_seen) {

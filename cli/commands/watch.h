@@ -43,6 +43,13 @@ class RunWatcher {
   int Watch(int64_t run_id, v1::Run* last = nullptr);
 
  private:
+  // Prints why the submit of `spec_source` under `request_id` failed with
+  // `status` (not OK) and returns the exit code: kExitRefused for a spec
+  // refused, kExitUnavailable when every retry went unanswered, else as
+  // CoordinatorClient::ReportError.
+  int SubmitFailed(const std::string& spec_source,
+                   const std::string& request_id, const grpc::Status& status);
+
   // Constant after construction.
   const CoordinatorClient& client_;
   std::ostream& out_;

@@ -19,6 +19,23 @@ std::vector<RegressMetric> DefaultMetrics() {
           RegressMetric::kQuality, RegressMetric::kTimeToTarget};
 }
 
+// Each RegressBaselineKind's name, in the enum's order.
+constexpr const char* kBaselineKindNames[] = {"series", "promoted", "last-good",
+                                              "run", "file"};
+
+// Each RegressVerdict's names, in the enum's order: for people, and as a
+// JSON value (lower case like the other values).
+struct VerdictNames {
+  const char* text;
+  const char* json;
+};
+constexpr VerdictNames kVerdictNames[] = {
+    {"no baseline", "no_baseline"},  // kNoBaseline
+    {"ok", "ok"},                    // kOk
+    {"REGRESSED", "regressed"},      // kRegressed
+    {"improved", "improved"},        // kImproved
+};
+
 // The most history runs a reason names before "...".
 constexpr size_t kEvidenceShown = 10;
 
@@ -30,16 +47,23 @@ bool MostReachedTarget(const std::vector<v1::Run>& runs) {
   return !runs.empty() && 2 * reached > runs.size();
 }
 
-// The coefficient of variation in percent of the runs that have the metric;
-// empty below two.
-std::optional<double> SpreadOf(const std::vector<v1::Run>& runs,
-                               RegressMetric metric) {
+// The metric's value of each run that has one, in the runs' order.
+std::vector<double> ValuesOf(const std::vector<v1::Run>& runs,
+                             RegressMetric metric) {
   std::vector<double> values;
   for (const v1::Run& run : runs) {
     if (std::optional<double> value = RegressMetricValue(run, metric)) {
       values.push_back(*value);
     }
   }
+  return values;
+}
+
+// The coefficient of variation in percent of the runs that have the metric;
+// empty below two.
+std::optional<double> SpreadOf(const std::vector<v1::Run>& runs,
+                               RegressMetric metric) {
+  const std::vector<double> values = ValuesOf(runs, metric);
   if (values.size() < 2) return std::nullopt;
   return 100 * CoefficientOfVariation(values);
 }
@@ -47,14 +71,41 @@ std::optional<double> SpreadOf(const std::vector<v1::Run>& runs,
 // The median of the runs that have the metric; empty when none has.
 std::optional<double> MedianOf(const std::vector<v1::Run>& runs,
                                RegressMetric metric) {
-  std::vector<double> values;
-  for (const v1::Run& run : runs) {
-    if (std::optional<double> value = RegressMetricValue(run, metric)) {
-      values.push_back(*value);
-    }
-  }
+  std::vector<double> values = ValuesOf(runs, metric);
   if (values.empty()) return std::nullopt;
   return Median(std::move(values));
+}
+
+// What this submission's runs (`current`) measured of `metric`: the median,
+// the spread, and for throughput, FLOPS and Valid FLOPS whether that spread
+// is above `max_cv_pct`.
+MetricComparison Measure(const std::vector<v1::Run>& current,
+                         RegressMetric metric, double max_cv_pct) {
+  MetricComparison comparison;
+  comparison.metric = metric;
+  comparison.value = MedianOf(current, metric);
+  comparison.spread_pct = SpreadOf(current, metric);
+  comparison.unrepeatable =
+      comparison.spread_pct.has_value() &&
+      *comparison.spread_pct > max_cv_pct &&
+      (metric == RegressMetric::kThroughput ||
+       metric == RegressMetric::kFlops || metric == RegressMetric::kValidFlops);
+  return comparison;
+}
+
+// Quality against baseline runs: it also regresses when most of `baseline`
+// reached their target and most of `current` did not.
+void JudgeTargetReached(const std::vector<v1::Run>& baseline,
+                        const std::vector<v1::Run>& current,
+                        MetricComparison& comparison) {
+  if (baseline.empty() || !MostReachedTarget(baseline) ||
+      MostReachedTarget(current)) {
+    return;
+  }
+  comparison.verdict = RegressVerdict::kRegressed;
+  comparison.reason =
+      absl::StrCat(comparison.reason.empty() ? "" : comparison.reason + "; ",
+                   "the baseline reached its target, this run did not");
 }
 
 // The metrics judged: the asked ones (or the defaults), then any other one
@@ -189,19 +240,7 @@ std::string FormatBandWidth(const ToleranceBand& band) {
 }
 
 std::string RegressBaselineKindName(RegressBaselineKind kind) {
-  switch (kind) {
-    case RegressBaselineKind::kSeries:
-      return "series";
-    case RegressBaselineKind::kPromoted:
-      return "promoted";
-    case RegressBaselineKind::kLastGood:
-      return "last-good";
-    case RegressBaselineKind::kRun:
-      return "run";
-    case RegressBaselineKind::kFile:
-      return "file";
-  }
-  return "unknown";
+  return kBaselineKindNames[static_cast<size_t>(kind)];
 }
 
 bool SameRegressSeries(const v1::RunSpec& a, const v1::RunSpec& b) {
@@ -233,6 +272,23 @@ bool RegressReport::regressed() const {
                      });
 }
 
+RegressTally TallyRegressReports(const std::vector<RegressReport>& reports) {
+  RegressTally tally;
+  for (const RegressReport& report : reports) {
+    if (!report.error.empty()) {
+      ++tally.failed;
+      continue;
+    }
+    tally.verdicts += static_cast<int>(report.metrics.size());
+    tally.regressed += static_cast<int>(
+        std::count_if(report.metrics.begin(), report.metrics.end(),
+                      [](const MetricComparison& comparison) {
+                        return comparison.verdict == RegressVerdict::kRegressed;
+                      }));
+  }
+  return tally;
+}
+
 RegressReport CompareRegress(
     const std::vector<v1::Run>& current, const std::vector<v1::Run>& baseline,
     const std::vector<v1::Run>& history, RegressBaselineKind kind,
@@ -248,15 +304,7 @@ RegressReport CompareRegress(
   std::map<RegressMetric, double> fixed = file_values;
   for (const auto& [metric, value] : options.references) fixed[metric] = value;
   for (RegressMetric metric : JudgedMetrics(options, fixed)) {
-    MetricComparison comparison;
-    comparison.metric = metric;
-    comparison.value = MedianOf(current, metric);
-    comparison.spread_pct = SpreadOf(current, metric);
-    comparison.unrepeatable = comparison.spread_pct.has_value() &&
-                              *comparison.spread_pct > options.max_cv_pct &&
-                              (metric == RegressMetric::kThroughput ||
-                               metric == RegressMetric::kFlops ||
-                               metric == RegressMetric::kValidFlops);
+    MetricComparison comparison = Measure(current, metric, options.max_cv_pct);
     if (auto value = fixed.find(metric); value != fixed.end()) {
       comparison.baseline = value->second;
       comparison.from_reference = true;
@@ -264,13 +312,8 @@ RegressReport CompareRegress(
       comparison.baseline = MedianOf(baseline, metric);
     }
     Judge(comparison, history, options);
-    if (metric == RegressMetric::kQuality && !comparison.from_reference &&
-        !baseline.empty() && MostReachedTarget(baseline) &&
-        !MostReachedTarget(current)) {
-      comparison.verdict = RegressVerdict::kRegressed;
-      comparison.reason = absl::StrCat(
-          comparison.reason.empty() ? "" : comparison.reason + "; ",
-          "the baseline reached its target, this run did not");
+    if (metric == RegressMetric::kQuality && !comparison.from_reference) {
+      JudgeTargetReached(baseline, current, comparison);
     }
     report.metrics.push_back(std::move(comparison));
   }
@@ -285,17 +328,11 @@ RegressReport CompareRegress(const std::vector<v1::Run>& current,
 }
 
 std::string RegressVerdictName(RegressVerdict verdict) {
-  switch (verdict) {
-    case RegressVerdict::kNoBaseline:
-      return "no baseline";
-    case RegressVerdict::kOk:
-      return "ok";
-    case RegressVerdict::kRegressed:
-      return "REGRESSED";
-    case RegressVerdict::kImproved:
-      return "improved";
-  }
-  return "unknown";
+  return kVerdictNames[static_cast<size_t>(verdict)].text;
+}
+
+std::string RegressVerdictJsonName(RegressVerdict verdict) {
+  return kVerdictNames[static_cast<size_t>(verdict)].json;
 }
 
 }  // namespace hpcai500

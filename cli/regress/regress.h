@@ -115,6 +115,16 @@ struct RegressReport {
   bool regressed() const;
 };
 
+// What a suite's reports add up to: the verdicts of the specs whose runs
+// were compared, how many of those regressed, and the specs whose runs
+// failed (RegressReport::error).
+struct RegressTally {
+  int verdicts = 0;
+  int regressed = 0;
+  int failed = 0;
+};
+RegressTally TallyRegressReports(const std::vector<RegressReport>& reports);
+
 // Compares `current` (this submission's runs, all succeeded with a score)
 // with `baseline` (runs succeeded with a score; may be empty) per metric,
 // `kind` saying where they came from. Each metric's centre is the median of
@@ -139,6 +149,8 @@ RegressReport CompareRegress(const std::vector<v1::Run>& current,
 
 // "ok", "REGRESSED", "improved", "no baseline".
 std::string RegressVerdictName(RegressVerdict verdict);
+// The same as a JSON value: "ok", "regressed", "improved", "no_baseline".
+std::string RegressVerdictJsonName(RegressVerdict verdict);
 
 // The wording that the verdicts' reasons and the reports
 // (cli/regress/regress_report.h) share.

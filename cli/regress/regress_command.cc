@@ -142,6 +142,39 @@ bool RegressCommand::ReadPromotedBaseline(const v1::RunSpec& spec,
   return ReadBaselineRun(promoted.run_id(), baseline);
 }
 
+std::optional<RegressCommand::Baseline> RegressCommand::ChooseBaseline(
+    const v1::RunSpec& spec, const RegressOptions& options,
+    const std::vector<v1::Run>& named_run,
+    const std::vector<v1::Run>& history) {
+  Baseline baseline;
+  baseline.kind = options.baseline;
+  switch (options.baseline) {
+    case RegressBaselineKind::kRun:
+      baseline.runs = named_run;
+      break;
+    case RegressBaselineKind::kFile:
+      if (auto it = options.file_values.find(spec.name());
+          it != options.file_values.end()) {
+        baseline.file_values = it->second;
+      }
+      break;
+    case RegressBaselineKind::kLastGood:
+      if (!history.empty()) baseline.runs.push_back(history.front());
+      break;
+    case RegressBaselineKind::kSeries:
+    case RegressBaselineKind::kPromoted:
+      if (!ReadPromotedBaseline(spec, baseline.runs)) return std::nullopt;
+      if (baseline.runs.empty()) {
+        baseline.kind = RegressBaselineKind::kSeries;
+        baseline.runs = history;
+      } else {
+        baseline.kind = RegressBaselineKind::kPromoted;
+      }
+      break;
+  }
+  return baseline;
+}
+
 std::optional<RegressReport> RegressCommand::JudgeSubmission(
     const std::vector<v1::Run>& runs, const RegressOptions& options,
     const std::vector<v1::Run>& named_run) {
@@ -154,36 +187,11 @@ std::optional<RegressReport> RegressCommand::JudgeSubmission(
   }
   std::vector<v1::Run> history;
   if (!ReadSeries(runs, options.window, history)) return std::nullopt;
-  std::vector<v1::Run> baseline;
-  std::map<RegressMetric, double> file_values;
-  RegressBaselineKind kind = options.baseline;
-  switch (options.baseline) {
-    case RegressBaselineKind::kRun:
-      baseline = named_run;
-      break;
-    case RegressBaselineKind::kFile:
-      if (auto it = options.file_values.find(runs.front().spec().name());
-          it != options.file_values.end()) {
-        file_values = it->second;
-      }
-      break;
-    case RegressBaselineKind::kLastGood:
-      if (!history.empty()) baseline.push_back(history.front());
-      break;
-    case RegressBaselineKind::kSeries:
-    case RegressBaselineKind::kPromoted:
-      if (!ReadPromotedBaseline(runs.front().spec(), baseline)) {
-        return std::nullopt;
-      }
-      if (baseline.empty()) {
-        kind = RegressBaselineKind::kSeries;
-        baseline = history;
-      } else {
-        kind = RegressBaselineKind::kPromoted;
-      }
-      break;
-  }
-  return CompareRegress(runs, baseline, history, kind, options, file_values);
+  std::optional<Baseline> baseline =
+      ChooseBaseline(runs.front().spec(), options, named_run, history);
+  if (!baseline.has_value()) return std::nullopt;
+  return CompareRegress(runs, baseline->runs, history, baseline->kind, options,
+                        baseline->file_values);
 }
 
 int RegressCommand::Run(const std::string& spec_source,
@@ -219,14 +227,9 @@ int RegressCommand::Run(const std::string& spec_source,
   }
   out_.flush();
   if (!WriteReportFiles(options, suite_name, reports)) return kExitFailed;
-  bool failed = false;
-  bool regressed = false;
-  for (const RegressReport& report : reports) {
-    failed = failed || !report.error.empty();
-    regressed = regressed || report.regressed();
-  }
-  if (failed) return kExitFailed;
-  return regressed ? kExitRegressed : kExitOk;
+  const RegressTally tally = TallyRegressReports(reports);
+  if (tally.failed > 0) return kExitFailed;
+  return tally.regressed > 0 ? kExitRegressed : kExitOk;
 }
 
 bool RegressCommand::WriteReportFiles(

@@ -8,6 +8,7 @@
 #define HPCAI500_CLI_REGRESS_REGRESS_COMMAND_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -39,6 +40,14 @@ class RegressCommand {
           const RegressOptions& options, bool json);
 
  private:
+  // A submission's baseline: where it came from, and its runs or, from a
+  // --baseline FILE, its values.
+  struct Baseline {
+    RegressBaselineKind kind = RegressBaselineKind::kSeries;
+    std::vector<v1::Run> runs;
+    std::map<RegressMetric, double> file_values;
+  };
+
   // Regress's baseline run, read before it submits; false after printing
   // why it cannot be one.
   bool ReadBaselineRun(int64_t run_id, std::vector<v1::Run>& baseline);
@@ -52,6 +61,15 @@ class RegressCommand {
   // an RPC error.
   bool ReadSeries(const std::vector<v1::Run>& runs, int window,
                   std::vector<v1::Run>& series);
+  // The baseline of `spec`'s submission as options.baseline asks: the
+  // --baseline RUN (`named_run`, read already), the FILE's values, the
+  // newest of `history` (the series' good runs, newest first), or by
+  // default the promoted run, else the series. Nullopt after printing an
+  // RPC error.
+  std::optional<Baseline> ChooseBaseline(const v1::RunSpec& spec,
+                                         const RegressOptions& options,
+                                         const std::vector<v1::Run>& named_run,
+                                         const std::vector<v1::Run>& history);
   // The report for one submission's `runs`; nullopt after printing an RPC
   // error. `named_run`: the --baseline RUN, read already.
   std::optional<RegressReport> JudgeSubmission(

@@ -6,9 +6,70 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {
+namespace {
+
+// An integer of at least `least`; the error names `flag`.
+absl::StatusOr<int> ParseCountOfAtLeast(absl::string_view flag,
+                                        absl::string_view text, int least) {
+  int count = 0;
+  if (!absl::SimpleAtoi(text, &count) || count < least) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " must be an integer of at least ", least, ", got '", text, "'"));
+  }
+  return count;
+}
+
+// One metric entry {"metric": ..., "value": ...} of a report into `spec`
+// (a null value is skipped); errors begin with `where`.
+absl::Status ReadMetricValue(const nlohmann::json& entry,
+                             const std::string& where,
+                             std::map<RegressMetric, double>& spec) {
+  if (!entry.is_object() || !entry.contains("metric") ||
+      !entry["metric"].is_string() || !entry.contains("value")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": each metric needs \"metric\" and \"value\""));
+  }
+  absl::StatusOr<RegressMetric> metric =
+      ParseRegressMetric(entry["metric"].get<std::string>());
+  if (!metric.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", metric.status().message()));
+  }
+  if (entry["value"].is_null()) return absl::OkStatus();
+  if (!entry["value"].is_number() ||
+      !std::isfinite(entry["value"].get<double>())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", RegressMetricName(*metric),
+                     "'s value is not a finite number"));
+  }
+  spec[*metric] = entry["value"].get<double>();
+  return absl::OkStatus();
+}
+
+// One report {"name": ..., "metrics": [...]} into values[name]; errors
+// begin with `where` ("spec 2").
+absl::Status ReadReportValues(
+    const nlohmann::json& report, const std::string& where,
+    std::map<std::string, std::map<RegressMetric, double>>& values) {
+  if (!report.is_object() || !report.contains("name") ||
+      !report["name"].is_string() || !report.contains("metrics") ||
+      !report["metrics"].is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": needs a string \"name\" and an array \"metrics\""));
+  }
+  std::map<RegressMetric, double>& spec =
+      values[report["name"].get<std::string>()];
+  for (const nlohmann::json& entry : report["metrics"]) {
+    RETURN_IF_ERROR(ReadMetricValue(entry, where, spec));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::map<std::string, std::map<RegressMetric, double>>>
 ParseRegressBaselineFile(absl::string_view json_text) {
@@ -29,37 +90,8 @@ ParseRegressBaselineFile(absl::string_view json_text) {
   }
   std::map<std::string, std::map<RegressMetric, double>> values;
   for (size_t i = 0; i < reports.size(); ++i) {
-    const nlohmann::json& report = reports[i];
-    const std::string where = absl::StrCat("spec ", i + 1);
-    if (!report.is_object() || !report.contains("name") ||
-        !report["name"].is_string() || !report.contains("metrics") ||
-        !report["metrics"].is_array()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": needs a string \"name\" and an array \"metrics\""));
-    }
-    std::map<RegressMetric, double>& spec =
-        values[report["name"].get<std::string>()];
-    for (const nlohmann::json& entry : report["metrics"]) {
-      if (!entry.is_object() || !entry.contains("metric") ||
-          !entry["metric"].is_string() || !entry.contains("value")) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": each metric needs \"metric\" and \"value\""));
-      }
-      absl::StatusOr<RegressMetric> metric =
-          ParseRegressMetric(entry["metric"].get<std::string>());
-      if (!metric.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": ", metric.status().message()));
-      }
-      if (entry["value"].is_null()) continue;
-      if (!entry["value"].is_number() ||
-          !std::isfinite(entry["value"].get<double>())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": ", RegressMetricName(*metric),
-                         "'s value is not a finite number"));
-      }
-      spec[*metric] = entry["value"].get<double>();
-    }
+    RETURN_IF_ERROR(
+        ReadReportValues(reports[i], absl::StrCat("spec ", i + 1), values));
   }
   return values;
 }
@@ -92,21 +124,11 @@ absl::Status ParseRegressBaseline(absl::string_view text,
 }
 
 absl::StatusOr<int> ParseRegressMinHistory(absl::string_view text) {
-  int runs = 0;
-  if (!absl::SimpleAtoi(text, &runs) || runs < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--min-history must be an integer of at least 2, got '", text, "'"));
-  }
-  return runs;
+  return ParseCountOfAtLeast("--min-history", text, 2);
 }
 
 absl::StatusOr<int> ParseRegressWindow(absl::string_view text) {
-  int window = 0;
-  if (!absl::SimpleAtoi(text, &window) || window < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--window must be an integer of at least 1, got '", text, "'"));
-  }
-  return window;
+  return ParseCountOfAtLeast("--window", text, 1);
 }
 
 absl::StatusOr<double> ParseRegressPercent(absl::string_view flag,

@@ -42,19 +42,39 @@ std::string NoBaselineLine(const RegressReport& report) {
                       " the series");
 }
 
-// The verdict as a JSON value: lower case like the other values.
-std::string JsonVerdictName(RegressVerdict verdict) {
-  switch (verdict) {
-    case RegressVerdict::kNoBaseline:
-      return "no_baseline";
-    case RegressVerdict::kOk:
-      return "ok";
-    case RegressVerdict::kRegressed:
-      return "regressed";
-    case RegressVerdict::kImproved:
-      return "improved";
+// One metric's comparison as a JSON object; what it lacks is null.
+nlohmann::ordered_json MetricJson(const MetricComparison& comparison) {
+  nlohmann::ordered_json metric = {
+      {"metric", RegressMetricName(comparison.metric)},
+      {"baseline", nullptr},
+      {"from", nullptr},
+      {"value", nullptr},
+      {"change_pct", nullptr},
+      {"band", nullptr},
+      {"verdict", RegressVerdictJsonName(comparison.verdict)},
+  };
+  if (comparison.value.has_value()) metric["value"] = *comparison.value;
+  if (comparison.spread_pct.has_value()) {
+    metric["spread_pct"] = *comparison.spread_pct;
+    metric["unrepeatable"] = comparison.unrepeatable;
   }
-  return "unknown";
+  if (comparison.baseline.has_value()) {
+    metric["baseline"] = *comparison.baseline;
+    metric["from"] = comparison.from_reference ? "reference" : "runs";
+  }
+  if (comparison.change_pct.has_value()) {
+    metric["change_pct"] = *comparison.change_pct;
+  }
+  if (comparison.band.has_value()) {
+    const ToleranceBand& band = *comparison.band;
+    metric["band"] = {{"low", band.low()},
+                      {"high", band.high()},
+                      {"half_width_pct", band.HalfWidthPct()},
+                      {"learned", band.learned},
+                      {"history_runs", comparison.evidence}};
+  }
+  if (!comparison.reason.empty()) metric["reason"] = comparison.reason;
+  return metric;
 }
 
 nlohmann::ordered_json ReportJson(const RegressReport& report) {
@@ -70,37 +90,7 @@ nlohmann::ordered_json ReportJson(const RegressReport& report) {
   };
   if (!report.error.empty()) json["error"] = report.error;
   for (const MetricComparison& comparison : report.metrics) {
-    nlohmann::ordered_json metric = {
-        {"metric", RegressMetricName(comparison.metric)},
-        {"baseline", nullptr},
-        {"from", nullptr},
-        {"value", nullptr},
-        {"change_pct", nullptr},
-        {"band", nullptr},
-        {"verdict", JsonVerdictName(comparison.verdict)},
-    };
-    if (comparison.value.has_value()) metric["value"] = *comparison.value;
-    if (comparison.spread_pct.has_value()) {
-      metric["spread_pct"] = *comparison.spread_pct;
-      metric["unrepeatable"] = comparison.unrepeatable;
-    }
-    if (comparison.baseline.has_value()) {
-      metric["baseline"] = *comparison.baseline;
-      metric["from"] = comparison.from_reference ? "reference" : "runs";
-    }
-    if (comparison.change_pct.has_value()) {
-      metric["change_pct"] = *comparison.change_pct;
-    }
-    if (comparison.band.has_value()) {
-      const ToleranceBand& band = *comparison.band;
-      metric["band"] = {{"low", band.low()},
-                        {"high", band.high()},
-                        {"half_width_pct", band.HalfWidthPct()},
-                        {"learned", band.learned},
-                        {"history_runs", comparison.evidence}};
-    }
-    if (!comparison.reason.empty()) metric["reason"] = comparison.reason;
-    json["metrics"].push_back(std::move(metric));
+    json["metrics"].push_back(MetricJson(comparison));
   }
   return json;
 }
@@ -187,12 +177,8 @@ std::string JUnitSuite(const RegressReport& report) {
                       "  </testsuite>\n");
 }
 
-}  // namespace
-
-std::string FormatRegressReport(const RegressReport& report) {
-  if (!report.error.empty()) {
-    return absl::StrCat(report.error, ": nothing compared\n");
-  }
+// The comparison of each metric as a table.
+std::string ReportTable(const RegressReport& report) {
   std::vector<std::vector<std::string>> rows;
   for (const MetricComparison& comparison : report.metrics) {
     rows.push_back(
@@ -207,17 +193,22 @@ std::string FormatRegressReport(const RegressReport& report) {
              : "-",
          BandCell(comparison), RegressVerdictName(comparison.verdict)});
   }
-  std::string text = FormatTable(
+  return FormatTable(
       {"metric", "baseline", "from", "this run", "change", "band", "verdict"},
       rows, /*right_aligned=*/{1, 3, 4});
-  if (report.baseline_runs.empty() &&
-      report.baseline_kind == RegressBaselineKind::kSeries) {
-    absl::StrAppend(&text, NoBaselineLine(report), "\n");
-  }
+}
+
+// The lines under the table: why there is no baseline, "no regression",
+// each unrepeatable metric, then each regression with its reason.
+std::string ReportVerdictLines(const RegressReport& report) {
+  std::string text;
   const bool nothing_compared = std::none_of(
       report.metrics.begin(), report.metrics.end(),
       [](const MetricComparison& c) { return c.baseline.has_value(); });
-  if (report.baseline_kind == RegressBaselineKind::kFile && nothing_compared) {
+  if ((report.baseline_runs.empty() &&
+       report.baseline_kind == RegressBaselineKind::kSeries) ||
+      (report.baseline_kind == RegressBaselineKind::kFile &&
+       nothing_compared)) {
     absl::StrAppend(&text, NoBaselineLine(report), "\n");
   }
   if (!report.regressed()) {
@@ -243,6 +234,52 @@ std::string FormatRegressReport(const RegressReport& report) {
   return text;
 }
 
+// One metric's row of the Markdown table.
+std::string MarkdownRow(const std::string& spec, const RegressReport& report,
+                        const MetricComparison& comparison) {
+  const std::string verdict = RegressVerdictName(comparison.verdict);
+  const bool bad = comparison.verdict == RegressVerdict::kRegressed;
+  return absl::StrCat(
+      "| ", spec, " | ", RegressMetricName(comparison.metric), " | ",
+      MarkdownCell(FormatRegressValue(comparison.metric, comparison.value)),
+      " | ",
+      comparison.baseline.has_value()
+          ? MarkdownCell(absl::StrCat(
+                FormatRegressValue(comparison.metric, *comparison.baseline),
+                " (", BaselineSource(report, comparison), ")"))
+          : "-",
+      " | ", MarkdownCell(BandCell(comparison)), " | ",
+      bad ? "**" + verdict + "**" : verdict,
+      comparison.change_pct.has_value()
+          ? absl::StrFormat(" %+.1f%%", *comparison.change_pct)
+          : "",
+      " |\n");
+}
+
+// The suite's verdict in the Markdown heading: "no regression" or
+// "REGRESSED (N of M verdicts)", and how many specs failed.
+std::string MarkdownVerdict(const RegressTally& tally) {
+  std::string verdict = "no regression";
+  if (tally.regressed > 0) {
+    verdict = absl::StrCat("REGRESSED (", tally.regressed, " of ",
+                           tally.verdicts, " verdicts)");
+  }
+  if (tally.failed > 0) {
+    absl::StrAppend(&verdict, tally.regressed > 0 ? ", " : "; ", tally.failed,
+                    tally.failed == 1 ? " spec" : " specs", " failed");
+  }
+  return verdict;
+}
+
+}  // namespace
+
+std::string FormatRegressReport(const RegressReport& report) {
+  if (!report.error.empty()) {
+    return absl::StrCat(report.error, ": nothing compared\n");
+  }
+  return absl::StrCat(ReportTable(report), ReportVerdictLines(report));
+}
+
 std::string FormatRegressReports(const std::vector<RegressReport>& reports) {
   std::string text;
   for (const RegressReport& report : reports) {
@@ -258,16 +295,11 @@ std::string RegressReportJson(const RegressReport& report) {
 
 std::string RegressSuiteJson(const std::string& suite,
                              const std::vector<RegressReport>& reports) {
+  const RegressTally tally = TallyRegressReports(reports);
   nlohmann::ordered_json json = {
       {"suite", suite},
-      {"regressed", std::any_of(reports.begin(), reports.end(),
-                                [](const RegressReport& report) {
-                                  return report.regressed();
-                                })},
-      {"failed", std::any_of(reports.begin(), reports.end(),
-                             [](const RegressReport& report) {
-                               return !report.error.empty();
-                             })},
+      {"regressed", tally.regressed > 0},
+      {"failed", tally.failed > 0},
       {"specs", nlohmann::ordered_json::array()},
   };
   for (const RegressReport& report : reports) {
@@ -278,90 +310,47 @@ std::string RegressSuiteJson(const std::string& suite,
 
 std::string RegressMarkdown(const std::string& suite,
                             const std::vector<RegressReport>& reports) {
-  int regressed = 0;
-  int failed = 0;
-  int verdicts = 0;
   std::string rows;
   std::string reasons;
   for (const RegressReport& report : reports) {
     const std::string spec = MarkdownCell(report.name);
     if (!report.error.empty()) {
-      ++failed;
       absl::StrAppend(&rows, "| ", spec, " | run | - | - | - | **FAILED** |\n");
       absl::StrAppend(&reasons, "- **", spec,
                       "** failed: ", MarkdownCell(report.error), "\n");
       continue;
     }
     for (const MetricComparison& comparison : report.metrics) {
-      ++verdicts;
-      const bool bad = comparison.verdict == RegressVerdict::kRegressed;
-      if (bad) {
-        ++regressed;
+      absl::StrAppend(&rows, MarkdownRow(spec, report, comparison));
+      if (comparison.verdict == RegressVerdict::kRegressed) {
         absl::StrAppend(&reasons, "- **", spec, " ",
                         RegressMetricName(comparison.metric),
                         "**: ", MarkdownCell(comparison.reason), "\n");
       }
-      const std::string verdict = RegressVerdictName(comparison.verdict);
-      absl::StrAppend(
-          &rows, "| ", spec, " | ", RegressMetricName(comparison.metric), " | ",
-          MarkdownCell(FormatRegressValue(comparison.metric, comparison.value)),
-          " | ",
-          comparison.baseline.has_value()
-              ? MarkdownCell(absl::StrCat(
-                    FormatRegressValue(comparison.metric, *comparison.baseline),
-                    " (", BaselineSource(report, comparison), ")"))
-              : "-",
-          " | ", MarkdownCell(BandCell(comparison)), " | ",
-          bad ? "**" + verdict + "**" : verdict,
-          comparison.change_pct.has_value()
-              ? absl::StrFormat(" %+.1f%%", *comparison.change_pct)
-              : "",
-          " |\n");
     }
   }
-  std::string verdict = "no regression";
-  if (regressed > 0) {
-    verdict =
-        absl::StrCat("REGRESSED (", regressed, " of ", verdicts, " verdicts)");
-  }
-  if (failed > 0) {
-    absl::StrAppend(&verdict, regressed > 0 ? ", " : "; ", failed,
-                    failed == 1 ? " spec" : " specs", " failed");
-  }
-  std::string text = absl::StrCat(
-      "## hpcai500 regress: ", MarkdownCell(suite), " \u2014 ", verdict,
-      "\n\n| spec | metric | value | baseline | band | verdict |\n"
-      "|---|---|---:|---:|---|---|\n",
-      rows);
+  std::string text =
+      absl::StrCat("## hpcai500 regress: ", MarkdownCell(suite), " \u2014 ",
+                   MarkdownVerdict(TallyRegressReports(reports)),
+                   "\n\n| spec | metric | value | baseline | band | verdict |\n"
+                   "|---|---|---:|---:|---|---|\n",
+                   rows);
   if (!reasons.empty()) absl::StrAppend(&text, "\n", reasons);
   return text;
 }
 
 std::string RegressJUnitXml(const std::string& suite,
                             const std::vector<RegressReport>& reports) {
-  int tests = 0;
-  int failures = 0;
-  int errors = 0;
   std::string suites;
   for (const RegressReport& report : reports) {
-    if (!report.error.empty()) {
-      ++tests;
-      ++errors;
-    } else {
-      tests += static_cast<int>(report.metrics.size());
-      failures += static_cast<int>(std::count_if(
-          report.metrics.begin(), report.metrics.end(),
-          [](const MetricComparison& comparison) {
-            return comparison.verdict == RegressVerdict::kRegressed;
-          }));
-    }
     absl::StrAppend(&suites, JUnitSuite(report));
   }
-  return absl::StrCat("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
-                      "<testsuites name=\"",
-                      XmlEscape("hpcai500 regress " + suite), "\" tests=\"",
-                      tests, "\" failures=\"", failures, "\" errors=\"", errors,
-                      "\">\n", suites, "</testsuites>\n");
+  const RegressTally tally = TallyRegressReports(reports);
+  return absl::StrCat(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", "<testsuites name=\"",
+      XmlEscape("hpcai500 regress " + suite), "\" tests=\"",
+      tally.verdicts + tally.failed, "\" failures=\"", tally.regressed,
+      "\" errors=\"", tally.failed, "\">\n", suites, "</testsuites>\n");
 }
 
 }  // namespace hpcai500

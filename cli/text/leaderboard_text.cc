@@ -34,17 +34,9 @@ std::string ConvergenceText(const v1::LeaderboardRow& row) {
   return check.verdict();
 }
 
-}  // namespace
-
-std::string FormatLeaderboard(const v1::LeaderboardResponse& board,
-                              int offset) {
-  if (board.rows_size() == 0) {
-    if (board.total() > 0) {
-      return absl::StrCat("no rows after the first ", offset, " (of ",
-                          board.total(), ")\n");
-    }
-    return "no results yet\n";
-  }
+// The rows as one table per workload, in the order the workloads first
+// appear, each headed by its workload when there are several.
+std::string WorkloadTables(const v1::LeaderboardResponse& board) {
   std::vector<std::string> workloads;
   std::map<std::string, std::vector<std::vector<std::string>>> tables;
   for (const v1::LeaderboardRow& row : board.rows()) {
@@ -69,6 +61,12 @@ std::string FormatLeaderboard(const v1::LeaderboardResponse& board,
                            tables[workloads[i]],
                            /*right_aligned=*/{0, 4, 5, 6, 7}));
   }
+  return text;
+}
+
+// A footnote for each mark a row of the page carries.
+std::string Footnotes(const v1::LeaderboardResponse& board) {
+  std::string text;
   if (std::any_of(
           board.rows().begin(), board.rows().end(),
           [](const v1::LeaderboardRow& row) { return row.unrepeatable(); })) {
@@ -90,6 +88,21 @@ std::string FormatLeaderboard(const v1::LeaderboardResponse& board,
         "submission converged F times faster than the reference (in epochs "
         "to target), so its runs' Valid FLOPS is divided by F\n");
   }
+  return text;
+}
+
+}  // namespace
+
+std::string FormatLeaderboard(const v1::LeaderboardResponse& board,
+                              int offset) {
+  if (board.rows_size() == 0) {
+    if (board.total() > 0) {
+      return absl::StrCat("no rows after the first ", offset, " (of ",
+                          board.total(), ")\n");
+    }
+    return "no results yet\n";
+  }
+  std::string text = absl::StrCat(WorkloadTables(board), Footnotes(board));
   if (board.rows_size() < board.total()) {
     absl::StrAppend(&text, "\nrows ", offset + 1, "-",
                     offset + board.rows_size(), " of ", board.total(),

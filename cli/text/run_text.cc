@@ -162,15 +162,13 @@ std::string ForecastLines(const v1::Run& run) {
   return text;
 }
 
-}  // namespace
-
-std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
+// What the run was asked to be, one indented line each: its spec (name,
+// workload, level, system, layout, launcher, fast paths, seed, epochs), who
+// submitted it and the queue it waits in.
+std::string SpecLines(const v1::Run& run) {
   const v1::RunSpec& spec = run.spec();
   std::ostringstream out;
-  out << "run " << run.id() << " (submission " << run.submission_id()
-      << ", repetition " << run.repetition()
-      << "): " << RunStateName(run.state()) << "\n"
-      << "  name         " << spec.name() << "\n"
+  out << "  name         " << spec.name() << "\n"
       << "  workload     " << spec.workload() << "/" << spec.config() << "\n"
       << "  level        " << spec.level() << ", "
       << (spec.ranked() ? "ranked" : "unranked") << "\n"
@@ -188,9 +186,15 @@ std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
               : std::string())
       << "\n"
       << FastPathsLine(spec) << "  seed         " << spec.seed() << "\n"
-      << "  epochs       " << spec.epochs() << "\n"
-      << ForecastLines(run) << "  created      "
-      << FormatTimeMs(run.created_ms(), zone) << "\n"
+      << "  epochs       " << spec.epochs() << "\n";
+  return out.str();
+}
+
+// What became of the run, one indented line each: its times (in `zone`),
+// and where set its error, why it waits and who invalidated its result.
+std::string StateLines(const v1::Run& run, absl::TimeZone zone) {
+  std::ostringstream out;
+  out << "  created      " << FormatTimeMs(run.created_ms(), zone) << "\n"
       << "  started      " << FormatTimeMs(run.started_ms(), zone) << "\n"
       << "  finished     " << FormatTimeMs(run.finished_ms(), zone) << "\n";
   if (!run.error().empty()) out << "  error        " << run.error() << "\n";
@@ -203,13 +207,23 @@ std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
         << EscapeLine(run.invalidation_reason())
         << " (not on the leaderboard)\n";
   }
+  return out.str();
+}
+
+}  // namespace
+
+std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
+  std::string text = absl::StrCat(
+      "run ", run.id(), " (submission ", run.submission_id(), ", repetition ",
+      run.repetition(), "): ", RunStateName(run.state()), "\n", SpecLines(run),
+      ForecastLines(run), StateLines(run, zone));
   if (run.attempts_size() > 1 ||
       (run.attempts_size() == 1 && !run.attempts(0).error().empty())) {
-    out << "\n" << AttemptTable(run, zone);
+    absl::StrAppend(&text, "\n", AttemptTable(run, zone));
   }
-  out << ProvenanceLines(run) << EpochTable(run);
-  if (run.has_score()) out << ScoreDetails(run.score());
-  return out.str();
+  absl::StrAppend(&text, ProvenanceLines(run), EpochTable(run));
+  if (run.has_score()) absl::StrAppend(&text, ScoreDetails(run.score()));
+  return text;
 }
 
 std::string FormatRunResult(const v1::Run& run) {
