@@ -1,3 +1,5 @@
+// RunCli: the command line parsed, the files a command needs read, the
+// coordinator connected and the command run (cli/cli.h).
 #include "cli/cli.h"
 
 #include <cerrno>
@@ -150,8 +152,10 @@ int ConnectAndRun(const CliCommand& command, const CliArgs& args,
     return env.connect(args.coordinator, credentials);
   };
   const CoordinatorClient client(stub.get(), std::move(options), *env.err);
-  return command.run(CommandCall{args, inputs.spec_source, inputs.spec_yaml,
-                                 client, *env.out, *env.err});
+  return command.run(CommandCall{args,
+                                 inputs.spec_source,
+                                 inputs.spec_yaml,
+                                 {client, *env.out, *env.err}});
 }
 
 }  // namespace

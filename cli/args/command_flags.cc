@@ -1,3 +1,5 @@
+// The command flags of `hpcai500`, one row each, and their binding onto
+// CLI11 (cli/args/command_flags.h).
 #include "cli/args/command_flags.h"
 
 #include "absl/strings/str_cat.h"

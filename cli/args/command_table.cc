@@ -1,3 +1,5 @@
+// The table of `hpcai500` commands: one row per command, and the handler
+// each row runs (cli/args/command_table.h).
 #include "cli/args/command_table.h"
 
 #include "absl/strings/str_split.h"
@@ -12,13 +14,6 @@ namespace {
 
 // The handlers: each hands the parsed command line to the command that
 // runs it.
-
-Commands CommandsFor(const CommandCall& call) {
-  return Commands(call.client, call.out, call.err);
-}
-RunWatcher WatcherFor(const CommandCall& call) {
-  return RunWatcher(call.client, call.out, call.err);
-}
 
 // The filter that list and history send (each leaves unset what it takes no
 // flag for), from their flags.
@@ -47,76 +42,76 @@ v1::LeaderboardRequest LeaderboardPage(const CliArgs& args) {
 }
 
 int RunSubmit(const CommandCall& call) {
-  return WatcherFor(call).Submit(call.spec_source, call.spec_yaml,
-                                 call.args.wait, /*runs=*/nullptr,
-                                 call.args.request_id);
+  return RunWatcher(call.context)
+      .Submit(call.spec_source, call.spec_yaml, call.args.wait,
+              /*runs=*/nullptr, call.args.request_id);
 }
 int RunSweep(const CommandCall& call) {
-  return SubmitSweep(call.client, call.out, call.err, call.spec_source,
-                     call.spec_yaml, call.args.sweep, call.args.wait,
-                     call.args.request_id);
+  return SubmitSweep(call.context, call.spec_source, call.spec_yaml,
+                     call.args.sweep, call.args.wait, call.args.request_id);
 }
 int RunWatch(const CommandCall& call) {
-  return WatcherFor(call).Watch(call.args.run_id);
+  return RunWatcher(call.context).Watch(call.args.run_id);
 }
 int RunList(const CommandCall& call) {
-  return CommandsFor(call).List(RunsFilter(call.args), call.args.json);
+  return Commands(call.context).List(RunsFilter(call.args), call.args.json);
 }
 int RunShow(const CommandCall& call) {
-  return CommandsFor(call).Show(call.args.run_id, call.args.json);
+  return Commands(call.context).Show(call.args.run_id, call.args.json);
 }
 int RunCancel(const CommandCall& call) {
-  return CommandsFor(call).Cancel(call.args.run_id);
+  return Commands(call.context).Cancel(call.args.run_id);
 }
 int RunHold(const CommandCall& call) {
-  return CommandsFor(call).Hold(call.args.run_id, /*hold=*/true);
+  return Commands(call.context).Hold(call.args.run_id, /*hold=*/true);
 }
 int RunRelease(const CommandCall& call) {
-  return CommandsFor(call).Hold(call.args.run_id, /*hold=*/false);
+  return Commands(call.context).Hold(call.args.run_id, /*hold=*/false);
 }
 int RunNodes(const CommandCall& call) {
-  return CommandsFor(call).Nodes(call.args.json);
+  return Commands(call.context).Nodes(call.args.json);
 }
 int RunDrain(const CommandCall& call) {
-  return CommandsFor(call).Drain(call.args.positional[0], call.args.reason);
+  return Commands(call.context)
+      .Drain(call.args.positional[0], call.args.reason);
 }
 int RunResume(const CommandCall& call) {
-  return CommandsFor(call).Resume(call.args.positional[0]);
+  return Commands(call.context).Resume(call.args.positional[0]);
 }
 // maintenance shows the window; maintenance start|end sets it.
 int RunMaintenance(const CommandCall& call) {
   if (call.args.positional.empty()) {
-    return CommandsFor(call).Maintenance(call.args.json);
+    return Commands(call.context).Maintenance(call.args.json);
   }
-  return CommandsFor(call).SetMaintenance(call.args.maintenance_ms,
-                                          call.args.reason);
+  return Commands(call.context)
+      .SetMaintenance(call.args.maintenance_ms, call.args.reason);
 }
 int RunQueues(const CommandCall& call) {
-  return CommandsFor(call).Queues(call.args.json);
+  return Commands(call.context).Queues(call.args.json);
 }
 int RunCheck(const CommandCall& call) {
-  return CheckCommand(call.client, call.out)
+  return CheckCommand(call.context)
       .Run(call.args.positional[0], call.args.check);
 }
 int RunInvalidate(const CommandCall& call) {
-  return CommandsFor(call).Invalidate(call.args.run_id, call.args.reason);
+  return Commands(call.context).Invalidate(call.args.run_id, call.args.reason);
 }
 int RunAudit(const CommandCall& call) {
-  return CommandsFor(call).Audit(call.args.limit, call.args.json);
+  return Commands(call.context).Audit(call.args.limit, call.args.json);
 }
 int RunLeaderboard(const CommandCall& call) {
-  return CommandsFor(call).Leaderboard(LeaderboardPage(call.args),
-                                       call.args.json);
+  return Commands(call.context)
+      .Leaderboard(LeaderboardPage(call.args), call.args.json);
 }
 int RunHistory(const CommandCall& call) {
-  return CommandsFor(call).History(RunsFilter(call.args), call.args.json);
+  return Commands(call.context).History(RunsFilter(call.args), call.args.json);
 }
 int RunRegress(const CommandCall& call) {
-  return RegressCommand(call.client, call.out, call.err)
+  return RegressCommand(call.context)
       .Run(call.spec_source, call.spec_yaml, call.args.regress, call.args.json);
 }
 int RunPromoteBaseline(const CommandCall& call) {
-  return CommandsFor(call).PromoteBaseline(call.args.run_id);
+  return Commands(call.context).PromoteBaseline(call.args.run_id);
 }
 
 // A row as written: the arguments and the flags are lists apart by spaces.
@@ -270,6 +265,7 @@ const CommandRow kCommandRows[] = {
     {kHelpCommand, "", "", "", "", nullptr},
 };
 
+// The words of a list apart by spaces.
 std::vector<std::string> Words(const char* list) {
   return absl::StrSplit(list, ' ', absl::SkipEmpty());
 }

@@ -8,7 +8,6 @@
 #ifndef HPCAI500_CLI_ARGS_COMMAND_TABLE_H_
 #define HPCAI500_CLI_ARGS_COMMAND_TABLE_H_
 
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,7 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "cli/args/cli_args.h"
-#include "cli/client/coordinator_client.h"
+#include "cli/client/command_context.h"
 
 namespace hpcai500 {
 
@@ -47,9 +46,7 @@ struct CommandCall {
   const CliArgs& args;
   const std::string& spec_source;  // "'FILE'" or "from stdin", for messages
   const std::string& spec_yaml;    // the SPEC's text; empty without one
-  const CoordinatorClient& client;
-  std::ostream& out;
-  std::ostream& err;
+  CommandContext context;          // the coordinator, stdout and stderr
 };
 
 struct CliCommand {

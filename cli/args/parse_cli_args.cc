@@ -1,3 +1,5 @@
+// ParseCliArgs: the command line checked and converted into CliArgs
+// (cli/args/parse_cli_args.h).
 #include "cli/args/parse_cli_args.h"
 
 #include <algorithm>

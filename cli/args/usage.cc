@@ -1,3 +1,4 @@
+// The usage text, laid out from the command table (cli/args/usage.h).
 #include "cli/args/usage.h"
 
 #include <vector>

@@ -1,3 +1,5 @@
+// CoordinatorClient: the coordinator's stub with the token, deadlines,
+// retried submits and paged lists (cli/client/coordinator_client.h).
 #include "cli/client/coordinator_client.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Retries of a call whose answer may have been lost (cli/client/retry.h).
 #include "cli/client/retry.h"
 
 #include <algorithm>

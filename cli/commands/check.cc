@@ -1,3 +1,5 @@
+// The pure parts of `hpcai500 check`: the node's verdict, the noop spec
+// and the report (cli/commands/check.h).
 #include "cli/commands/check.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// CheckCommand: `hpcai500 check NODE` over the coordinator
+// (cli/commands/check_command.h).
 #include "cli/commands/check_command.h"
 
 #include <algorithm>
@@ -60,8 +62,8 @@ struct CheckClock {
 
 }  // namespace
 
-CheckCommand::CheckCommand(const CoordinatorClient& client, std::ostream& out)
-    : client_(client), out_(out) {}
+CheckCommand::CheckCommand(const CommandContext& context)
+    : client_(context.client), out_(context.out) {}
 
 int CheckCommand::Run(const std::string& name, const CheckOptions& options) {
   const absl::Time start = absl::Now();

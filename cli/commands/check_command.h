@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "cli/client/command_context.h"
 #include "cli/client/coordinator_client.h"
 #include "cli/commands/check.h"
 #include "proto/hpcai500.pb.h"
@@ -20,8 +21,9 @@ namespace hpcai500 {
 
 class CheckCommand {
  public:
-  // `client` and `out` are borrowed for the life of the object.
-  CheckCommand(const CoordinatorClient& client, std::ostream& out);
+  // context.client and context.out are borrowed for the life of the
+  // object (the client reports the errors).
+  explicit CheckCommand(const CommandContext& context);
 
   // Submits a noop run pinned to node `name`, waits for it at most
   // options.timeout (then cancels it), and prints one line per phase with

@@ -1,3 +1,5 @@
+// Commands: the CLI's commands of one request, answered with text or JSON
+// (cli/commands/commands.h).
 #include "cli/commands/commands.h"
 
 #include <utility>
@@ -28,9 +30,8 @@ v1::ListRunsRequest Bounded(const v1::ListRunsRequest& filter) {
 
 }  // namespace
 
-Commands::Commands(const CoordinatorClient& client, std::ostream& out,
-                   std::ostream& err)
-    : client_(client), out_(out), err_(err) {}
+Commands::Commands(const CommandContext& context)
+    : client_(context.client), out_(context.out), err_(context.err) {}
 
 template <typename Request, typename Response, typename Format>
 int Commands::Answer(absl::string_view what,

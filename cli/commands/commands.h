@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "cli/client/command_context.h"
 #include "cli/client/coordinator_client.h"
 #include "cli/client/exit_codes.h"
 #include "google/protobuf/message.h"
@@ -25,9 +26,8 @@ namespace hpcai500 {
 
 class Commands {
  public:
-  // `client`, `out` and `err` are borrowed for the life of the object.
-  Commands(const CoordinatorClient& client, std::ostream& out,
-           std::ostream& err);
+  // What `context` lends is borrowed for the life of the object.
+  explicit Commands(const CommandContext& context);
 
   // The runs `filter` matches (name, workload, config, state), newest
   // first, filter.limit() of them (0: 100), as a table, or the

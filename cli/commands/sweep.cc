@@ -1,3 +1,5 @@
+// `hpcai500 sweep`: the axes parsed, the points expanded and submitted as
+// one suite (cli/commands/sweep.h).
 #include "cli/commands/sweep.h"
 
 #include <algorithm>
@@ -238,13 +240,12 @@ std::string FormatSweepPlan(const std::string& sweep_id, Scaling scaling,
                   rows, {1, 2, 3, 6, 7}));
 }
 
-int SubmitSweep(const CoordinatorClient& client, std::ostream& out,
-                std::ostream& err, const std::string& spec_source,
+int SubmitSweep(const CommandContext& context, const std::string& spec_source,
                 const std::string& spec_yaml, const SweepOptions& options,
                 bool wait, const std::string& request_id) {
   auto refused = [&](const absl::Status& status) {
-    err << "hpcai500: sweep of " << spec_source
-        << " refused: " << status.message() << "\n";
+    context.err << "hpcai500: sweep of " << spec_source
+                << " refused: " << status.message() << "\n";
     return kExitRefused;
   };
   absl::StatusOr<Suite> suite = ParseSuite(spec_yaml);
@@ -260,14 +261,14 @@ int SubmitSweep(const CoordinatorClient& client, std::ostream& out,
       ExpandSweep(*base, options, sweep_id, registry);
   if (!points.ok()) return refused(points.status());
   if (options.dry_run) {
-    out << FormatSweepPlan(sweep_id, options.scaling, *points);
+    context.out << FormatSweepPlan(sweep_id, options.scaling, *points);
     return kExitOk;
   }
-  err << "sweep " << sweep_id << ": " << points->size() << " runs, "
-      << Name(options.scaling) << " scaling\n";
-  return RunWatcher(client, out, err)
-      .Submit(spec_source, SweepSuiteYaml(sweep_id, *points), wait,
-              /*runs=*/nullptr, request_id);
+  context.err << "sweep " << sweep_id << ": " << points->size() << " runs, "
+              << Name(options.scaling) << " scaling\n";
+  return RunWatcher(context).Submit(spec_source,
+                                    SweepSuiteYaml(sweep_id, *points), wait,
+                                    /*runs=*/nullptr, request_id);
 }
 
 }  // namespace hpcai500

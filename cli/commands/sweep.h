@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "cli/client/coordinator_client.h"
+#include "cli/client/command_context.h"
 #include "common/registry.h"
 #include "common/vocabulary.h"
 #include "proto/hpcai500.pb.h"
@@ -81,8 +81,7 @@ std::string FormatSweepPlan(const std::string& sweep_id, Scaling scaling,
 // options.dry_run, else submits the points as one suite (RunWatcher::Submit
 // with `wait` and `request_id`) and prints the runs' ids. kExitRefused for
 // a spec or sweep refused (here or by the coordinator), else Submit's code.
-int SubmitSweep(const CoordinatorClient& client, std::ostream& out,
-                std::ostream& err, const std::string& spec_source,
+int SubmitSweep(const CommandContext& context, const std::string& spec_source,
                 const std::string& spec_yaml, const SweepOptions& options,
                 bool wait, const std::string& request_id);
 

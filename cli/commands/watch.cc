@@ -1,3 +1,5 @@
+// RunWatcher: `hpcai500 submit` and `hpcai500 watch`
+// (cli/commands/watch.h).
 #include "cli/commands/watch.h"
 
 #include <algorithm>
@@ -10,9 +12,8 @@
 
 namespace hpcai500 {
 
-RunWatcher::RunWatcher(const CoordinatorClient& client, std::ostream& out,
-                       std::ostream& err)
-    : client_(client), out_(out), err_(err) {}
+RunWatcher::RunWatcher(const CommandContext& context)
+    : client_(context.client), out_(context.out), err_(context.err) {}
 
 int RunWatcher::Submit(const std::string& spec_source,
                        const std::string& spec_yaml, bool wait,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/client/command_context.h"
 #include "cli/client/coordinator_client.h"
 #include "proto/hpcai500.pb.h"
 
@@ -19,9 +20,8 @@ namespace hpcai500 {
 
 class RunWatcher {
  public:
-  // `client`, `out` and `err` are borrowed for the life of the object.
-  RunWatcher(const CoordinatorClient& client, std::ostream& out,
-             std::ostream& err);
+  // What `context` lends is borrowed for the life of the object.
+  explicit RunWatcher(const CommandContext& context);
 
   // Submits `spec_yaml` (read from `spec_source`, named in messages) and
   // prints each new run id on its own line. With `wait`, then watches each

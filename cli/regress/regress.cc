@@ -1,3 +1,5 @@
+// The judging of `hpcai500 regress`: series, baselines, bands and the
+// verdict per metric (cli/regress/regress.h).
 #include "cli/regress/regress.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// RegressCommand: `hpcai500 regress` over the coordinator
+// (cli/regress/regress_command.h).
 #include "cli/regress/regress_command.h"
 
 #include <algorithm>
@@ -67,9 +69,8 @@ std::vector<std::vector<v1::Run>> BySubmission(std::vector<v1::Run> runs) {
 
 }  // namespace
 
-RegressCommand::RegressCommand(const CoordinatorClient& client,
-                               std::ostream& out, std::ostream& err)
-    : client_(client), out_(out), err_(err) {}
+RegressCommand::RegressCommand(const CommandContext& context)
+    : client_(context.client), out_(context.out), err_(context.err) {}
 
 bool RegressCommand::ReadBaselineRun(int64_t run_id,
                                      std::vector<v1::Run>& baseline) {
@@ -204,7 +205,7 @@ int RegressCommand::Run(const std::string& spec_source,
     return kExitFailed;
   }
   // With --json, stdout carries the report alone.
-  RunWatcher live(client_, json ? err_ : out_, err_);
+  RunWatcher live({client_, json ? err_ : out_, err_});
   std::vector<v1::Run> runs;
   const int watched = live.Submit(spec_source, spec_yaml, /*wait=*/true, &runs);
   if (runs.empty()) return watched;  // refused or not submitted: reported

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/client/command_context.h"
 #include "cli/client/coordinator_client.h"
 #include "cli/regress/regress.h"
 #include "proto/hpcai500.pb.h"
@@ -22,9 +23,8 @@ namespace hpcai500 {
 
 class RegressCommand {
  public:
-  // `client`, `out` and `err` are borrowed for the life of the object.
-  RegressCommand(const CoordinatorClient& client, std::ostream& out,
-                 std::ostream& err);
+  // What `context` lends is borrowed for the life of the object.
+  explicit RegressCommand(const CommandContext& context);
 
   // Reads options.baseline_run if set, submits the spec or suite and waits
   // like RunWatcher::Submit, then, per spec, reads the newest

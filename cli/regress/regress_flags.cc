@@ -1,3 +1,5 @@
+// regress's flag values and its --baseline FILE
+// (cli/regress/regress_flags.h).
 #include "cli/regress/regress_flags.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The reports of `hpcai500 regress`: table, JSON, Markdown and JUnit XML
+// (cli/regress/regress_report.h).
 #include "cli/regress/regress_report.h"
 
 #include <algorithm>

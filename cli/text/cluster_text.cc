@@ -1,3 +1,5 @@
+// What the CLI prints about nodes, queues, maintenance and the audit trail
+// (cli/text/cluster_text.h).
 #include "cli/text/cluster_text.h"
 
 #include <algorithm>

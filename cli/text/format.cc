@@ -1,3 +1,5 @@
+// The CLI's shared formatting: units, times, tables and JSON
+// (cli/text/format.h).
 #include "cli/text/format.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// `hpcai500 history`: accounting rows, their table and JSON, and the
+// --since/--until times (cli/text/history.h).
 #include "cli/text/history.h"
 
 #include <algorithm>

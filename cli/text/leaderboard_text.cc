@@ -1,3 +1,4 @@
+// What `hpcai500 leaderboard` prints (cli/text/leaderboard_text.h).
 #include "cli/text/leaderboard_text.h"
 
 #include <algorithm>

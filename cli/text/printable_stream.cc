@@ -1,3 +1,5 @@
+// PrintableStreambuf: control characters escaped on the way out
+// (cli/text/printable_stream.h).
 #include "cli/text/printable_stream.h"
 
 #include "common/printable.h"

@@ -1,3 +1,4 @@
+// What the CLI prints about runs (cli/text/run_text.h).
 #include "cli/text/run_text.h"
 
 #include <sstream>
