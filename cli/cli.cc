@@ -1,3 +1,5 @@
+// RunCli: the command line parsed, the files a command needs read, the
+// coordinator connected and the command run (cli/cli.h).
 #include "cli/cli.h"
 
 #include <cerrno>
@@ -8,9 +10,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "cli/command_table.h"
-#include "cli/coordinator_client.h"
-#include "cli/regress_flags.h"
+#include "cli/args/command_table.h"
+#include "cli/args/parse_cli_args.h"
+#include "cli/args/usage.h"
+#include "cli/client/coordinator_client.h"
+#include "cli/regress/regress_flags.h"
+#include "common/status_macros.h"
 #include "common/suite.h"
 #include "common/tls_files.h"
 #include "common/token.h"
@@ -57,23 +62,42 @@ absl::StatusOr<std::string> ReadSpec(const std::string& source,
   return text;
 }
 
-// A --baseline FILE's values into options.file_values; false after
-// printing why it cannot be read.
-bool LoadBaselineFile(RegressOptions& options, std::ostream& err) {
-  const std::string& path = options.baseline_file;
-  absl::StatusOr<std::string> text = ReadFileText(path, "baseline file");
-  if (!text.ok()) {
-    err << "hpcai500: " << text.status().message() << "\n";
-    return false;
+// What a command reads before it connects.
+struct CommandInputs {
+  std::string token;        // empty: none
+  TlsFiles tls;             // empty: plaintext
+  std::string spec_source;  // "'FILE'" or "from stdin"; empty without SPEC
+  std::string spec_yaml;
+};
+
+// The token, the TLS files and, for a command that takes a SPEC, the spec;
+// NotFound or InvalidArgument naming what cannot be read.
+absl::StatusOr<CommandInputs> ReadCommandInputs(const CliCommand& command,
+                                                const CliArgs& args,
+                                                const CliEnvironment& env) {
+  CommandInputs inputs;
+  ASSIGN_OR_RETURN(inputs.token, ResolveToken(args.token, env.token_env));
+  ASSIGN_OR_RETURN(inputs.tls, LoadClientTlsFiles(args.tls));
+  if (!command.args.empty() && command.args[0] == kSpecArg) {
+    const std::string& source = args.positional[0];
+    ASSIGN_OR_RETURN(inputs.spec_yaml, ReadSpec(source, *env.in));
+    inputs.spec_source = source == "-" ? "from stdin" : "'" + source + "'";
   }
-  auto values = ParseRegressBaselineFile(*text);
+  return inputs;
+}
+
+// A --baseline FILE's values into options.file_values; the error names the
+// file.
+absl::Status LoadBaselineFile(RegressOptions& options) {
+  const std::string& path = options.baseline_file;
+  ASSIGN_OR_RETURN(const std::string text, ReadFileText(path, "baseline file"));
+  auto values = ParseRegressBaselineFile(text);
   if (!values.ok()) {
-    err << "hpcai500: baseline file '" << path
-        << "': " << values.status().message() << "\n";
-    return false;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "baseline file '", path, "': ", values.status().message()));
   }
   options.file_values = *std::move(values);
-  return true;
+  return absl::OkStatus();
 }
 
 // False after printing why, when --baseline RUN would judge a suite of
@@ -93,12 +117,53 @@ bool OneSeriesForOneRun(const RegressOptions& options,
   return false;
 }
 
+// regress's --baseline before anything is submitted (only regress takes
+// it): a FILE read (kExitNoInput when it cannot be), a RUN refused for a
+// suite (kExitUsage). kExitOk to go on; otherwise it printed why.
+int PrepareBaseline(CliArgs& args, const std::string& spec_yaml,
+                    std::ostream& err) {
+  RegressOptions& regress = args.regress;
+  if (regress.baseline == RegressBaselineKind::kFile) {
+    if (absl::Status loaded = LoadBaselineFile(regress); !loaded.ok()) {
+      err << "hpcai500: " << loaded.message() << "\n";
+      return kExitNoInput;
+    }
+  }
+  if (regress.baseline == RegressBaselineKind::kRun &&
+      !OneSeriesForOneRun(regress, args.positional[0], spec_yaml, err)) {
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// Connects to args.coordinator and runs `command` with `inputs`.
+int ConnectAndRun(const CliCommand& command, const CliArgs& args,
+                  const CommandInputs& inputs, const CliEnvironment& env) {
+  CommandOptions options;
+  options.coordinator = args.coordinator;
+  options.token = inputs.token;
+  options.time_zone = env.time_zone;
+  options.retry = env.retry;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials =
+      CoordinatorChannelCredentials(inputs.tls);
+  std::unique_ptr<v1::ClientService::StubInterface> stub =
+      env.connect(args.coordinator, credentials);
+  options.connect_again = [&env, &args, credentials] {
+    return env.connect(args.coordinator, credentials);
+  };
+  const CoordinatorClient client(stub.get(), std::move(options), *env.err);
+  return command.run(CommandCall{args,
+                                 inputs.spec_source,
+                                 inputs.spec_yaml,
+                                 {client, *env.out, *env.err}});
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
   std::ostream& out = *env.out;
   std::ostream& err = *env.err;
-  auto parsed = ParseCliArgs(args, env.coordinator_env);
+  absl::StatusOr<CliArgs> parsed = ParseCliArgs(args, env.coordinator_env);
   if (!parsed.ok()) {
     err << "hpcai500: " << parsed.status().message() << "\n\n" << UsageText();
     return kExitUsage;
@@ -110,56 +175,17 @@ int RunCli(const std::vector<std::string>& args, const CliEnvironment& env) {
     return kExitOk;
   }
   const CliCommand& command = *FindCliCommand(parsed->command);
-
-  CommandOptions options;
-  options.coordinator = parsed->coordinator;
-  options.time_zone = env.time_zone;
-  options.retry = env.retry;
-  absl::StatusOr<std::string> token =
-      ResolveToken(parsed->token, env.token_env);
-  if (!token.ok()) {
-    err << "hpcai500: " << token.status().message() << "\n";
+  absl::StatusOr<CommandInputs> inputs =
+      ReadCommandInputs(command, *parsed, env);
+  if (!inputs.ok()) {
+    err << "hpcai500: " << inputs.status().message() << "\n";
     return kExitNoInput;
   }
-  options.token = *std::move(token);
-  absl::StatusOr<TlsFiles> tls = LoadClientTlsFiles(parsed->tls);
-  if (!tls.ok()) {
-    err << "hpcai500: " << tls.status().message() << "\n";
-    return kExitNoInput;
+  if (const int code = PrepareBaseline(*parsed, inputs->spec_yaml, err);
+      code != kExitOk) {
+    return code;
   }
-  std::string spec_source;
-  std::string spec_yaml;
-  if (!command.args.empty() && command.args[0] == kSpecArg) {
-    const std::string& source = parsed->positional[0];
-    auto spec = ReadSpec(source, *env.in);
-    if (!spec.ok()) {
-      err << "hpcai500: " << spec.status().message() << "\n";
-      return kExitNoInput;
-    }
-    spec_source = source == "-" ? "from stdin" : "'" + source + "'";
-    spec_yaml = *std::move(spec);
-  }
-  // Only regress takes --baseline.
-  RegressOptions& regress = parsed->regress;
-  if (regress.baseline == RegressBaselineKind::kFile &&
-      !LoadBaselineFile(regress, err)) {
-    return kExitNoInput;
-  }
-  if (regress.baseline == RegressBaselineKind::kRun &&
-      !OneSeriesForOneRun(regress, parsed->positional[0], spec_yaml, err)) {
-    return kExitUsage;
-  }
-
-  const std::shared_ptr<grpc::ChannelCredentials> credentials =
-      CoordinatorChannelCredentials(*tls);
-  std::unique_ptr<v1::ClientService::StubInterface> stub =
-      env.connect(parsed->coordinator, credentials);
-  options.connect_again = [&env, &parsed, credentials] {
-    return env.connect(parsed->coordinator, credentials);
-  };
-  const CoordinatorClient client(stub.get(), std::move(options), err);
-  return command.run(
-      CommandCall{*parsed, spec_source, spec_yaml, client, out, err});
+  return ConnectAndRun(command, *parsed, *inputs, env);
 }
 
 }  // namespace hpcai500

@@ -1,7 +1,8 @@
-// The `hpcai500` command line: parses arguments (cli/cli_args.h), reads the
-// spec, token and TLS files, connects, and runs the command's handler from
-// the command table (cli/command_table.h). Everything it touches outside
-// itself comes through CliEnvironment so tests can replace it.
+// The `hpcai500` command line: parses arguments (cli/args/parse_cli_args.h),
+// reads the spec, token, TLS and baseline files, connects, and runs the
+// command's handler from the command table (cli/args/command_table.h).
+// Everything it touches outside itself comes through CliEnvironment so tests
+// can replace it.
 //
 // Thread-safe: free functions; RunCli uses only what `env` lends it.
 #ifndef HPCAI500_CLI_CLI_H_
@@ -16,9 +17,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "cli/cli_args.h"
-#include "cli/exit_codes.h"
-#include "cli/retry.h"
+#include "cli/args/cli_args.h"
+#include "cli/client/exit_codes.h"
+#include "cli/client/retry.h"
 #include "proto/hpcai500.grpc.pb.h"
 
 namespace hpcai500 {
@@ -41,7 +42,7 @@ struct CliEnvironment {
   RetryPolicy retry;  // for a submit whose answer may have been lost
 };
 
-// Runs `hpcai500 ARGS...` and returns its exit code (cli/exit_codes.h):
+// Runs `hpcai500 ARGS...` and returns its exit code (cli/client/exit_codes.h):
 // kExitUsage after printing the usage to err for a bad command line,
 // kExitNoInput when the spec, token, --tls-ca or --baseline file cannot be
 // read.

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/cli.h"
-#include "cli/coordinator_client.h"
-#include "cli/printable_stream.h"
+#include "cli/client/coordinator_client.h"
+#include "cli/text/printable_stream.h"
 #include "common/token.h"
 #include "common/version.h"
 #include "grpc/support/log.h"

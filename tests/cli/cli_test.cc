@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "cli/commands.h"
+#include "cli/commands/commands.h"
 #include "common/error_cause.h"
 #include "common/suite.h"
 #include "gmock/gmock.h"
@@ -1578,24 +1578,6 @@ TEST_F(CliTest, RegressBadFlagsExit64NamingTheProblem) {
   }
 }
 
-TEST(ParseCliArgs, RegressFlagsRepeatAndFillTheOptions) {
-  auto parsed = ParseCliArgs(
-      {"regress", "s.yaml", "--reference", "throughput=1e12", "--reference",
-       "quality=0.9", "--metric", "flops", "--metric=quality", "--window", "3",
-       "--tolerance", "2.5", "--junit", "out.xml", "--json"},
-      std::nullopt);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  const RegressOptions& options = parsed->regress;
-  EXPECT_EQ(options.references.size(), 2u);
-  EXPECT_EQ(options.metrics,
-            (std::vector<RegressMetric>{RegressMetric::kFlops,
-                                        RegressMetric::kQuality}));
-  EXPECT_EQ(options.window, 3);
-  EXPECT_EQ(options.tolerance_pct, 2.5);
-  EXPECT_EQ(options.junit_path, "out.xml");
-  EXPECT_TRUE(parsed->json);
-}
-
 TEST(Cli, UnreachableCoordinatorExitsTwoNamingTheAddress) {
   // Port 1 on loopback: nothing listens there, the connection is refused.
   std::istringstream in;
@@ -1615,14 +1597,6 @@ TEST(Cli, UnreachableCoordinatorExitsTwoNamingTheAddress) {
             kExitUnavailable);
   EXPECT_THAT(err.str(),
               HasSubstr("cannot reach the coordinator at 127.0.0.1:1"));
-}
-
-TEST(ExitCodeForRun, SucceededWithoutScoreIsAFailure) {
-  v1::Run run;
-  run.set_state(v1::RUN_STATE_SUCCEEDED);
-  EXPECT_EQ(ExitCodeForRun(run), kExitFailed);
-  run.mutable_score()->set_reached_target(true);
-  EXPECT_EQ(ExitCodeForRun(run), kExitOk);
 }
 
 }  // namespace

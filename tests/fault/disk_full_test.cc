@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/exit_codes.h"
+#include "cli/client/exit_codes.h"
 #include "tests/fault/fault_cluster.h"
 
 namespace hpcai500::testing {

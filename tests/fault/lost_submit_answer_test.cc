@@ -8,7 +8,7 @@
 // A submit across a coordinator restart: hpcai500d down when the CLI
 // starts, or killed after storing a submit and before its answer passed,
 // then back after a few seconds (up to 10). The CLI's retries reach the
-// restarted coordinator (cli/coordinator_client.h: a short reconnect
+// restarted coordinator (cli/client/coordinator_client.h: a short reconnect
 // back-off) and the run is stored once.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -210,7 +210,7 @@ TEST_P(SubmitAcrossRestart, CoordinatorKilledBeforeAnsweringStoresTheRunOnce) {
 }
 
 // Down for a moment, for a few retries, and for 10 s (the longest restart
-// the retries are made for, cli/retry.h).
+// the retries are made for, cli/client/retry.h).
 INSTANTIATE_TEST_SUITE_P(DownFor, SubmitAcrossRestart,
                          ::testing::Values(1, 5, 10),
                          [](const ::testing::TestParamInfo<int>& down) {

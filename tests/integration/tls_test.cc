@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/exit_codes.h"
+#include "cli/client/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
