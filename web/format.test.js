@@ -21,7 +21,7 @@ test(
     });
 
 test('formatFlops agrees with the CLI on what the CLI tests', () => {
-  // tests/cli/format_test.cc: FormatFlops(45.6e9) == "45.60 GFLOPS".
+  // tests/cli/text/format_test.cc: FormatFlops(45.6e9) == "45.60 GFLOPS".
   assert.equal(formatFlops(45.6e9), '45.60 GFLOPS');
 });
 

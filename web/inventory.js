@@ -2,7 +2,7 @@
 // versions) in short text, for the nodes page and each attempt's provenance
 // on the run page. Pure functions over the API's JSON (int64 fields come as
 // strings); they say what the CLI's FormatDevices and FormatInventory
-// (cli/format.h) say.
+// (cli/text/format.h) say.
 
 const BINARY_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
 

@@ -1,5 +1,5 @@
 // Unit tests of the inventory text (node --test); the same cases as the
-// CLI's tests/cli/format_test.cc where both say the same thing.
+// CLI's tests/cli/text/format_test.cc where both say the same thing.
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
