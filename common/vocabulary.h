@@ -31,9 +31,9 @@ enum class DistBackend { kGloo, kNccl };
 // own; kMpirun: rank 0's agent starts one OpenMPI mpirun; kSrun: one Slurm
 // job step. docs/design.md "Launchers".
 enum class Launcher { kAgent, kMpirun, kSrun };
-// The levels of the methodology (ARCHITECTURE.md, "Levels"): what a run may
-// change of the reference recipe. A spec's level and the leaderboard's level
-// filter are checked against these names.
+// The levels of the methodology (docs/design.md "Valid FLOPS, levels and the
+// FLOP convention"): what a run may change of the reference recipe. A spec's
+// level and the leaderboard's level filter are checked against these names.
 enum class Level { kHardware, kSystem, kFree };
 // How a scaling sweep (`hpcai500 sweep --scaling`, RunSpec.scaling) sizes the
 // batch as the device count grows: kStrong keeps the global batch and
