@@ -1,6 +1,7 @@
 // The workload registry: workloads, configs, models, targets, n and epoch
-// budgets, parsed from common/registry.ini (compiled in). It depends on the
-// C++ standard library only, so the worker links it without abseil.
+// budgets, parsed from common/registry.ini (compiled in), and the reference
+// recipe's batch rule. It depends on the C++ standard library and the
+// std-only vocabulary only, so the worker links it without abseil.
 //
 // Thread-safe: a Registry is immutable after Parse(); Builtin() is initialised
 // once.
@@ -12,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/vocabulary.h"
 
 namespace hpcai500 {
 
@@ -115,6 +118,17 @@ class Registry {
   std::vector<ConfigInfo> configs_;
   std::vector<ReferenceConvergence> references_;
 };
+
+// The reference recipe's per-rank batch for `config` in `precision`: the
+// config's batch_size (its fp32 batch), doubled in mixed precision (the
+// HPC AI500 reference trains ResNet-50 at 128 per GPU in fp32 and 256 in
+// mixed precision). Level hardware keeps exactly this batch.
+int ReferenceBatchSize(const ConfigInfo& config, Precision precision);
+
+// The worker's per-rank batch when no batch size is given: the reference
+// batch for configs on the imagenet dataset (whose recipe publishes both
+// variants), the config's batch_size for every other config.
+int DefaultBatchSize(const ConfigInfo& config, Precision precision);
 
 }  // namespace hpcai500
 

@@ -1,4 +1,5 @@
-// Valid FLOPS (ARCHITECTURE.md): VFLOPS = FLOPS x (quality / target)^n, with
+// Valid FLOPS (docs/design.md "Valid FLOPS, levels and the FLOP
+// convention"): VFLOPS = FLOPS x (quality / target)^n, with
 // FLOPS = 3 x forward FLOPs per sample x samples / training seconds, and the
 // aggregation of a submission's repetitions.
 //

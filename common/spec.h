@@ -1,5 +1,6 @@
-// Run specs: parsing the YAML a user submits, checking it against the
-// registry and the level's rules, and filling in defaults.
+// Run specs: parsing the YAML a user submits (its keys are the rows of
+// common/spec_fields.h), checking it against the registry and the level's
+// rules, and filling in defaults.
 //
 // Thread-safe: free functions over immutable inputs.
 #ifndef HPCAI500_COMMON_SPEC_H_
@@ -7,7 +8,6 @@
 
 #include <array>
 #include <cstddef>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/registry.h"
+#include "common/spec_fields.h"
 #include "common/vocabulary.h"
 #include "proto/hpcai500.pb.h"
 
@@ -45,13 +46,11 @@ absl::StatusOr<v1::RunSpec> ParseRunSpec(std::string_view yaml,
 absl::Status ValidateRunSpec(const v1::RunSpec& spec, const Registry& registry);
 
 // Field checks shared by every place that checks what a remote side sends
-// (run specs here, assignments in the agent). Each returns OkStatus or
-// InvalidArgument "<what>: <reason>", `what` naming the field the way the
-// caller's messages do ("field 'seed'", "assignment: master_port"):
-//   "<what>: must be between 1 and 64, got 0"
+// (run specs here, assignments in the agent; CheckInRange is beside the spec
+// fields, common/spec_fields.h). Each returns OkStatus or InvalidArgument
+// "<what>: <reason>", `what` naming the field the way the caller's messages
+// do ("field 'device'", "assignment: device"):
 //   "<what>: must be one of cpu, cuda; got 'tpu'"
-absl::Status CheckInRange(absl::string_view what, int64_t value, int64_t low,
-                          int64_t high);
 absl::Status CheckOneOf(absl::string_view what, absl::string_view value,
                         absl::Span<const absl::string_view> allowed);
 
@@ -93,18 +92,12 @@ absl::Status CheckOneOf(absl::string_view what, absl::string_view value) {
 absl::StatusOr<Launcher> ParseLauncher(absl::string_view what,
                                        absl::string_view name);
 
-// Whole seconds ("3600", any sign: the caller checks the range) or a
-// duration with units ("90m", "1h30m", "45s"), as time_limit takes it;
-// InvalidArgument "<what>: must be seconds or a duration like 90m or 1h30m, got
-// '...'".
-absl::StatusOr<int64_t> DurationSeconds(absl::string_view text,
-                                        absl::string_view what);
-
 // The names of the fast paths (common/fast_paths.h) `spec` turns on, in
 // kFastPaths' order ("fused_bn", "cuda_graph"); empty when none.
 std::vector<std::string> FastPathsOn(const v1::RunSpec& spec);
 
-// The spec as YAML, in the key order users write (for `show` and storage).
+// The spec as YAML, in the key order users write (for `show` and storage):
+// each field as its row of SpecFields() (common/spec_fields.h) writes it.
 std::string RunSpecToYaml(const v1::RunSpec& spec);
 
 }  // namespace hpcai500

@@ -1,10 +1,10 @@
 // The names every process agrees on for a run's device, precision, gradient
 // compression, collective backend, launcher and level: one enum each, its
 // spellings on the wire (specs, assignments, worker flags) and the full list
-// for error messages, joined by the one list joiner (JoinInProse). Also
-// the reference recipe's batch rule, which both the coordinator (level
-// hardware) and the worker (its default batch) apply. Standard library only:
-// the worker links it without abseil or protobuf.
+// for error messages, joined by the one list joiner (JoinInProse), and which
+// precisions are mixed (the reference recipe's batch rule over them is the
+// registry's, common/registry.h). Standard library only: the worker links it
+// without abseil or protobuf.
 //
 // Thread-safe: constants and pure functions.
 #ifndef HPCAI500_COMMON_VOCABULARY_H_
@@ -16,8 +16,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include "common/registry.h"
 
 namespace hpcai500 {
 
@@ -31,9 +29,9 @@ enum class DistBackend { kGloo, kNccl };
 // own; kMpirun: rank 0's agent starts one OpenMPI mpirun; kSrun: one Slurm
 // job step. docs/design.md "Launchers".
 enum class Launcher { kAgent, kMpirun, kSrun };
-// The levels of the methodology (ARCHITECTURE.md, "Levels"): what a run may
-// change of the reference recipe. A spec's level and the leaderboard's level
-// filter are checked against these names.
+// The levels of the methodology (docs/design.md "Valid FLOPS, levels and the
+// FLOP convention"): what a run may change of the reference recipe. A spec's
+// level and the leaderboard's level filter are checked against these names.
 enum class Level { kHardware, kSystem, kFree };
 // How a scaling sweep (`hpcai500 sweep --scaling`, RunSpec.scaling) sizes the
 // batch as the device count grows: kStrong keeps the global batch and
@@ -135,17 +133,6 @@ std::string NamesInProse() {
 
 // True for bf16 and fp16: the precisions the reference recipe calls mixed.
 bool IsMixedPrecision(Precision precision);
-
-// The reference recipe's per-rank batch for `config` in `precision`: the
-// config's batch_size (its fp32 batch), doubled in mixed precision (the
-// HPC AI500 reference trains ResNet-50 at 128 per GPU in fp32 and 256 in
-// mixed precision). Level hardware keeps exactly this batch.
-int ReferenceBatchSize(const ConfigInfo& config, Precision precision);
-
-// The worker's per-rank batch when no batch size is given: the reference
-// batch for configs on the imagenet dataset (whose recipe publishes both
-// variants), the config's batch_size for every other config.
-int DefaultBatchSize(const ConfigInfo& config, Precision precision);
 
 }  // namespace hpcai500
 

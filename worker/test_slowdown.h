@@ -5,7 +5,8 @@
 // sleep would vanish in the noise of a busy machine and dominate an idle
 // one). No flag and no spec field reaches it: the agent passes the variable
 // on only when its operator names it with --env (agent/worker_env.h), so a
-// submitter cannot slow a ranked run. std-only.
+// submitter cannot slow a ranked run. Read once at the start of a run, into
+// the trainer's step hooks (worker/train/step_hooks.h). std-only.
 //
 // Thread-safe: pure function.
 #ifndef HPCAI500_WORKER_TEST_SLOWDOWN_H_

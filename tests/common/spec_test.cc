@@ -3,7 +3,12 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/spec_fields.h"
 
 namespace hpcai500 {
 namespace {
@@ -85,6 +90,39 @@ TEST(RunSpec, RoundTripsThroughYaml) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(
       google::protobuf::util::MessageDifferencer::Equals(*again, *spec));
+}
+
+// Every RunSpec field is a row of the one table of spec fields
+// (common/spec_fields.h): the spec of every row's example sets each field
+// the parser does not compute, and RunSpecToYaml gives it back whole.
+TEST(RunSpec, EveryFieldIsARowOfTheTableAndRoundTripsThroughYaml) {
+  std::string yaml;
+  for (const SpecField& field : SpecFields()) {
+    absl::StrAppend(&yaml, field.key, ": ", field.example, "\n");
+  }
+  absl::StatusOr<v1::RunSpec> spec = Parse(yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status() << " in:\n" << yaml;
+  const google::protobuf::Descriptor* descriptor = v1::RunSpec::descriptor();
+  const google::protobuf::Reflection* reflection = v1::RunSpec::GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = descriptor->field(i);
+    const std::string name(field->name());
+    if (std::find(kComputedSpecFields.begin(), kComputedSpecFields.end(),
+                  name) != kComputedSpecFields.end()) {
+      continue;
+    }
+    const bool set = field->is_repeated()
+                         ? reflection->FieldSize(*spec, field) > 0
+                         : reflection->HasField(*spec, field);
+    EXPECT_TRUE(set) << "RunSpec." << name
+                     << " is left at its default by the examples of "
+                        "SpecFields(): a field without a row?";
+  }
+  const std::string written = RunSpecToYaml(*spec);
+  absl::StatusOr<v1::RunSpec> again = Parse(written);
+  ASSERT_TRUE(again.ok()) << again.status() << " in:\n" << written;
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*again, *spec))
+      << written;
 }
 
 struct Refusal {

@@ -62,28 +62,6 @@ TEST(Vocabulary, RefusesOtherSpellings) {
   EXPECT_FALSE(Parse<Compression>("powersgd "));
 }
 
-ConfigInfo Config(const std::string& dataset, int batch_size) {
-  ConfigInfo config;
-  config.dataset = dataset;
-  config.batch_size = batch_size;
-  return config;
-}
-
-TEST(Vocabulary, MixedPrecisionDoublesTheReferenceBatch) {
-  const ConfigInfo fmnist = Config("fashion_mnist", 64);
-  EXPECT_EQ(ReferenceBatchSize(fmnist, Precision::kFp32), 64);
-  EXPECT_EQ(ReferenceBatchSize(fmnist, Precision::kBf16), 128);
-  EXPECT_EQ(ReferenceBatchSize(fmnist, Precision::kFp16), 128);
-  EXPECT_FALSE(IsMixedPrecision(Precision::kFp32));
-  EXPECT_TRUE(IsMixedPrecision(Precision::kFp16));
-}
-
-TEST(Vocabulary, DefaultBatchDoublesOnlyForImagenet) {
-  EXPECT_EQ(DefaultBatchSize(Config("imagenet", 128), Precision::kBf16), 256);
-  EXPECT_EQ(DefaultBatchSize(Config("imagenet", 128), Precision::kFp32), 128);
-  EXPECT_EQ(DefaultBatchSize(Config("cifar10", 128), Precision::kBf16), 128);
-}
-
 TEST(EventKeys, SpellTheDocumentedNames) {
   EXPECT_STREQ(event_keys::kRunStop, "run_stop");
   EXPECT_STREQ(event_keys::kEvalAccuracy, "eval_accuracy");

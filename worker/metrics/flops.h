@@ -1,8 +1,9 @@
 // Counts the floating-point operations of the ATen operators a thread runs,
 // so a model whose work depends on its data is counted from what it did.
 //
-// Convention (ARCHITECTURE.md): convolutions and matrix products only, a
-// multiply-add counting 2, bias additions not counted. Observed operators:
+// Convention (docs/design.md "Valid FLOPS, levels and the FLOP convention"):
+// convolutions and matrix products only, a multiply-add counting 2, bias
+// additions not counted. Observed operators:
 // aten::conv{1,2,3}d, conv_transpose{1,2,3}d, convolution, _convolution,
 // linear, matmul, mm, addmm, bmm, baddbmm, mv, addmv, dot. Only the outermost
 // observed operator of a call counts (aten::linear counts, the aten::addmm it

@@ -18,6 +18,7 @@
 #include "worker/train/cuda_graph_step.h"
 #include "worker/train/noop.h"
 #include "worker/train/precision.h"
+#include "worker/train/step_hooks.h"
 #include "worker/train/trainer.h"
 
 namespace hpcai500::worker {
@@ -162,7 +163,10 @@ int RunWorker(const WorkerOptions& options, EventLog* log) {
     if (options.config.workload == kNoopWorkload) {
       RunNoop(options, log);
     } else {
-      Trainer(options, log, lease.get()).Run();
+      // The test-only hooks (worker/train/step_hooks.h), read once before
+      // the run; a value they do not take ends it.
+      const std::unique_ptr<StepHooks> hooks = StepHooksFromEnv(ProcessEnv());
+      Trainer(options, log, lease.get(), hooks.get()).Run();
     }
     return 0;
   } catch (const c10::Error& e) {

@@ -6,7 +6,9 @@
 // so that a test proves a warning never ends a run (issue 21: every
 // mixed-precision step once died in LibTorch's warning path). Like
 // worker/test_slowdown.h, no flag or spec field reaches it: the agent passes
-// the variable on only when its operator names it with --env.
+// the variable on only when its operator names it with --env; it is read once
+// at the start of a run, into the trainer's step hooks
+// (worker/train/step_hooks.h).
 //
 // Thread-safety: call from the training thread (autocast is its state).
 #ifndef HPCAI500_WORKER_TRAIN_TEST_WARNINGS_H_

@@ -10,7 +10,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/event_keys.h"
@@ -20,13 +19,17 @@
 #include "worker/events/mllog_keys.h"
 #include "worker/metrics/flops.h"
 #include "worker/models/model_zoo.h"
-#include "worker/test_slowdown.h"
 #include "worker/train/checkpoint.h"
-#include "worker/train/test_warnings.h"
 
 namespace hpcai500::worker {
 
 namespace {
+
+// The hooks of a trainer given none: they add nothing.
+StepHooks& NoStepHooks() {
+  static StepHooks none;
+  return none;
+}
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -60,12 +63,13 @@ torch::Device DeviceOf(const WorkerOptions& options) {
 }
 
 Trainer::Trainer(const WorkerOptions& options, EventLog* log,
-                 LeaseWatchdog* lease)
+                 LeaseWatchdog* lease, StepHooks* hooks)
     : o_(options),
       device_(DeviceOf(options)),
       reporter_(log),
       log_(log),
-      lease_(lease) {
+      lease_(lease),
+      hooks_(hooks != nullptr ? hooks : &NoStepHooks()) {
   // Before anything touches CUDA: the rank's device is the current one, so
   // that its context, streams, graph capture and NCCL communicator are all
   // on its own GPU, never on GPU 0 (a rank that sees every GPU of the node).
@@ -264,14 +268,14 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
   const bool replay = kind == StepKind::kFull && graph_step_ != nullptr;
   if (local == 0 && !replay) {
     sync_free_->StepWithoutSamples(global);
-    SlowDownForTests(step_start);
+    hooks_->AfterStep(step_start);
     return;
   }
   StepTimer input_wait(&clock, Phase::kInputWait);
   const Batch batch = local > 0 ? ToDevice(*next) : Batch{};
   input_wait.Stop();
   StepTimer compute(&clock, Phase::kCompute);
-  RaiseTestWarningsAt(epoch, step);
+  hooks_->BeforeForward(device_, *o_.args.precision, epoch, step);
   FlopCount forward;
   if (replay) {
     watchdog_->SetPhase("training step (CUDA graph)");
@@ -290,27 +294,7 @@ void Trainer::TrainStep(int epoch, int64_t step, EpochClock& clock,
     }
     CountStep(forward, local, stats);
   }
-  SlowDownForTests(step_start);
-}
-
-void Trainer::RaiseTestWarningsAt(int epoch, int64_t step) const {
-  // Tests only (worker/train/test_warnings.h); a bad value ends the run.
-  static const bool warn = TestTorchWarningsRequested(ProcessEnv());
-  if (!warn || step >= kTestWarningSteps) return;
-  AutocastScope autocast(*o_.args.precision, device_);
-  RaiseTestWarnings(device_, epoch, step);
-}
-
-void Trainer::SlowDownForTests(
-    std::chrono::steady_clock::time_point step_start) const {
-  // Tests only (worker/test_slowdown.h); a bad value ends the run.
-  static const int slowdown_pct = TestStepSlowdownPct(ProcessEnv());
-  static const std::string slowdown_gate = TestSlowdownGate(ProcessEnv());
-  if (slowdown_pct > 0 &&
-      (slowdown_gate.empty() || std::filesystem::exists(slowdown_gate))) {
-    std::this_thread::sleep_for(
-        (std::chrono::steady_clock::now() - step_start) * slowdown_pct / 100);
-  }
+  hooks_->AfterStep(step_start);
 }
 
 void Trainer::CountStep(const FlopCount& forward, int64_t local,

@@ -30,6 +30,7 @@
 #include "worker/train/cuda_graph_step.h"
 #include "worker/train/optimizer.h"
 #include "worker/train/precision.h"
+#include "worker/train/step_hooks.h"
 #include "worker/train/sync_free_step.h"
 #include "worker/train/task.h"
 
@@ -49,10 +50,11 @@ torch::Device DeviceOf(const WorkerOptions& options);
 
 class Trainer {
  public:
-  // Borrows `options`, `log` and `lease` (null: none) for the trainer's
-  // lifetime. No checkpoint is written once `lease` ran out.
+  // Borrows `options`, `log`, `lease` (null: none) and `hooks` (null: none,
+  // worker/train/step_hooks.h) for the trainer's lifetime. No checkpoint is
+  // written once `lease` ran out.
   Trainer(const WorkerOptions& options, EventLog* log,
-          LeaseWatchdog* lease = nullptr);
+          LeaseWatchdog* lease = nullptr, StepHooks* hooks = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -80,10 +82,6 @@ class Trainer {
   // `stats`; the loss and skipped steps are summed on the device and read
   // once at the epoch's end.
   void TrainStep(int epoch, int64_t step, EpochClock& clock, EpochStats& stats);
-  // The step's test hooks: warnings (worker/train/test_warnings.h) and a
-  // slowdown (worker/test_slowdown.h).
-  void RaiseTestWarningsAt(int epoch, int64_t step) const;
-  void SlowDownForTests(std::chrono::steady_clock::time_point step_start) const;
   // Adds a step's `local` samples (> 0) and its forward FLOPs to `stats`;
   // the first also gives the reporter the per-sample figure.
   void CountStep(const FlopCount& forward, int64_t local, EpochStats& stats);
@@ -103,6 +101,7 @@ class Trainer {
   RunReporter reporter_;
   EventLog* const log_;
   LeaseWatchdog* const lease_;
+  StepHooks* const hooks_;
 
   // Built by Initialize().
   std::unique_ptr<Dataset> data_;
