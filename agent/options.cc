@@ -31,10 +31,10 @@
 #include "agent/system/process.h"
 #include "common/flags.h"
 #include "common/printable.h"
-#include "common/registry.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/token.h"
+#include "methodology/registry.h"
+#include "methodology/spec.h"
 
 namespace hpcai500::agent {
 namespace {

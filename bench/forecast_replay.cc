@@ -1,5 +1,5 @@
 // Replays recorded runs' quality curves through the coordinator's forecast
-// (common/forecast.h) as if each evaluation had just arrived, and says how
+// (methodology/forecast.h) as if each evaluation had just arrived, and says how
 // often the forecast was right at each epoch and what early abort would have
 // saved and lost. bench/forecast.sh records the runs with the real worker.
 //
@@ -17,9 +17,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/events.h"
-#include "common/forecast.h"
-#include "common/registry.h"
-#include "common/scoring.h"
+#include "methodology/forecast.h"
+#include "methodology/registry.h"
+#include "methodology/scoring.h"
 
 namespace hpcai500 {
 namespace {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reference convergence points (docs/design.md "Convergence check"): trains
 # one registry config RUNS times with seeds 1..RUNS on one rank whose batch
-# is the global batch, and prints the [rcp] section of common/registry.ini
+# is the global batch, and prints the [rcp] section of methodology/registry.ini
 # with each run's epochs to target (the first evaluated epoch whose quality
 # reached the config's target; a run that never did within the epochs is
 # printed as such and left out, as MLCommons leaves out references that do
@@ -42,7 +42,7 @@ PYTHON="$ROOT/.venv/bin/python3"
 [[ -x "$PYTHON" ]] || PYTHON=python3
 
 # The config's target and epoch budget, from the registry the worker has.
-read -r TARGET BUDGET < <("$PYTHON" - "$ROOT/common/registry.ini" \
+read -r TARGET BUDGET < <("$PYTHON" - "$ROOT/methodology/registry.ini" \
   "$WORKLOAD/$CONFIG" <<'PY'
 import sys
 section, found = None, {}

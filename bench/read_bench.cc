@@ -41,7 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/clock.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.grpc.pb.h"
 #include "server/auth/access_control.h"
 #include "server/coordinator/coordinator.h"

@@ -16,9 +16,9 @@
 #include "cli/client/coordinator_client.h"
 #include "cli/regress/regress_flags.h"
 #include "common/status_macros.h"
-#include "common/suite.h"
 #include "common/tls_files.h"
 #include "common/token.h"
+#include "methodology/suite.h"
 
 namespace hpcai500 {
 namespace {

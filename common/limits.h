@@ -1,5 +1,5 @@
 // The bounds of the run fields that more than one process checks: the spec
-// parser (common/spec.cc), the agent's assignment checks and the worker's
+// parser (methodology/spec.cc), the agent's assignment checks and the worker's
 // flag table (common/worker_args.cc) all read them here, so a value one side
 // accepts the next side accepts too. Standard library only: the worker links
 // it without abseil or protobuf.

@@ -3,8 +3,8 @@
 // spellings on the wire (specs, assignments, worker flags) and the full list
 // for error messages, joined by the one list joiner (JoinInProse), and which
 // precisions are mixed (the reference recipe's batch rule over them is the
-// registry's, common/registry.h). Standard library only: the worker links it
-// without abseil or protobuf.
+// registry's, methodology/registry.h). Standard library only: the worker links
+// it without abseil or protobuf.
 //
 // Thread-safe: constants and pure functions.
 #ifndef HPCAI500_COMMON_VOCABULARY_H_

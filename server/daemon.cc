@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/host_port.h"
 #include "common/log.h"
-#include "common/registry.h"
 #include "common/status_macros.h"
 #include "common/token.h"
+#include "methodology/registry.h"
 #include "server/auth/auth.h"
 #include "server/auth/tls.h"
 

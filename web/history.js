@@ -2,7 +2,7 @@
 // throughput and quality of its scored runs over time, oldest first, with
 // the tolerance band each run was judged against and the runs that fell
 // below it marked as regressions. The coordinator computes the band with
-// the C++ of `hpcai500 regress` (common/regress_band.h BandsOverHistory) and
+// the C++ of `hpcai500 regress` (methodology/regress_band.h BandsOverHistory) and
 // serves it with the values (GET /api/v1/history?name=NAME); this page only
 // draws it.
 

@@ -26,7 +26,7 @@ function stragglerNote(rows) {
 
 // The forecast on the quality chart: from the last measured point to the
 // median forecast after the last epoch (the coordinator computes it:
-// common/forecast.h); null without a forecast or with nothing left to
+// methodology/forecast.h); null without a forecast or with nothing left to
 // forecast.
 export function forecastSeries(forecast, measured) {
   if (!forecast || !measured.length) return null;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
 #include "common/vocabulary.h"
 #include "common/worker_args.h"
+#include "methodology/registry.h"
 
 namespace hpcai500::worker {
 

@@ -12,13 +12,13 @@
 #include "absl/strings/str_split.h"
 #include "agent/attempts/attempt_layout.h"
 #include "common/lease_holder.h"
-#include "common/registry.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/vocabulary.h"
 #include "common/worker_args.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "methodology/registry.h"
+#include "methodology/spec.h"
 
 namespace hpcai500::agent {
 namespace {

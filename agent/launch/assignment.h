@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "agent/attempts/attempt_plan.h"
 #include "agent/system/process.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {

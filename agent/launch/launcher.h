@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "agent/launch/assignment.h"
 #include "agent/system/process.h"
-#include "common/spec.h"
+#include "methodology/spec.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500::agent {

@@ -17,7 +17,7 @@
 #include "agent/supervisor/rank_processes.h"
 #include "agent/system/files.h"
 #include "common/log.h"
-#include "common/spec.h"
+#include "methodology/spec.h"
 
 namespace hpcai500::agent {
 namespace {

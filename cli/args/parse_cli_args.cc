@@ -20,8 +20,8 @@
 #include "common/flags.h"
 #include "common/request_id.h"
 #include "common/run_state.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
+#include "methodology/spec.h"
 
 namespace hpcai500 {
 namespace {

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/registry.h"
-#include "common/spec.h"
 #include "common/vocabulary.h"
+#include "methodology/registry.h"
+#include "methodology/spec.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {

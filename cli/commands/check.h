@@ -1,7 +1,7 @@
 // `hpcai500 check NODE`: a node health check in the manner of Slurm's
 // HealthCheckProgram or a ReFrame sanity check. It submits a noop run
-// (common/registry.h kNoopWorkload) pinned to the node through the
-// scheduler's constraints (the implicit label node=NAME, common/spec.h
+// (methodology/registry.h kNoopWorkload) pinned to the node through the
+// scheduler's constraints (the implicit label node=NAME, methodology/spec.h
 // kNodeLabel), waits for it, and times each phase. The pieces here are pure;
 // CheckCommand (cli/commands/check_command.h) does the calls.
 //

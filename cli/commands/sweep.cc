@@ -13,9 +13,9 @@
 #include "cli/text/format.h"
 #include "common/limits.h"
 #include "common/request_id.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
-#include "common/suite.h"
+#include "methodology/spec.h"
+#include "methodology/suite.h"
 
 namespace hpcai500 {
 namespace {

@@ -24,8 +24,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cli/client/command_context.h"
-#include "common/registry.h"
 #include "common/vocabulary.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -62,7 +62,7 @@ absl::StatusOr<std::vector<v1::RunSpec>> ExpandSweep(
     const v1::RunSpec& base, const SweepOptions& options,
     const std::string& sweep_id, const Registry& registry);
 
-// The points as one suite file (common/suite.h form (a), `suite:` the
+// The points as one suite file (methodology/suite.h form (a), `suite:` the
 // sweep's id), the text `hpcai500 submit` would send.
 std::string SweepSuiteYaml(const std::string& sweep_id,
                            const std::vector<v1::RunSpec>& points);

@@ -2,7 +2,7 @@
 // CI, one verdict per spec of a suite and metric. The baseline (the median
 // of a series of earlier runs of the same benchmark, the newest good one, a
 // promoted or named run, or fixed values from a file or --reference), the
-// tolerance band learned from the series' history (common/regress_band.h)
+// tolerance band learned from the series' history (methodology/regress_band.h)
 // and the verdict per metric. Pure functions: the flags are read in
 // cli/regress/regress_flags.h, the reports written in
 // cli/regress/regress_report.h, the RPCs made in cli/regress/regress_command.h.
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/regress_band.h"
-#include "common/scoring.h"
+#include "methodology/regress_band.h"
+#include "methodology/scoring.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {

@@ -16,7 +16,7 @@
 #include "cli/commands/watch.h"
 #include "cli/regress/regress_report.h"
 #include "common/run_state.h"
-#include "common/suite.h"
+#include "methodology/suite.h"
 
 namespace hpcai500 {
 namespace {

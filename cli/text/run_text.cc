@@ -8,10 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/text/format.h"
-#include "common/forecast.h"
 #include "common/printable.h"
 #include "common/run_state.h"
-#include "common/spec.h"
+#include "methodology/forecast.h"
+#include "methodology/spec.h"
 
 namespace hpcai500 {
 namespace {

@@ -14,8 +14,8 @@
 #include "common/event_keys.h"
 #include "common/log.h"
 #include "common/run_state.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
+#include "methodology/spec.h"
 #include "server/coordinator/requests.h"
 #include "server/coordinator/run_log.h"
 

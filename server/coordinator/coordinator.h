@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 #include "server/coordinator/agent_sessions.h"
 #include "server/coordinator/attempts.h"
@@ -49,7 +49,7 @@ class Coordinator final : public LiveRuns {
   // ------------------------------------------------------------- clients
 
   // Validates and stores a spec (R repetitions = R runs with seeds seed,
-  // seed+1, ...) and queues its runs; a suite (common/suite.h) is one
+  // seed+1, ...) and queues its runs; a suite (methodology/suite.h) is one
   // submission per spec, all checked before any is stored (an error names
   // the spec by its number), then stored in one transaction: all or none.
   // InvalidArgument with the reason when the spec is refused;
@@ -83,9 +83,9 @@ class Coordinator final : public LiveRuns {
                                         const std::string& reason);
 
   // Makes run `run_id` the promoted regress baseline of its series
-  // (common/regress_band.h), recording `by`; returns the baseline. NotFound;
-  // FailedPrecondition for a run that did not succeed with a score or whose
-  // result was invalidated.
+  // (methodology/regress_band.h), recording `by`; returns the baseline.
+  // NotFound; FailedPrecondition for a run that did not succeed with a score or
+  // whose result was invalidated.
   absl::StatusOr<v1::Baseline> PromoteBaseline(int64_t run_id,
                                                const std::string& by);
   // The promoted baseline of `spec`'s series; NotFound when none.

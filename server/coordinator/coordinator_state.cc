@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/run_state.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
 #include "common/vocabulary.h"
+#include "methodology/spec.h"
 
 namespace hpcai500 {
 

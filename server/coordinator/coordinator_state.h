@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 #include "server/coordinator/event_intake.h"
 #include "server/coordinator/maintenance.h"

@@ -7,8 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
+#include "methodology/spec.h"
 
 namespace hpcai500 {
 namespace {

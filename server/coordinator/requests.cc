@@ -11,8 +11,8 @@
 #include "common/limits.h"
 #include "common/printable.h"
 #include "common/request_id.h"
-#include "common/spec.h"
 #include "common/status_macros.h"
+#include "methodology/spec.h"
 
 namespace hpcai500 {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "common/scoring.h"
 #include "common/status_macros.h"
+#include "methodology/scoring.h"
 #include "server/coordinator/requests.h"
 #include "server/store/leaderboard.h"
 

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/events.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 #include "server/http/coordinator_view.h"
 #include "server/store/leaderboard.h"

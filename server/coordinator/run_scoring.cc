@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/forecast.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "methodology/forecast.h"
 #include "server/coordinator/run_reads.h"
 
 namespace hpcai500 {

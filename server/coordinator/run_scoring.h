@@ -16,7 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "common/events.h"
-#include "common/scoring.h"
+#include "methodology/scoring.h"
 #include "server/coordinator/attempts.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/run_record.h"
@@ -39,8 +39,8 @@ class RunScoring {
   void MaybeFinishLocked(RunRecord& record, bool force)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   // After new epochs of a running run: forecasts from its quality curve
-  // whether it reaches its target (common/forecast.h) once an evaluation is
-  // new, keeps the forecast with the run, and aborts the run (ABORTED, its
+  // whether it reaches its target (methodology/forecast.h) once an evaluation
+  // is new, keeps the forecast with the run, and aborts the run (ABORTED, its
   // workers cancelled) when its spec asks for it and the forecast is
   // hopeless.
   void ForecastLocked(RunRecord& record)

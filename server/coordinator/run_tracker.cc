@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "common/event_keys.h"
-#include "common/scoring.h"
+#include "methodology/scoring.h"
 
 namespace hpcai500 {
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "common/suite.h"
+#include "methodology/suite.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/requests.h"
 

@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 #include "server/coordinator/queues.h"
 #include "server/coordinator/scheduler.h"
@@ -23,7 +23,7 @@
 
 namespace hpcai500 {
 
-// A submission's text parsed: one spec, or a suite (common/suite.h) of
+// A submission's text parsed: one spec, or a suite (methodology/suite.h) of
 // several, each with its runs (R repetitions: seeds seed, seed+1, ...) or
 // the error that refuses it.
 struct ParsedSubmission {

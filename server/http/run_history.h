@@ -1,6 +1,6 @@
 // The history page's data (#/history/NAME, GET /api/v1/history?name=NAME):
 // a spec's scored runs oldest first and, for each metric the page draws,
-// every run's value with the band BandsOverHistory (common/regress_band.h)
+// every run's value with the band BandsOverHistory (methodology/regress_band.h)
 // judged it against. The coordinator computes the band so that the page
 // draws `hpcai500 regress`'s band from the one implementation, never a copy.
 //
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/regress_band.h"
+#include "methodology/regress_band.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {

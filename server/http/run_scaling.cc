@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_join.h"
 #include "common/run_state.h"
-#include "common/spec.h"
+#include "methodology/spec.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {

@@ -8,12 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/convergence.h"
-#include "common/regress_band.h"
 #include "common/run_state.h"
-#include "common/scoring.h"
-#include "common/spec.h"
 #include "common/vocabulary.h"
+#include "methodology/convergence.h"
+#include "methodology/regress_band.h"
+#include "methodology/scoring.h"
+#include "methodology/spec.h"
 
 namespace hpcai500 {
 namespace {

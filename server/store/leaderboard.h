@@ -18,8 +18,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "common/registry.h"
-#include "common/scoring.h"
+#include "methodology/registry.h"
+#include "methodology/scoring.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -57,7 +57,7 @@ absl::Status ValidateLeaderboardRequest(const v1::LeaderboardRequest& request,
 // never listed: it measures dispatch, not a benchmark. The row carries the
 // repetitions' spread (throughput and epochs-to-target CV) and the
 // convergence check against `registry`'s reference points for the config
-// (common/convergence.h), whose factor divides its Valid FLOPS.
+// (methodology/convergence.h), whose factor divides its Valid FLOPS.
 std::optional<v1::LeaderboardRow> SubmissionRow(
     const std::vector<const v1::Run*>& members,
     const Registry& registry = Registry::Builtin());

@@ -11,13 +11,13 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/commands/commands.h"
 #include "common/error_cause.h"
-#include "common/suite.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "methodology/suite.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {

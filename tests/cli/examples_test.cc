@@ -2,9 +2,9 @@
 // coordinator's own validation.
 #include <string>
 
-#include "common/registry.h"
-#include "common/spec.h"
 #include "gtest/gtest.h"
+#include "methodology/registry.h"
+#include "methodology/spec.h"
 #include "tests/common/test_files.h"
 
 namespace hpcai500 {

@@ -1,10 +1,10 @@
-// Registry::Parse (common/registry.h) on any text: it refuses, naming why,
+// Registry::Parse (methodology/registry.h) on any text: it refuses, naming why,
 // or returns a registry keeping the rules Parse checks (every config of a
 // declared workload, found by its names; epochs and batch_size positive;
 // target positive, or 0 in workload noop).
 #include <string>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

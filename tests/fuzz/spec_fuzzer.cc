@@ -1,7 +1,7 @@
-// ParseRunSpec (common/spec.h) on any text, with the built-in registry: it
+// ParseRunSpec (methodology/spec.h) on any text, with the built-in registry: it
 // refuses with InvalidArgument or returns a spec that ValidateRunSpec
 // accepts and that RunSpecToYaml writes as YAML parsing back to the same
-// spec. ParseSuite (common/suite.h) on the same text: it refuses with
+// spec. ParseSuite (methodology/suite.h) on the same text: it refuses with
 // InvalidArgument or returns 1 to kMaxSuiteSpecs spec texts that
 // ParseRunSpec judges like any text; a one-spec suite of a text
 // ParseRunSpec accepts is that same spec.
@@ -9,9 +9,9 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "common/spec.h"
-#include "common/suite.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "methodology/spec.h"
+#include "methodology/suite.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "tests/worker/test_util.h"
 
 namespace {

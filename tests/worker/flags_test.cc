@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "worker/models/model_zoo.h"
 #include "worker/test_slowdown.h"
 

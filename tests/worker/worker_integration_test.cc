@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "tests/worker/test_util.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "worker/data/dataset.h"
 #include "worker/flags.h"
 

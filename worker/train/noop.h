@@ -1,4 +1,4 @@
-// The noop workload's rank (common/registry.h kNoopWorkload): the same
+// The noop workload's rank (methodology/registry.h kNoopWorkload): the same
 // rendezvous and event file as training, with nothing trained in between.
 // It measures dispatch (submit to start to exit) and checks that a node can
 // run a worker and join a process group (`hpcai500 check NODE`).

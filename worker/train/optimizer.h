@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 
 namespace hpcai500::worker {
 

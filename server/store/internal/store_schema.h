@@ -178,7 +178,7 @@ CREATE INDEX leaderboard_level_order ON leaderboard(
 )sql",
     // 9: regress baselines: the run each `hpcai500 regress` series is
     // judged against, promoted by `hpcai500 baseline promote`; one row per
-    // series (common/regress_band.h RegressSeriesKey).
+    // series (methodology/regress_band.h RegressSeriesKey).
     R"sql(
 CREATE TABLE regress_baselines (
   series TEXT PRIMARY KEY,

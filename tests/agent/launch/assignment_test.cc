@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
-#include "common/spec.h"
 #include "common/vocabulary.h"
 #include "common/worker_args.h"
 #include "gtest/gtest.h"
+#include "methodology/registry.h"
+#include "methodology/spec.h"
 
 namespace hpcai500::agent {
 namespace {

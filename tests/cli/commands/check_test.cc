@@ -4,10 +4,10 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "common/registry.h"
-#include "common/spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "methodology/registry.h"
+#include "methodology/spec.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {

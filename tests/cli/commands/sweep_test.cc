@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "common/spec.h"
-#include "common/suite.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "methodology/spec.h"
+#include "methodology/suite.h"
 #include "tests/common/test_files.h"
 
 namespace hpcai500 {

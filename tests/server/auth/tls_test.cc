@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/registry.h"
 #include "common/tls_files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "methodology/registry.h"
 #include "server/auth/access_control.h"
 #include "server/coordinator/coordinator.h"
 #include "server/grpc_services.h"

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "common/scoring.h"
 #include "gtest/gtest.h"
+#include "methodology/scoring.h"
 #include "tests/common/test_files.h"
 #include "tests/server/coordinator/test_events.h"
 

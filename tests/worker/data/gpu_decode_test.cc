@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "tests/worker/test_util.h"
 #include "worker/data/batch_resample.h"
 #include "worker/data/device_input.h"

@@ -36,7 +36,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "tests/worker/distributed/rank_threads.h"
 #include "worker/models/resnet.h"
 #include "worker/train/cuda_graph_step.h"

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "worker/flags.h"
 #include "worker/train/cuda_graph_step.h"
 #include "worker/train/optimizer.h"

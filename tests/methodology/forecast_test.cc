@@ -1,4 +1,4 @@
-#include "common/forecast.h"
+#include "methodology/forecast.h"
 
 #include <cmath>
 #include <vector>

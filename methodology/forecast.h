@@ -8,8 +8,8 @@
 // and early abort" says why this curve and this uncertainty.
 //
 // Thread-safe: free functions; deterministic (a fixed seed).
-#ifndef HPCAI500_COMMON_FORECAST_H_
-#define HPCAI500_COMMON_FORECAST_H_
+#ifndef HPCAI500_METHODOLOGY_FORECAST_H_
+#define HPCAI500_METHODOLOGY_FORECAST_H_
 
 #include <cstdint>
 #include <string>
@@ -69,4 +69,4 @@ double NodeHoursLeft(const v1::Run& run, int after_epoch);
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_FORECAST_H_
+#endif  // HPCAI500_METHODOLOGY_FORECAST_H_

@@ -1,4 +1,4 @@
-#include "common/registry.h"
+#include "methodology/registry.h"
 
 #include <gtest/gtest.h>
 

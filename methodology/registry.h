@@ -1,12 +1,12 @@
 // The workload registry: workloads, configs, models, targets, n and epoch
-// budgets, parsed from common/registry.ini (compiled in), and the reference
-// recipe's batch rule. It depends on the C++ standard library and the
+// budgets, parsed from methodology/registry.ini (compiled in), and the
+// reference recipe's batch rule. It depends on the C++ standard library and the
 // std-only vocabulary only, so the worker links it without abseil.
 //
 // Thread-safe: a Registry is immutable after Parse(); Builtin() is initialised
 // once.
-#ifndef HPCAI500_COMMON_REGISTRY_H_
-#define HPCAI500_COMMON_REGISTRY_H_
+#ifndef HPCAI500_METHODOLOGY_REGISTRY_H_
+#define HPCAI500_METHODOLOGY_REGISTRY_H_
 
 #include <cstdint>
 #include <optional>
@@ -132,4 +132,4 @@ int DefaultBatchSize(const ConfigInfo& config, Precision precision);
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_REGISTRY_H_
+#endif  // HPCAI500_METHODOLOGY_REGISTRY_H_

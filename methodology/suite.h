@@ -11,8 +11,8 @@
 // ParseSubmission) to judge, one at a time.
 //
 // Thread-safe: free functions.
-#ifndef HPCAI500_COMMON_SUITE_H_
-#define HPCAI500_COMMON_SUITE_H_
+#ifndef HPCAI500_METHODOLOGY_SUITE_H_
+#define HPCAI500_METHODOLOGY_SUITE_H_
 
 #include <cstddef>
 #include <string>
@@ -49,4 +49,4 @@ absl::StatusOr<Suite> ParseSuite(std::string_view yaml);
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_SUITE_H_
+#endif  // HPCAI500_METHODOLOGY_SUITE_H_

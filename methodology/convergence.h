@@ -6,15 +6,15 @@
 // than the checker's maximum speed-up is flagged for review.
 //
 // Thread-safe: free functions. Standard library only.
-#ifndef HPCAI500_COMMON_CONVERGENCE_H_
-#define HPCAI500_COMMON_CONVERGENCE_H_
+#ifndef HPCAI500_METHODOLOGY_CONVERGENCE_H_
+#define HPCAI500_METHODOLOGY_CONVERGENCE_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
+#include "methodology/registry.h"
 
 namespace hpcai500 {
 
@@ -97,4 +97,4 @@ ConvergenceResult CheckConvergence(
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_CONVERGENCE_H_
+#endif  // HPCAI500_METHODOLOGY_CONVERGENCE_H_

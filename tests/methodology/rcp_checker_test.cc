@@ -1,4 +1,4 @@
-// The convergence check (common/convergence.h) held to MLCommons' own RCP
+// The convergence check (methodology/convergence.h) held to MLCommons' own RCP
 // checker (the mlperf-logging package in the venv: mlperf_logging.
 // rcp_checker, training rules 4.1.0, the resnet benchmark's five runs per
 // submission, every reference point: --rcp_pass full_rcps). Random
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/convergence.h"
+#include "methodology/convergence.h"
 #include "nlohmann/json.hpp"
 
 namespace hpcai500 {
@@ -117,7 +117,7 @@ TEST(RcpChecker, AgreesWithMlcommonsCheckerOnPassFailAndFactor) {
   const std::string out = (root / "checker.out").string();
   const std::string command = std::string(HPCAI500_PYTHON) + " " +
                               HPCAI500_SOURCE_DIR +
-                              "/tests/common/rcp_checker_cases.py " +
+                              "/tests/methodology/rcp_checker_cases.py " +
                               root.string() + " > " + out + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   std::ifstream in(out);

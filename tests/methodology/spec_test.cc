@@ -1,4 +1,4 @@
-#include "common/spec.h"
+#include "methodology/spec.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/spec_fields.h"
+#include "methodology/spec_fields.h"
 
 namespace hpcai500 {
 namespace {
@@ -93,7 +93,7 @@ TEST(RunSpec, RoundTripsThroughYaml) {
 }
 
 // Every RunSpec field is a row of the one table of spec fields
-// (common/spec_fields.h): the spec of every row's example sets each field
+// (methodology/spec_fields.h): the spec of every row's example sets each field
 // the parser does not compute, and RunSpecToYaml gives it back whole.
 TEST(RunSpec, EveryFieldIsARowOfTheTableAndRoundTripsThroughYaml) {
   std::string yaml;

@@ -4,14 +4,14 @@
 // aggregation of a submission's repetitions.
 //
 // Thread-safe: free functions.
-#ifndef HPCAI500_COMMON_SCORING_H_
-#define HPCAI500_COMMON_SCORING_H_
+#ifndef HPCAI500_METHODOLOGY_SCORING_H_
+#define HPCAI500_METHODOLOGY_SCORING_H_
 
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/events.h"
-#include "common/registry.h"
+#include "methodology/registry.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -102,4 +102,4 @@ double CoefficientOfVariation(const std::vector<double>& values);
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_SCORING_H_
+#endif  // HPCAI500_METHODOLOGY_SCORING_H_

@@ -6,8 +6,8 @@
 // and the coordinator's history page (GET /api/v1/history) draws it.
 //
 // Thread-safe: free functions.
-#ifndef HPCAI500_COMMON_REGRESS_BAND_H_
-#define HPCAI500_COMMON_REGRESS_BAND_H_
+#ifndef HPCAI500_METHODOLOGY_REGRESS_BAND_H_
+#define HPCAI500_METHODOLOGY_REGRESS_BAND_H_
 
 #include <optional>
 #include <string>
@@ -124,4 +124,4 @@ std::vector<HistoryPoint> BandsOverHistory(const std::vector<double>& values,
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_REGRESS_BAND_H_
+#endif  // HPCAI500_METHODOLOGY_REGRESS_BAND_H_

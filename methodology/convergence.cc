@@ -1,4 +1,4 @@
-#include "common/convergence.h"
+#include "methodology/convergence.h"
 
 #include <algorithm>
 #include <cmath>

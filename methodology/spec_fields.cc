@@ -1,4 +1,4 @@
-#include "common/spec_fields.h"
+#include "methodology/spec_fields.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -7,11 +7,11 @@
 // example and checks that it sets each RunSpec field. A new spec field is its
 // proto field, one row here, and its use. The rules between fields (a fast
 // path needs device cuda, the levels, the registry's budgets) are
-// ValidateRunSpec's (common/spec.h).
+// ValidateRunSpec's (methodology/spec.h).
 //
 // Thread-safe: the table is immutable once built.
-#ifndef HPCAI500_COMMON_SPEC_FIELDS_H_
-#define HPCAI500_COMMON_SPEC_FIELDS_H_
+#ifndef HPCAI500_METHODOLOGY_SPEC_FIELDS_H_
+#define HPCAI500_METHODOLOGY_SPEC_FIELDS_H_
 
 #include <array>
 #include <cstdint>
@@ -48,7 +48,7 @@ struct SpecField {
   std::function<void(const v1::RunSpec& spec, YAML::Emitter& out)> write;
   // A value of the key (YAML text) that, with every other row's example,
   // makes a valid spec in which no field is left at its proto default: the
-  // spec of the round-trip test (tests/common/spec_test.cc).
+  // spec of the round-trip test (tests/methodology/spec_test.cc).
   std::string example;
 };
 
@@ -81,4 +81,4 @@ absl::StatusOr<int64_t> DurationSeconds(absl::string_view text,
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_SPEC_FIELDS_H_
+#endif  // HPCAI500_METHODOLOGY_SPEC_FIELDS_H_

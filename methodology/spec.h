@@ -1,10 +1,10 @@
 // Run specs: parsing the YAML a user submits (its keys are the rows of
-// common/spec_fields.h), checking it against the registry and the level's
+// methodology/spec_fields.h), checking it against the registry and the level's
 // rules, and filling in defaults.
 //
 // Thread-safe: free functions over immutable inputs.
-#ifndef HPCAI500_COMMON_SPEC_H_
-#define HPCAI500_COMMON_SPEC_H_
+#ifndef HPCAI500_METHODOLOGY_SPEC_H_
+#define HPCAI500_METHODOLOGY_SPEC_H_
 
 #include <array>
 #include <cstddef>
@@ -16,9 +16,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "common/registry.h"
-#include "common/spec_fields.h"
 #include "common/vocabulary.h"
+#include "methodology/registry.h"
+#include "methodology/spec_fields.h"
 #include "proto/hpcai500.pb.h"
 
 namespace hpcai500 {
@@ -47,7 +47,7 @@ absl::Status ValidateRunSpec(const v1::RunSpec& spec, const Registry& registry);
 
 // Field checks shared by every place that checks what a remote side sends
 // (run specs here, assignments in the agent; CheckInRange is beside the spec
-// fields, common/spec_fields.h). Each returns OkStatus or InvalidArgument
+// fields, methodology/spec_fields.h). Each returns OkStatus or InvalidArgument
 // "<what>: <reason>", `what` naming the field the way the caller's messages
 // do ("field 'device'", "assignment: device"):
 //   "<what>: must be one of cpu, cuda; got 'tpu'"
@@ -97,9 +97,9 @@ absl::StatusOr<Launcher> ParseLauncher(absl::string_view what,
 std::vector<std::string> FastPathsOn(const v1::RunSpec& spec);
 
 // The spec as YAML, in the key order users write (for `show` and storage):
-// each field as its row of SpecFields() (common/spec_fields.h) writes it.
+// each field as its row of SpecFields() (methodology/spec_fields.h) writes it.
 std::string RunSpecToYaml(const v1::RunSpec& spec);
 
 }  // namespace hpcai500
 
-#endif  // HPCAI500_COMMON_SPEC_H_
+#endif  // HPCAI500_METHODOLOGY_SPEC_H_

@@ -1,4 +1,4 @@
-#include "common/regress_band.h"
+#include "methodology/regress_band.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "common/suite.h"
+#include "methodology/suite.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "common/registry.h"
-#include "common/spec.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "methodology/registry.h"
+#include "methodology/spec.h"
 #include "tests/common/test_files.h"
 
 namespace hpcai500 {

@@ -1,4 +1,4 @@
-#include "common/suite.h"
+#include "methodology/suite.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -1,4 +1,4 @@
-#include "common/spec.h"
+#include "methodology/spec.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -13,9 +13,9 @@
 #include "absl/strings/str_join.h"
 #include "common/fast_paths.h"
 #include "common/limits.h"
-#include "common/spec_fields.h"
 #include "common/status_macros.h"
 #include "common/yaml_text.h"
+#include "methodology/spec_fields.h"
 
 namespace hpcai500 {
 namespace {
@@ -52,7 +52,8 @@ absl::StatusOr<YAML::Node> LoadSpecMapping(std::string_view yaml) {
   }
   ASSIGN_OR_RETURN(std::vector<YAML::Node> documents,
                    LoadYamlDocuments(yaml, "spec"));
-  // The first document is the spec (a suite of several is common/suite.h's).
+  // The first document is the spec (a suite of several is
+  // methodology/suite.h's).
   const YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
   if (!root.IsMap()) {
     return absl::InvalidArgumentError("spec must be a YAML mapping of fields");

@@ -1,4 +1,4 @@
-#include "common/registry.h"
+#include "methodology/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 namespace hpcai500 {
 
-extern const char kRegistryText[];  // generated from common/registry.ini
+extern const char kRegistryText[];  // generated from methodology/registry.ini
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "common/scoring.h"
+#include "methodology/scoring.h"
 
 #include <gtest/gtest.h>
 

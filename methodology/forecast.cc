@@ -1,4 +1,4 @@
-#include "common/forecast.h"
+#include "methodology/forecast.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/regress_band.h"
+#include "methodology/regress_band.h"
 
 namespace hpcai500 {
 namespace {
