@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "common/numbers.h"
+#include "common/stop_threads.h"
 
 namespace hpcai500 {
 
@@ -73,14 +74,7 @@ LeaseWatchdog::LeaseWatchdog(Lease lease, std::chrono::milliseconds period,
   if (lease_.enforced()) thread_ = std::thread([this] { Loop(); });
 }
 
-LeaseWatchdog::~LeaseWatchdog() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+LeaseWatchdog::~LeaseWatchdog() { StopAndJoin(mu_, stop_, cv_, thread_); }
 
 bool LeaseWatchdog::Check() {
   const std::optional<int64_t> read = ReadLeaseFile(path_);

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "common/stop_threads.h"
 #include "worker/data/device_input.h"
 
 namespace hpcai500::worker {
@@ -46,12 +47,7 @@ GpuImageLoader::GpuImageLoader(const ImageDataset& dataset,
 GpuImageLoader::~GpuImageLoader() { Stop(); }
 
 void GpuImageLoader::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
-  if (producer_.joinable()) producer_.join();
+  StopAndJoin(mu_, stopping_, changed_, producer_);
 }
 
 void GpuImageLoader::StartEpoch(int epoch) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "common/stop_threads.h"
 #include "worker/data/sharding.h"
 
 namespace hpcai500::worker {
@@ -80,13 +81,7 @@ ImageLoader::ImageLoader(const ImageDataset& dataset, LoaderOptions options)
 ImageLoader::~ImageLoader() { StopThreads(); }
 
 void ImageLoader::StopThreads() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  changed_.notify_all();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  StopAndJoin(mu_, stopping_, changed_, threads_);
 }
 
 void ImageLoader::StartEpoch(int epoch) {

@@ -16,6 +16,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "common/stop_threads.h"
+
 namespace hpcai500::worker {
 
 namespace {
@@ -543,14 +545,7 @@ StallWatchdog::StallWatchdog(std::chrono::milliseconds timeout,
   if (timeout_.count() > 0) thread_ = std::thread([this] { Loop(); });
 }
 
-StallWatchdog::~StallWatchdog() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+StallWatchdog::~StallWatchdog() { StopAndJoin(mu_, stop_, cv_, thread_); }
 
 void StallWatchdog::Loop() {
   using Clock = std::chrono::steady_clock;
