@@ -56,7 +56,8 @@ struct Flag {
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kMaxRunId = int64_t{1} << 62;
-constexpr int64_t kMaxAttemptNumber = 1000000;  // agent/attempt_layout.h
+// The largest attempt number agent/attempts/attempt_layout.h names.
+constexpr int64_t kMaxAttemptNumber = 1000000;
 constexpr int64_t kWeekSeconds = 7 * 86400;
 
 // Every worker flag. ToArgv and Usage write them in this order.

@@ -1,9 +1,9 @@
 // The lease an agent gives the workers of one attempt: a file in the
-// attempt's folder (agent/attempt_layout.h) that the agent rewrites,
-// atomically, every second with the wall-clock time until which those
-// workers may train, and that each worker reads (--lease-file,
-// worker/lease.h). An agent that dies or is cut off stops renewing it, and
-// its workers stop at the deadline, no later than the coordinator declares
+// attempt's folder (agent/attempts/attempt_layout.h) that the agent
+// rewrites, atomically, every second with the wall-clock time until which
+// those workers may train, and that each worker reads (--lease-file, through
+// LeaseWatchdog below). An agent that dies or is cut off stops renewing it,
+// and its workers stop at the deadline, no later than the coordinator declares
 // the node lost, instead of training on beside the run's next attempt.
 //
 // The file holds one line: the deadline in milliseconds since the Unix

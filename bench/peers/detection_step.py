@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch eager peer of `hpcai500-train-step-bench --model
 faster_rcnn_resnetN`: torchvision's Faster R-CNN built like the detector the
-worker trains (worker/faster_rcnn.h's DetectorOptionsFor), trained on one
+worker trains (worker/models/faster_rcnn.h's DetectorOptionsFor), trained on one
 fixed synthetic batch. Warm-up steps excluded, median of the timed steps
 (bench/peers/timing.py); prints one RESULT line of JSON with the same keys
 as the C++ bench.
@@ -42,7 +42,7 @@ import timing
 IN_CHANNELS = 16
 NUM_CLASSES = 4  # foreground classes, as FasterRCNNOptions
 SIZE_DIVISIBLE = 16  # --height and --width are multiples: never padded
-# DetectorOptionsFor's rule (worker/faster_rcnn.h).
+# DetectorOptionsFor's rule (worker/models/faster_rcnn.h).
 MIN_ROWS_FOR_C4 = 192  # kDetectorMinRowsForC4
 ANCHOR_ROWS = 96  # kDetectorAnchorRows
 ANCHOR_SIZES = (16, 32, 64, 128)

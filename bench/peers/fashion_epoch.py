@@ -9,7 +9,7 @@ through a DataLoader (shuffled, ToTensor + Normalize with the worker's mean/std)
 Times the training loop only (first batch fetch to last optimizer step),
 like the worker's hpcai500_epoch_stats seconds. Prints one RESULT line.
 
---root must hold FashionMNIST/raw/ with the IDX files (bench/fashion_epoch.sh
+--root must hold FashionMNIST/raw/ with the IDX files (bench/compare.py
 prepares it from /usr/share/datasets/fashion-mnist), so nothing is
 downloaded.
 """

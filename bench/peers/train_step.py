@@ -11,7 +11,7 @@ autotunes its kernels without CUDA graphs); compilation happens in the first
 warm-up step, so --warmup must be at least 1.
 
 For images of 64 pixels or less the model gets the small-input stem of
-worker/resnet.h (3x3 stride-1 conv1, no max-pool) and 10 classes; the last
+worker/models/resnet.h (3x3 stride-1 conv1, no max-pool) and 10 classes; the last
 BatchNorm of each block starts at zero as in the worker (no effect on speed).
 """
 import argparse

@@ -89,8 +89,16 @@ build_image() {
 }
 phase "image hpcai500d" build_image coordinator.Dockerfile "$COORDINATOR" \
   --build-arg "DEBIAN_IMAGE=$BASE"
-phase "image worker" build_image worker.Dockerfile "$WORKER" \
-  --build-arg "BASE_IMAGE=$BASE"
+# pip in the worker's build stage trusts the CA bundle pip or OpenSSL is
+# told to trust here (a TLS-inspecting proxy's).
+worker_args=(--build-arg "BASE_IMAGE=$BASE")
+for cert in "${PIP_CERT:-}" "${SSL_CERT_FILE:-}" "${REQUESTS_CA_BUNDLE:-}"; do
+  if [[ -n $cert && -s $cert ]]; then
+    worker_args+=(--secret "id=pip_cert,src=$cert")
+    break
+  fi
+done
+phase "image worker" build_image worker.Dockerfile "$WORKER" "${worker_args[@]}"
 phase "image agent" build_image agent.Dockerfile "$AGENT" \
   --build-arg "WORKER_IMAGE=$WORKER" --build-arg "BUILD_IMAGE=$BASE"
 

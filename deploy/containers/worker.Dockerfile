@@ -32,8 +32,13 @@ RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
       libhdf5-dev libgloo-dev \
     && rm -rf /var/lib/apt/lists/*
 # torch, nvJPEG and the CUDA compiler wheels at the versions CI builds with.
+# Behind a TLS-inspecting proxy, pip needs the proxy's CA: pass the file as
+# the build secret pip_cert (docker build --secret id=pip_cert,src=FILE;
+# deploy/containers/build-images.sh passes $PIP_CERT or $SSL_CERT_FILE).
 COPY scripts/requirements.txt scripts/cuda-view.sh /tmp/
-RUN python3 -m venv /opt/torch \
+RUN --mount=type=secret,id=pip_cert \
+    if [ -s /run/secrets/pip_cert ]; then export PIP_CERT=/run/secrets/pip_cert; fi \
+    && python3 -m venv /opt/torch \
     && /opt/torch/bin/pip install --no-cache-dir --progress-bar off \
          $(grep -E '^(torch|nvidia-[a-z-]+)==' /tmp/requirements.txt) \
     && /tmp/cuda-view.sh /opt/torch
