@@ -84,8 +84,10 @@ fi
 build_image() {
   local file=$1 tag=$2
   shift 2
-  buildah build --isolation chroot --layers -f "$ROOT/deploy/containers/$file" \
-    -t "$tag" "$@" "$ROOT"
+  # Docker's image format: OCI's has no SHELL (the worker's pipefail) and
+  # no HEALTHCHECK (the coordinator's probe), which buildah would drop.
+  buildah build --isolation chroot --layers --format docker \
+    -f "$ROOT/deploy/containers/$file" -t "$tag" "$@" "$ROOT"
 }
 phase "image hpcai500d" build_image coordinator.Dockerfile "$COORDINATOR" \
   --build-arg "DEBIAN_IMAGE=$BASE"
