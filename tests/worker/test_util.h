@@ -116,23 +116,6 @@ inline std::string ErrorOf(const std::function<void()>& f) {
   return "";
 }
 
-// A TCP port on 127.0.0.1 that was free a moment ago; -1 when none was found.
-inline int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 // `count` different TCP ports on 127.0.0.1 that were free a moment ago (each
 // held until all are found: two FreePort() calls in a row may both return
 // the port the kernel just took back); empty when they could not be found.
@@ -155,6 +138,12 @@ inline std::vector<int> FreePorts(int count) {
   for (int fd : fds) ::close(fd);
   if (static_cast<int>(ports.size()) != count) ports.clear();
   return ports;
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago; -1 when none was found.
+inline int FreePort() {
+  const std::vector<int> ports = FreePorts(1);
+  return ports.empty() ? -1 : ports[0];
 }
 
 // Polls `done` every `every` until it returns true or `timeout` passes;
