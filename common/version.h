@@ -2,7 +2,8 @@
 // program's name, the project version and the git revision it was built
 // from ("hpcai500d 0.1.0 (git dc145d459e25)"), as hpcai500-worker --version
 // prints its own (worker/version.h, which adds LibTorch's).
-#pragma once
+#ifndef HPCAI500_COMMON_VERSION_H_
+#define HPCAI500_COMMON_VERSION_H_
 
 #include <ostream>
 #include <string>
@@ -18,3 +19,5 @@ bool PrintVersionIfAsked(std::string_view program, int argc,
                          const char* const* argv, std::ostream& out);
 
 }  // namespace hpcai500
+
+#endif  // HPCAI500_COMMON_VERSION_H_
