@@ -30,10 +30,6 @@ std::string Field(absl::string_view name) {
   return absl::StrCat("assignment: ", name);
 }
 
-absl::Status Invalid(absl::string_view field, absl::string_view reason) {
-  return absl::InvalidArgumentError(absl::StrCat(Field(field), ": ", reason));
-}
-
 bool IsName(absl::string_view s) {
   return !s.empty() && s.size() <= kMaxNameLength &&
          std::all_of(s.begin(), s.end(), [](char c) {
@@ -43,7 +39,7 @@ bool IsName(absl::string_view s) {
 
 absl::Status CheckName(absl::string_view field, absl::string_view value) {
   if (!IsName(value)) {
-    return Invalid(
+    return InvalidAssignment(
         field, absl::StrCat("must match [a-z0-9_]+ (at most ", kMaxNameLength,
                             " characters), got '", value.substr(0, 80), "'"));
   }
@@ -58,8 +54,9 @@ absl::Status CheckHost(absl::string_view field, absl::string_view host) {
                      (c >= '0' && c <= '9') || c == '.' || c == '-' || c == ':';
             });
   if (!ok) {
-    return Invalid(field, absl::StrCat("must be a host name or address, got '",
-                                       host.substr(0, 80), "'"));
+    return InvalidAssignment(
+        field, absl::StrCat("must be a host name or address, got '",
+                            host.substr(0, 80), "'"));
   }
   return absl::OkStatus();
 }
@@ -132,7 +129,7 @@ absl::StatusOr<WorkerArgs> SpecWorkerArgs(const v1::RunSpec& spec) {
     ASSIGN_OR_RETURN(std::string text, FlagText(spec, *field));
     std::string error;
     if (!text.empty() && !args.Set(flag, text, &error)) {
-      return Invalid(absl::StrCat("spec.", name), error);
+      return InvalidAssignment(absl::StrCat("spec.", name), error);
     }
   }
   return args;
@@ -184,7 +181,7 @@ absl::Status CheckResume(const v1::Assignment& a) {
     const std::string earlier =
         a.key().attempt() > 1 ? absl::StrCat("1 .. ", a.key().attempt() - 1)
                               : "none";
-    return Invalid(
+    return InvalidAssignment(
         "resume_from_attempt",
         absl::StrCat("must be an earlier attempt (", earlier, "), got ", from));
   }
@@ -192,6 +189,11 @@ absl::Status CheckResume(const v1::Assignment& a) {
 }
 
 }  // namespace
+
+absl::Status InvalidAssignment(absl::string_view field,
+                               absl::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat(Field(field), ": ", reason));
+}
 
 bool ReadsNodeData(const ConfigInfo& config) {
   return config.real_data && config.generate_samples == 0;
@@ -205,7 +207,7 @@ absl::Status ValidateAttemptKey(const v1::AttemptKey& key) {
 
 absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   if (a.phase() != v1::Assignment::PHASE_START) {
-    return Invalid("phase", "must be PHASE_START");
+    return InvalidAssignment("phase", "must be PHASE_START");
   }
   RETURN_IF_ERROR(ValidateAttemptKey(a.key()));
   const v1::RunSpec& spec = a.spec();
@@ -229,17 +231,18 @@ absl::Status ValidateStartAssignment(const v1::Assignment& a) {
   RETURN_IF_ERROR(CheckResume(a));
   RETURN_IF_ERROR(
       ParseLauncher(Field("spec.launcher"), spec.launcher()).status());
-  if (a.ranks().empty()) return Invalid("ranks", "must not be empty");
+  if (a.ranks().empty()) return InvalidAssignment("ranks", "must not be empty");
   std::set<int> seen;
   for (int i = 0; i < a.ranks_size(); ++i) {
     int rank = a.ranks(i);
     std::string field = absl::StrCat("ranks[", i, "]");
     if (rank < 0 || rank >= a.world_size()) {
-      return Invalid(
+      return InvalidAssignment(
           field, absl::StrCat(rank, " is outside world size ", a.world_size()));
     }
     if (!seen.insert(rank).second) {
-      return Invalid(field, absl::StrCat("rank ", rank, " appears twice"));
+      return InvalidAssignment(field,
+                               absl::StrCat("rank ", rank, " appears twice"));
     }
   }
   return absl::OkStatus();

@@ -41,6 +41,11 @@ struct NodeContext {
 // into the registry's own data_dir) are never mapped.
 bool ReadsNodeData(const ConfigInfo& config);
 
+// InvalidArgument "assignment: <field>: <reason>": how every check of an
+// assignment says what it refused (here and in the launchers).
+absl::Status InvalidAssignment(absl::string_view field,
+                               absl::string_view reason);
+
 // Checks the attempt key. InvalidArgument naming the field.
 absl::Status ValidateAttemptKey(const v1::AttemptKey& key);
 

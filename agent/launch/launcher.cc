@@ -17,16 +17,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/attempts/attempt_layout.h"
+#include "agent/launch/assignment.h"
 #include "agent/launch/worker_env.h"
 #include "common/status_macros.h"
 
 namespace hpcai500::agent {
 namespace {
-
-absl::Status Invalid(absl::string_view field, absl::string_view reason) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("assignment: ", field, ": ", reason));
-}
 
 // A word the launchers' files keep as one argument: OpenMPI's app file and
 // srun's multi-prog file split lines at whitespace, take quotes, '#' starts
@@ -40,10 +36,11 @@ bool IsPlainWord(absl::string_view word) {
 
 absl::Status CheckWord(absl::string_view field, absl::string_view word) {
   if (!IsPlainWord(word)) {
-    return Invalid(field, absl::StrCat("'", word.substr(0, 120),
-                                       "' cannot pass through the launcher's "
-                                       "file (empty, or whitespace, quotes, "
-                                       "'%' or '#')"));
+    return InvalidAssignment(
+        field, absl::StrCat("'", word.substr(0, 120),
+                            "' cannot pass through the launcher's "
+                            "file (empty, or whitespace, quotes, "
+                            "'%' or '#')"));
   }
   return absl::OkStatus();
 }
@@ -53,9 +50,10 @@ absl::Status CheckAbsolutePath(absl::string_view field,
   RETURN_IF_ERROR(CheckWord(field, path));
   if (path.size() > 4096 || path.front() != '/' ||
       absl::StrContains(absl::StrCat(path, "/"), "/../")) {
-    return Invalid(field, absl::StrCat("must be an absolute path without "
-                                       "'..', got '",
-                                       path.substr(0, 120), "'"));
+    return InvalidAssignment(field,
+                             absl::StrCat("must be an absolute path without "
+                                          "'..', got '",
+                                          path.substr(0, 120), "'"));
   }
   return absl::OkStatus();
 }
@@ -70,9 +68,9 @@ absl::Status CheckHostWord(absl::string_view field, absl::string_view host) {
                            c == '_';
                   });
   if (!ok) {
-    return Invalid(field,
-                   absl::StrCat("must be a host name or IPv4 address, got '",
-                                host.substr(0, 80), "'"));
+    return InvalidAssignment(
+        field, absl::StrCat("must be a host name or IPv4 address, got '",
+                            host.substr(0, 80), "'"));
   }
   return absl::OkStatus();
 }
@@ -80,9 +78,10 @@ absl::Status CheckHostWord(absl::string_view field, absl::string_view host) {
 // launch_nodes: every rank once, in order, node 0 being this node.
 absl::Status CheckLaunchNodes(const v1::Assignment& a) {
   if (a.launch_nodes().empty()) {
-    return Invalid("launch_nodes",
-                   "a launcher run's rank 0 node needs every node of the "
-                   "attempt");
+    return InvalidAssignment(
+        "launch_nodes",
+        "a launcher run's rank 0 node needs every node of the "
+        "attempt");
   }
   int next = 0;
   for (int i = 0; i < a.launch_nodes_size(); ++i) {
@@ -100,24 +99,27 @@ absl::Status CheckLaunchNodes(const v1::Assignment& a) {
     if (!n.iface().empty()) {
       RETURN_IF_ERROR(CheckHostWord(absl::StrCat(field, ".iface"), n.iface()));
     }
-    if (n.ranks().empty()) return Invalid(field, "holds no rank");
+    if (n.ranks().empty()) return InvalidAssignment(field, "holds no rank");
     for (int rank : n.ranks()) {
       if (rank != next) {
-        return Invalid(absl::StrCat(field, ".ranks"),
-                       absl::StrCat("expected rank ", next, ", got ", rank,
-                                    " (every rank once, in order)"));
+        return InvalidAssignment(
+            absl::StrCat(field, ".ranks"),
+            absl::StrCat("expected rank ", next, ", got ", rank,
+                         " (every rank once, in order)"));
       }
       ++next;
     }
   }
   if (next != a.world_size()) {
-    return Invalid("launch_nodes",
-                   absl::StrCat("hold ", next, " ranks of ", a.world_size()));
+    return InvalidAssignment(
+        "launch_nodes",
+        absl::StrCat("hold ", next, " ranks of ", a.world_size()));
   }
   if (!std::equal(a.ranks().begin(), a.ranks().end(),
                   a.launch_nodes(0).ranks().begin(),
                   a.launch_nodes(0).ranks().end())) {
-    return Invalid("launch_nodes[0].ranks", "must be this node's ranks");
+    return InvalidAssignment("launch_nodes[0].ranks",
+                             "must be this node's ranks");
   }
   return absl::OkStatus();
 }

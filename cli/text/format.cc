@@ -8,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/json.h"
 #include "common/printable.h"
 
@@ -118,6 +120,14 @@ std::string FormatTimeMs(int64_t unix_ms, absl::TimeZone zone) {
 
 std::string FormatQualityVsTarget(double quality, double target) {
   return absl::StrFormat("%.4f / %.4f", quality, target);
+}
+
+std::string FormatIndentedText(absl::string_view text, size_t indent) {
+  const std::string kept = EscapeControlCharacters(
+      std::string_view(text.data(), text.size()), /*keep_line_breaks=*/true);
+  return absl::StrReplaceAll(
+      absl::StripTrailingAsciiWhitespace(kept),
+      {{"\n", absl::StrCat("\n", std::string(indent, ' '))}});
 }
 
 std::string FormatTable(const std::vector<std::string>& header,

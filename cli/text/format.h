@@ -50,6 +50,12 @@ std::string FormatTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows,
                         const std::set<size_t>& right_aligned = {});
 
+// Multi-line text under a label (a run's error, which may end in a worker's
+// stderr tail): control characters escaped but line breaks kept, and each
+// line after the first indented by `indent` spaces, so that none can pass
+// for a field or a line of its own.
+std::string FormatIndentedText(absl::string_view text, size_t indent);
+
 // `message` as indented JSON with proto field names (common/json.h), ending
 // in a newline; the error of ProtoToJson when it cannot be encoded.
 absl::StatusOr<std::string> FormatJson(

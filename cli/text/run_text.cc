@@ -198,7 +198,9 @@ std::string StateLines(const v1::Run& run, absl::TimeZone zone) {
   out << "  created      " << FormatTimeMs(run.created_ms(), zone) << "\n"
       << "  started      " << FormatTimeMs(run.started_ms(), zone) << "\n"
       << "  finished     " << FormatTimeMs(run.finished_ms(), zone) << "\n";
-  if (!run.error().empty()) out << "  error        " << run.error() << "\n";
+  if (!run.error().empty()) {
+    out << "  error        " << FormatIndentedText(run.error(), 15) << "\n";
+  }
   if (!run.reason().empty()) {
     out << "  waiting      " << EscapeLine(run.reason()) << "\n";
   }
@@ -230,7 +232,9 @@ std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
 std::string FormatRunResult(const v1::Run& run) {
   std::string text =
       absl::StrCat("run ", run.id(), " ", RunStateName(run.state()));
-  if (!run.error().empty()) absl::StrAppend(&text, ": ", run.error());
+  if (!run.error().empty()) {
+    absl::StrAppend(&text, ": ", FormatIndentedText(run.error(), 2));
+  }
   absl::StrAppend(&text, "\n");
   if (run.has_score()) absl::StrAppend(&text, ScoreSummary(run.score()));
   return text;

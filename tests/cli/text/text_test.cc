@@ -172,6 +172,19 @@ TEST(RunText, InvalidationReasonPrintsEscaped) {
   EXPECT_THAT(shown, HasSubstr(kEscaped));
 }
 
+TEST(RunText, AnErrorKeepsItsLinesIndentedUnderItsLabelAndEscapesTheRest) {
+  v1::Run run = ScoredRun();
+  run.set_error("rank 1 exited 134; stderr:\nterminate called\x1b[2J\n");
+  const std::string shown = FormatRunSummary(run, absl::UTCTimeZone());
+  EXPECT_THAT(shown, HasSubstr("  error        rank 1 exited 134; stderr:\n"
+                               "               terminate called\\x1b[2J\n"));
+  EXPECT_FALSE(HasForgedLine(shown)) << shown;
+  const std::string result = FormatRunResult(run);
+  EXPECT_THAT(result, HasSubstr(": rank 1 exited 134; stderr:\n"
+                                "  terminate called\\x1b[2J\n"));
+  EXPECT_EQ(result.find('\x1b'), std::string::npos) << result;
+}
+
 TEST(ClusterText, QueuesMarkTheDefaultAndOneWithoutLabelsTakesEveryNode) {
   v1::ListQueuesResponse queues;
   v1::Queue* queue = queues.add_queues();
