@@ -23,11 +23,8 @@
 #include "common/log.h"
 #include "common/silence_deadline.h"
 #include "common/tls_files.h"
+#include "common/version.h"
 #include "proto/hpcai500.grpc.pb.h"
-
-#ifndef HPCAI500_VERSION
-#define HPCAI500_VERSION "dev"
-#endif
 
 namespace hpcai500::agent {
 
@@ -245,10 +242,10 @@ v1::AgentMessage Agent::RegisterMessage() {
   reg->set_gpus(options_.gpus);
   reg->mutable_labels()->insert(options_.labels.begin(), options_.labels.end());
   reg->set_hostname(options_.hostname);
-  reg->set_version(HPCAI500_VERSION);
+  reg->set_version(std::string(ProjectVersion()));
   *reg->mutable_inventory() = options_.inventory;
   (*reg->mutable_inventory()->mutable_versions())["hpcai500"] =
-      HPCAI500_VERSION;
+      std::string(ProjectVersion());
   reg->set_shared_checkpoints(options_.shared_checkpoints);
   reg->set_workdir(options_.workdir);
   reg->set_checkpoint_root(options_.checkpoint_root);

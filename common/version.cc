@@ -13,6 +13,8 @@
 
 namespace hpcai500 {
 
+std::string_view ProjectVersion() { return HPCAI500_VERSION; }
+
 std::string ProgramVersion(std::string_view program) {
   return std::string(program) + " " HPCAI500_VERSION
                                 " (git " HPCAI500_GIT_REVISION ")";

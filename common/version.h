@@ -11,6 +11,10 @@
 
 namespace hpcai500 {
 
+// The project's version alone ("0.1.0"): what an agent registers with and
+// reports in its inventory.
+std::string_view ProjectVersion();
+
 std::string ProgramVersion(std::string_view program);
 
 // True, having printed ProgramVersion, when the arguments are exactly
