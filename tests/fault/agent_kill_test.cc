@@ -171,9 +171,14 @@ TEST(AgentKilled, BeforeItsWorkerLookedItStillCannotKeepItPastTheLease) {
 TEST(AgentKilled, RestartedInTimeItTakesItsWorkerUpAndTheRunSucceeds) {
   FaultCluster cluster;
   // Long enough for an agent to restart and register on a loaded machine.
+  // Slowed only until the new agent has taken the worker up: the slowdown
+  // is a share of each step's time, so on a loaded machine a run slowed
+  // throughout outlasts any fixed wait for its end.
+  const std::string gate = cluster.dir() + "/slow-while-this-exists";
+  std::ofstream(gate).put('\n');
   pid_t worker = 0;
-  const std::string run_id =
-      cluster.StartSlowTraining("20", "agent-restarted", &worker);
+  const std::string run_id = cluster.StartSlowTraining(
+      "20", "agent-restarted", &worker, /*slow_step_pct=*/300, gate);
   ASSERT_FALSE(run_id.empty());
   ASSERT_GT(worker, 0);
 
@@ -193,6 +198,7 @@ TEST(AgentKilled, RestartedInTimeItTakesItsWorkerUpAndTheRunSucceeds) {
       [&] { return LeaseDeadlineMs(cluster, run_id) > first_deadline_ms; },
       seconds(30)));
 
+  std::filesystem::remove(gate);
   const std::string state = cluster.WaitForEnd(run_id, seconds(300));
   EXPECT_EQ(state, "RUN_STATE_SUCCEEDED");
   const nlohmann::json run = cluster.ShowRun(run_id);
