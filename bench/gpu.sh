@@ -3,10 +3,12 @@
 # pip torch (a CUDA build) as python3, a C++ compiler, CMake, Ninja and nvcc;
 # about 8 minutes on one H200 with 16 cores, the build included:
 #   1. builds worker-only against that torch's LibTorch: hpcai500-worker, the
-#      gpu-labelled tests (tests/worker/gpu_test.cc,
+#      gpu-labelled tests (worker_gpu_test: tests/worker/gpu_test.cc,
 #      tests/worker/kernels/fused_bn_gpu_test.cc,
 #      tests/worker/train/cuda_graph_gpu_test.cc,
-#      tests/worker/gpu_decode_test.cc, tests/agent/node/nvml_gpu_test.cc) and
+#      tests/worker/gpu_decode_test.cc,
+#      tests/worker/data/device_input_gpu_test.cc; agent_nvml_gpu_test:
+#      tests/agent/node/nvml_gpu_test.cc) and
 #      hpcai500-train-step-bench. Where the machine lacks the GoogleTest,
 #      Gloo, nlohmann/json, zlib, libjpeg-turbo or nvJPEG packages, the folder
 #      .device/ of the checkout stands in: .device/googletest (a googletest
@@ -236,9 +238,7 @@ write_summary() {
   } >"$SUMMARY"
 }
 
-TARGETS=(hpcai500-worker worker_gpu_test worker_cuda_graph_gpu_test
-  worker_kernels_gpu_test worker_gpu_decode_test worker_device_input_gpu_test
-  agent_nvml_gpu_test)
+TARGETS=(hpcai500-worker worker_gpu_test agent_nvml_gpu_test)
 if [[ ${SKIP_BENCH:-0} != 1 ]]; then TARGETS+=(hpcai500-train-step-bench); fi
 
 step "environment" environment

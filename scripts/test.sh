@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything (tests
 # included), and runs every test, then the hardening builds.
-# Unit tests run in parallel; integration tests (real processes, training)
-# run one at a time so their timings stay honest on a small machine.
+# Unit tests run in parallel, as many as there are cores; then the tests of
+# real processes (integration, fault, browser, slurm, netns) as many as there
+# are cores too, each binary that trains to a target on two ranks alone
+# (its tests ask for PROCESSORS 2, tests/CMakeLists.txt): they spend most of
+# their time waiting on timeouts and processes, and each takes its own ports,
+# folders and network namespaces, so they share the machine.
 # The install and build phases show one line each (their output is in
 # .hpcai500/test.log); ctest's report is on the screen as it always was,
 # and ends the output (CI reads its closing lines).
@@ -16,7 +20,7 @@ cd "$BUILD"
 shown ctest --output-on-failure -L unit -j "$(nproc)"
 # The container images (label container) are built on demand: `ctest -L
 # container` (deploy/containers/build-images.sh says why).
-shown ctest --output-on-failure -LE "^(unit|container)$"
+shown ctest --output-on-failure -LE "^(unit|container)$" -j "$(nproc)"
 # The hardening builds (docs/design.md, "Hardening in CI"), each in a folder
 # of its own and without the worker.
 "$ROOT/scripts/sanitize.sh" asan

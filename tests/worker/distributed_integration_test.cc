@@ -24,7 +24,7 @@ using hpcai500::testing::FreePort;
 using hpcai500::testing::ReadFile;
 using hpcai500::testing::ScratchDir;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+using ::hpcai500::testing::kWorker;
 
 // Every capture of `pattern`'s first group in `text`, in order.
 std::vector<std::string> AllMatches(const std::string& text,

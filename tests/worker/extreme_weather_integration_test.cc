@@ -22,7 +22,7 @@ using hpcai500::testing::SubprocessOptions;
 using hpcai500::testing::WithKey;
 using nlohmann::json;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+using ::hpcai500::testing::kWorker;
 
 // Starts one rank of ewa_smoke with `extra` flags, events to `events`.
 std::unique_ptr<Subprocess> StartRank(const ScratchDir& dir, int rank,

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/gpu_skip.h"
 #include "tests/worker/test_util.h"
 #include "worker/data/device_input.h"
 #include "worker/data/gpu_image_loader.h"
@@ -43,13 +44,7 @@ using hpcai500::testing::WithKey;
 using hpcai500::testing::WriteFileBytes;
 using nlohmann::json;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
-
-#define SKIP_WITHOUT_GPU()                                                  \
-  if (!torch::cuda::is_available())                                         \
-  GTEST_SKIP() << "no CUDA device: LibTorch sees no GPU (no NVIDIA "        \
-                  "driver or GPU on this machine, or CUDA_VISIBLE_DEVICES " \
-                  "hides it)"
+using ::hpcai500::testing::kWorker;
 
 // A photo-like RGB image: gradients in a class colour, with noise.
 std::vector<uint8_t> PhotoLike(int width, int height, int tint,
@@ -95,7 +90,7 @@ std::unique_ptr<NvjpegDecoder> MakeDecoder() {
 // baseline: decoded an image at a time); a file that is no JPEG gets an
 // error, not an exception.
 TEST(NvjpegDecoder, DecodesLikeLibjpegTurbo) {
-  SKIP_WITHOUT_GPU();
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   std::mt19937_64 rng(1);
   struct Case {
     int width, height, subsampling, flags;
@@ -146,7 +141,7 @@ TEST(NvjpegDecoder, DecodesLikeLibjpegTurbo) {
 // waits only for the batch before last) decode exactly as each batch does
 // alone, with a wait after it: six batches of different files and sizes.
 TEST(NvjpegDecoder, BatchesQueuedBackToBackDecodeAsAlone) {
-  SKIP_WITHOUT_GPU();
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   std::mt19937_64 rng(5);
   std::vector<std::vector<std::vector<uint8_t>>> files(6);
   for (size_t b = 0; b < files.size(); ++b) {
@@ -183,7 +178,7 @@ TEST(NvjpegDecoder, BatchesQueuedBackToBackDecodeAsAlone) {
 // within a mean absolute difference of 0.06 (about 3.4 levels of 255: the
 // decoders' 4:2:0 difference, above).
 TEST(GpuImageLoader, MatchesTheCpuLoaderOnTheGpu) {
-  SKIP_WITHOUT_GPU();
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   ScratchDir dir("gpu_decode_loader");
   std::mt19937_64 rng(2);
   for (int c = 0; c < 3; ++c) {
@@ -238,7 +233,7 @@ TEST(GpuImageLoader, MatchesTheCpuLoaderOnTheGpu) {
 // differ by about a level per pixel; on two CPU cores the curve of this
 // recipe fell 0.64, 0.38, 0.22).
 TEST(GpuDecodeWorker, TrainsFromAJpegFolderLikeTheCpuPath) {
-  SKIP_WITHOUT_GPU();
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   ScratchDir scratch("gpu_decode_worker");
   const std::string& dir = scratch.path();
   std::mt19937_64 rng(4);

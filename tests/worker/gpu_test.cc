@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "tests/worker/distributed/rank_threads.h"
+#include "tests/worker/gpu_skip.h"
 #include "tests/worker/loss_curves.h"
 #include "tests/worker/test_util.h"
 #include "worker/distributed/distributed.h"
@@ -48,38 +49,12 @@ using hpcai500::testing::WithVariables;
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+using ::hpcai500::testing::kWorker;
 // Generous: a case takes seconds on a GPU, minutes only when it hangs.
 constexpr auto kRunLimit = std::chrono::minutes(3);
 
-bool OnCpuInstead() {
-  const char* value = std::getenv("HPCAI500_GPU_TESTS_ON_CPU");
-  return value != nullptr && std::string(value) == "1";
-}
-
-// Why a test needing `gpus` GPUs cannot run here; "" when it can.
-std::string GpuShortage(int gpus) {
-  const int seen = torch::cuda::is_available()
-                       ? static_cast<int>(torch::cuda::device_count())
-                       : 0;
-  if (seen >= gpus) return "";
-  const std::string why =
-      "LibTorch " TORCH_VERSION " sees " + std::to_string(seen) +
-      " GPU(s): no NVIDIA driver or GPU on this machine, or "
-      "CUDA_VISIBLE_DEVICES hides them";
-  if (gpus == 1) return "no CUDA device: " + why;
-  return "fewer than " + std::to_string(gpus) + " GPUs: " + why;
-}
-
-// Why a test needing `gpus` GPUs is skipped here, "" when it runs: it runs
-// where they are, and where `cpu_too` and HPCAI500_GPU_TESTS_ON_CPU=1.
-std::string SkipReason(int gpus, bool cpu_too) {
-  return cpu_too && OnCpuInstead() ? "" : GpuShortage(gpus);
-}
-
-#define SKIP_UNLESS_GPUS(gpus, cpu_too)                                \
-  if (const std::string why = SkipReason(gpus, cpu_too); !why.empty()) \
-  GTEST_SKIP() << why
+using ::hpcai500::testing::GpuShortage;
+using ::hpcai500::testing::OnCpuInstead;
 
 // The device the worker cases train on: cuda, or cpu for a check of the
 // tests without a GPU.
@@ -536,7 +511,7 @@ Reduced ReduceOn(DistBackend backend, const std::vector<torch::Device>& devices,
   return reduced;
 }
 
-double RelativeError(const torch::Tensor& got, const torch::Tensor& want) {
+double NormRelativeError(const torch::Tensor& got, const torch::Tensor& want) {
   return (got - want).norm().item<double>() / want.norm().item<double>();
 }
 
@@ -550,7 +525,7 @@ TEST(CudaCollectives, GlooReducesCudaBucketsOfOneSharedGpu) {
   for (const auto& [compression, limit] : bound) {
     const Reduced r = ReduceOn(DistBackend::kGloo, {gpu, gpu}, compression);
     for (int rank = 0; rank < 2; ++rank) {
-      EXPECT_LT(RelativeError(r.out[rank], r.want), limit)
+      EXPECT_LT(NormRelativeError(r.out[rank], r.want), limit)
           << Name(compression) << " rank " << rank;
     }
     EXPECT_TRUE(torch::equal(r.out[0], r.out[1])) << Name(compression);
@@ -562,7 +537,7 @@ TEST(CudaCollectives, NcclReducesBucketsAndCarriesCpuTensorsThroughTheGpu) {
   const std::vector<torch::Device> gpus = {torch::Device(torch::kCUDA, 0),
                                            torch::Device(torch::kCUDA, 1)};
   const Reduced r = ReduceOn(DistBackend::kNccl, gpus, Compression::kNone);
-  EXPECT_LT(RelativeError(r.out[0], r.want), 1e-6);
+  EXPECT_LT(NormRelativeError(r.out[0], r.want), 1e-6);
   EXPECT_TRUE(torch::equal(r.out[0], r.out[1]));
   // The model-state collectives hand CPU tensors to NCCL.
   std::vector<torch::Tensor> sums(2), broadcasts(2);

@@ -27,7 +27,7 @@ using hpcai500::testing::ScratchDir;
 using hpcai500::testing::WithKey;
 using nlohmann::json;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+using ::hpcai500::testing::kWorker;
 
 // Runs the worker with `args` (rank 0 of 1, two threads); returns its exit
 // code. Output goes to files in `dir`.

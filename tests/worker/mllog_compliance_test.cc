@@ -26,7 +26,7 @@ using hpcai500::testing::ScratchDir;
 using hpcai500::testing::WithKey;
 using nlohmann::json;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+using ::hpcai500::testing::kWorker;
 const char kPython[] = HPCAI500_PYTHON;  // the venv's, with mlperf-logging
 
 // What the compliance checker said of a log.

@@ -39,6 +39,11 @@
 
 namespace hpcai500::testing {
 
+#ifdef HPCAI500_BINARY_DIR
+// The worker binary of this build, which the tests run as a child.
+inline constexpr char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+#endif
+
 // A fresh folder `<gtest TempDir>/<name>_<pid>` (emptied if it existed),
 // removed with the object unless Keep() was called.
 class ScratchDir {

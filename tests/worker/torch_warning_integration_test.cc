@@ -21,7 +21,7 @@ using hpcai500::testing::ScratchDir;
 using hpcai500::testing::WithKey;
 using nlohmann::json;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+using ::hpcai500::testing::kWorker;
 
 TEST(TorchWarnings, Bf16RunOnCpuWarnsInsideLibTorchAndStillSucceeds) {
   ScratchDir scratch("torch_warning_it");

@@ -22,7 +22,7 @@ using hpcai500::testing::FreePort;
 using hpcai500::testing::ReadFile;
 using hpcai500::testing::ScratchDir;
 
-const char kWorker[] = HPCAI500_BINARY_DIR "/bin/hpcai500-worker";
+using ::hpcai500::testing::kWorker;
 
 struct Event {
   std::string key;

@@ -38,7 +38,7 @@ v1::Assignment LauncherStart(const std::string& launcher) {
   return a;
 }
 
-NodeContext Node() {
+NodeContext LauncherNode() {
   NodeContext node;
   node.workdir = "/srv/agent-a";
   node.worker_path = "/opt/hpcai500/hpcai500-worker";
@@ -65,8 +65,9 @@ std::vector<std::string> Lines(const std::string& text) {
 const char kAttempt[] = "/srv/agent-a/runs/7/attempt-2";
 
 TEST(PlanLauncher, MpirunAppFileHasOneLinePerRankInRankOrder) {
-  absl::StatusOr<LauncherPlan> plan = PlanLauncher(
-      Launcher::kMpirun, LauncherStart("mpirun"), Node(), Settings(), kAttempt);
+  absl::StatusOr<LauncherPlan> plan =
+      PlanLauncher(Launcher::kMpirun, LauncherStart("mpirun"), LauncherNode(),
+                   Settings(), kAttempt);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->config_path, std::string(kAttempt) + "/mpirun.app");
   const std::vector<std::string> lines = Lines(plan->config_text);
@@ -105,8 +106,9 @@ TEST(PlanLauncher, MpirunAppFileHasOneLinePerRankInRankOrder) {
 
 TEST(PlanLauncher, MpirunArgvTakesTheRshAgentAndRendezvousEnvironment) {
   LauncherSettings settings = Settings();
-  absl::StatusOr<LauncherPlan> plan = PlanLauncher(
-      Launcher::kMpirun, LauncherStart("mpirun"), Node(), settings, kAttempt);
+  absl::StatusOr<LauncherPlan> plan =
+      PlanLauncher(Launcher::kMpirun, LauncherStart("mpirun"), LauncherNode(),
+                   settings, kAttempt);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->launch.argv, (std::vector<std::string>{
                                    "/usr/bin/mpirun", "--mca", "plm_rsh_agent",
@@ -124,15 +126,16 @@ TEST(PlanLauncher, MpirunArgvTakesTheRshAgentAndRendezvousEnvironment) {
   EXPECT_EQ(plan->config_text.find("RANK"), std::string::npos);
 
   settings.as_root = true;
-  plan = PlanLauncher(Launcher::kMpirun, LauncherStart("mpirun"), Node(),
-                      settings, kAttempt);
+  plan = PlanLauncher(Launcher::kMpirun, LauncherStart("mpirun"),
+                      LauncherNode(), settings, kAttempt);
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->launch.argv[1], "--allow-run-as-root");
 }
 
 TEST(PlanLauncher, SrunRunsOneStepWithAMultiProgFileAndArbitraryLayout) {
-  absl::StatusOr<LauncherPlan> plan = PlanLauncher(
-      Launcher::kSrun, LauncherStart("srun"), Node(), Settings(), kAttempt);
+  absl::StatusOr<LauncherPlan> plan =
+      PlanLauncher(Launcher::kSrun, LauncherStart("srun"), LauncherNode(),
+                   Settings(), kAttempt);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::string conf = std::string(kAttempt) + "/srun.conf";
   EXPECT_EQ(plan->launch.argv,
@@ -170,8 +173,9 @@ TEST(PlanLauncher, SrunRunsOneStepWithAMultiProgFileAndArbitraryLayout) {
 TEST(PlanLauncher, SrunFindsTheClustersConfigWhereTheAgentDoes) {
   LauncherSettings settings = Settings();
   settings.slurm_conf = "/etc/slurm-test/slurm.conf";
-  absl::StatusOr<LauncherPlan> plan = PlanLauncher(
-      Launcher::kSrun, LauncherStart("srun"), Node(), settings, kAttempt);
+  absl::StatusOr<LauncherPlan> plan =
+      PlanLauncher(Launcher::kSrun, LauncherStart("srun"), LauncherNode(),
+                   settings, kAttempt);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(std::find(plan->launch.env.begin(), plan->launch.env.end(),
                       "SLURM_CONF=/etc/slurm-test/slurm.conf"),
@@ -183,13 +187,13 @@ TEST(PlanLauncher, SrunFindsTheClustersConfigWhereTheAgentDoes) {
 TEST(PlanLauncher, SrunSetsTheInterfaceOnlyWhenEveryNodeSharesIt) {
   v1::Assignment a = LauncherStart("srun");
   absl::StatusOr<LauncherPlan> plan =
-      PlanLauncher(Launcher::kSrun, a, Node(), Settings(), kAttempt);
+      PlanLauncher(Launcher::kSrun, a, LauncherNode(), Settings(), kAttempt);
   ASSERT_TRUE(plan.ok()) << plan.status();
   for (const std::string& kv : plan->launch.env) {
     EXPECT_EQ(kv.find("SOCKET_IFNAME"), std::string::npos) << kv;
   }
   a.mutable_launch_nodes(1)->set_iface("eth1");
-  plan = PlanLauncher(Launcher::kSrun, a, Node(), Settings(), kAttempt);
+  plan = PlanLauncher(Launcher::kSrun, a, LauncherNode(), Settings(), kAttempt);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(std::find(plan->launch.env.begin(), plan->launch.env.end(),
                       "NCCL_SOCKET_IFNAME=eth1"),
@@ -199,8 +203,9 @@ TEST(PlanLauncher, SrunSetsTheInterfaceOnlyWhenEveryNodeSharesIt) {
 TEST(PlanLauncher, SrunOutsideAnAllocationIsRefused) {
   LauncherSettings settings = Settings();
   settings.slurm_job_id = "";
-  absl::StatusOr<LauncherPlan> plan = PlanLauncher(
-      Launcher::kSrun, LauncherStart("srun"), Node(), settings, kAttempt);
+  absl::StatusOr<LauncherPlan> plan =
+      PlanLauncher(Launcher::kSrun, LauncherStart("srun"), LauncherNode(),
+                   settings, kAttempt);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("SLURM_JOB_ID"), std::string::npos);
 }
@@ -210,7 +215,7 @@ TEST(PlanLauncher, RefusesLaunchNodesThatMissOrMisorderRanks) {
   a.mutable_launch_nodes(1)->set_ranks(0, 3);
   a.mutable_launch_nodes(1)->set_ranks(1, 2);
   absl::StatusOr<LauncherPlan> plan =
-      PlanLauncher(Launcher::kMpirun, a, Node(), Settings(), kAttempt);
+      PlanLauncher(Launcher::kMpirun, a, LauncherNode(), Settings(), kAttempt);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("launch_nodes[1].ranks"),
             std::string::npos)
@@ -218,7 +223,8 @@ TEST(PlanLauncher, RefusesLaunchNodesThatMissOrMisorderRanks) {
 
   a = LauncherStart("mpirun");
   a.mutable_launch_nodes()->RemoveLast();
-  plan = PlanLauncher(Launcher::kMpirun, a, Node(), Settings(), kAttempt);
+  plan =
+      PlanLauncher(Launcher::kMpirun, a, LauncherNode(), Settings(), kAttempt);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.status().message().find("hold 2 ranks of 4"),
             std::string::npos)
@@ -227,7 +233,8 @@ TEST(PlanLauncher, RefusesLaunchNodesThatMissOrMisorderRanks) {
   a = LauncherStart("mpirun");
   a.clear_launch_nodes();
   EXPECT_FALSE(
-      PlanLauncher(Launcher::kMpirun, a, Node(), Settings(), kAttempt).ok());
+      PlanLauncher(Launcher::kMpirun, a, LauncherNode(), Settings(), kAttempt)
+          .ok());
 }
 
 TEST(PlanLauncher, RefusesPathsAndHostsTheLauncherFilesCannotHold) {
@@ -235,8 +242,8 @@ TEST(PlanLauncher, RefusesPathsAndHostsTheLauncherFilesCannotHold) {
        {"relative/dir", "/with space", "/a/../etc", "/pct%t", "/q'uote"}) {
     v1::Assignment a = LauncherStart("mpirun");
     a.mutable_launch_nodes(1)->set_workdir(workdir);
-    absl::StatusOr<LauncherPlan> plan =
-        PlanLauncher(Launcher::kMpirun, a, Node(), Settings(), kAttempt);
+    absl::StatusOr<LauncherPlan> plan = PlanLauncher(
+        Launcher::kMpirun, a, LauncherNode(), Settings(), kAttempt);
     ASSERT_FALSE(plan.ok()) << workdir;
     EXPECT_NE(plan.status().message().find("launch_nodes[1].workdir"),
               std::string::npos)
@@ -245,8 +252,9 @@ TEST(PlanLauncher, RefusesPathsAndHostsTheLauncherFilesCannotHold) {
   v1::Assignment a = LauncherStart("mpirun");
   a.mutable_launch_nodes(0)->set_address("fe80::1");
   EXPECT_FALSE(
-      PlanLauncher(Launcher::kMpirun, a, Node(), Settings(), kAttempt).ok());
-  NodeContext node = Node();
+      PlanLauncher(Launcher::kMpirun, a, LauncherNode(), Settings(), kAttempt)
+          .ok());
+  NodeContext node = LauncherNode();
   node.worker_path = "/opt/my worker";
   absl::StatusOr<LauncherPlan> plan = PlanLauncher(
       Launcher::kMpirun, LauncherStart("mpirun"), node, Settings(), kAttempt);

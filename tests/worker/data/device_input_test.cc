@@ -55,7 +55,7 @@ float MaxDifference(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 // Every batch of `loader`'s epoch.
-std::vector<ImageBatch> Drain(ImageLoader& loader, int epoch) {
+std::vector<ImageBatch> DrainBatches(ImageLoader& loader, int epoch) {
   loader.StartEpoch(epoch);
   std::vector<ImageBatch> batches;
   while (std::optional<ImageBatch> batch = loader.Next()) {
@@ -96,7 +96,7 @@ TEST(ImagesOn, NormalisesCifarBatchesAsTheFloatPathDidInBothLayouts) {
     options.seed = 8;
     options.shuffle = split == Split::kTrain;
     ImageLoader loader(data, options);
-    const std::vector<ImageBatch> batches = Drain(loader, /*epoch=*/1);
+    const std::vector<ImageBatch> batches = DrainBatches(loader, /*epoch=*/1);
     ASSERT_EQ(batches.size(), split == Split::kTrain ? 4u : 3u);
     EXPECT_EQ(batches.back().size(), 1);
     for (const ImageBatch& batch : batches) {
@@ -201,7 +201,7 @@ TEST(ImagesOn, NormalisesJpegBatchesWithinHalfALevelOfTheFloatPath) {
     ImageLoader loader(data, options);
     const int epoch = 2;
     const std::vector<int64_t> shard = EpochShard(options, data.size(), epoch);
-    const std::vector<ImageBatch> batches = Drain(loader, epoch);
+    const std::vector<ImageBatch> batches = DrainBatches(loader, epoch);
     ASSERT_EQ(batches.size(), 3u);  // 8 images: 3, 3, 2
     int64_t next = 0;
     for (const ImageBatch& batch : batches) {

@@ -216,7 +216,7 @@ class FakeDataset final : public ImageDataset {
 };
 
 // Every sample the loader yields this epoch, by its pixel value.
-std::vector<int64_t> Drain(ImageLoader& loader, int epoch) {
+std::vector<int64_t> DrainLabels(ImageLoader& loader, int epoch) {
   loader.StartEpoch(epoch);
   std::vector<int64_t> seen;
   while (auto batch = loader.Next()) {
@@ -254,7 +254,7 @@ TEST(ImageLoader, YieldsEachSampleOfAllShardsOncePerEpochSkippingCorrupt) {
   for (int epoch = 0; epoch < 3; ++epoch) {
     std::vector<int64_t> all;
     for (auto& loader : loaders) {
-      std::vector<int64_t> seen = Drain(*loader, epoch);
+      std::vector<int64_t> seen = DrainLabels(*loader, epoch);
       EXPECT_EQ(loader->batches_per_epoch(), (loader->shard_size() + 7) / 8);
       all.insert(all.end(), seen.begin(), seen.end());
     }
@@ -288,13 +288,13 @@ TEST(ImageLoader, OrderIsFixedBySeedAndChangesEachEpoch) {
   options.threads = 4;
   options.seed = 3;
   ImageLoader a(data, options), b(data, options);
-  const std::vector<int64_t> a0 = Drain(a, 0);
+  const std::vector<int64_t> a0 = DrainLabels(a, 0);
   EXPECT_EQ(a0.size(), 64u);
-  EXPECT_EQ(Drain(b, 0), a0);
-  EXPECT_NE(Drain(a, 1), a0);
+  EXPECT_EQ(DrainLabels(b, 0), a0);
+  EXPECT_NE(DrainLabels(a, 1), a0);
   options.seed = 4;
   ImageLoader c(data, options);
-  EXPECT_NE(Drain(c, 0), a0);
+  EXPECT_NE(DrainLabels(c, 0), a0);
 }
 
 TEST(ImageLoader, StopsAtMaxBatchesAndCanRestartMidEpoch) {
@@ -305,7 +305,7 @@ TEST(ImageLoader, StopsAtMaxBatchesAndCanRestartMidEpoch) {
   options.max_batches = 3;
   options.shuffle = false;
   ImageLoader loader(data, options);
-  const std::vector<int64_t> seen = Drain(loader, 0);
+  const std::vector<int64_t> seen = DrainLabels(loader, 0);
   EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
   loader.StartEpoch(1);
   ASSERT_TRUE(loader.Next().has_value());

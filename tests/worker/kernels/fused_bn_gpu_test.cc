@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/worker/gpu_skip.h"
 #include "tests/worker/loss_curves.h"
 #include "worker/kernels/fused_bn.h"
 #include "worker/models/resnet.h"
@@ -29,21 +30,13 @@
 namespace hpcai500::worker {
 namespace {
 
-std::string NoGpuReason() {
-  if (torch::cuda::is_available()) return "";
-  return "no CUDA device: LibTorch " TORCH_VERSION
-         " sees none (no NVIDIA driver or GPU on this machine, or "
-         "CUDA_VISIBLE_DEVICES hides them)";
-}
-
-#define SKIP_WITHOUT_GPU()                                   \
-  if (const std::string why = NoGpuReason(); !why.empty()) { \
-    GTEST_SKIP() << why;                                     \
-  }                                                          \
+// Skips without a GPU; with one, the kernels must have been built.
+#define SKIP_WITHOUT_GPU_KERNELS()        \
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false); \
   ASSERT_TRUE(FusedBnKernelsBuilt()) << "a CUDA LibTorch without the kernels"
 
 // max |got - want| / max |want|, in double.
-double RelativeError(const torch::Tensor& got, const torch::Tensor& want) {
+double MaxRelativeError(const torch::Tensor& got, const torch::Tensor& want) {
   const torch::Tensor g = got.to(torch::kDouble).cpu();
   const torch::Tensor w = want.to(torch::kDouble).cpu();
   const double scale = std::max(w.abs().max().item<double>(), 1e-12);
@@ -51,7 +44,7 @@ double RelativeError(const torch::Tensor& got, const torch::Tensor& want) {
 }
 
 #define EXPECT_RELATIVE(got, want, tolerance, what) \
-  EXPECT_LE(RelativeError(got, want), tolerance)    \
+  EXPECT_LE(MaxRelativeError(got, want), tolerance) \
       << what << " (max |want| " << (want).abs().max().item<double>() << ")"
 
 struct Shape {
@@ -147,7 +140,7 @@ void CompareWithCudnn(const Shape& s, torch::ScalarType dtype, bool residual) {
 }
 
 TEST(FusedBnGpu, KernelsMatchCudnnOnResNet50ShapesInFp32AndBf16) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_GPU_KERNELS();
   torch::manual_seed(1);
   for (torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
     for (const Shape& s : ResNet50Shapes()) {
@@ -157,7 +150,7 @@ TEST(FusedBnGpu, KernelsMatchCudnnOnResNet50ShapesInFp32AndBf16) {
 }
 
 TEST(FusedBnGpu, Fp16AndNchwInputsAreTaken) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_GPU_KERNELS();
   torch::manual_seed(2);
   FusedBatchNormAct2d fused(16);
   torch::nn::BatchNorm2d plain(16);
@@ -178,7 +171,7 @@ TEST(FusedBnGpu, Fp16AndNchwInputsAreTaken) {
 // its storage, still dense channels-last) goes through the one-value path,
 // with the same results.
 TEST(FusedBnGpu, UnalignedDataTakesTheScalarPath) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_GPU_KERNELS();
   torch::manual_seed(5);
   const Shape s{8, 64, 14, 14};
   for (torch::ScalarType dtype : {torch::kFloat, torch::kBFloat16}) {
@@ -209,7 +202,7 @@ TEST(FusedBnGpu, UnalignedDataTakesTheScalarPath) {
 // losses within 2%, the rest within 10%, and both curves fall on average
 // (in fp32, below 0.1% in the CPU tests).
 TEST(FusedBnGpu, ResNet50LossCurveFollowsThePlainModelOver20Steps) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_GPU_KERNELS();
   const torch::Device cuda(torch::kCUDA);
   auto losses = [&](bool fused_bn) {
     torch::manual_seed(3);

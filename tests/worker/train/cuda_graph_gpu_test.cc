@@ -38,6 +38,7 @@
 
 #include "methodology/registry.h"
 #include "tests/worker/distributed/rank_threads.h"
+#include "tests/worker/gpu_skip.h"
 #include "worker/models/resnet.h"
 #include "worker/train/cuda_graph_step.h"
 #include "worker/train/optimizer.h"
@@ -52,25 +53,7 @@ constexpr int kSteps = 10;
 constexpr int64_t kBatch = 32;
 
 // Why a test needing `gpus` GPUs cannot run here; "" when it can.
-std::string GpuShortage(int gpus) {
-  const int seen = torch::cuda::is_available()
-                       ? static_cast<int>(torch::cuda::device_count())
-                       : 0;
-  if (seen >= gpus) return "";
-  return "fewer than " + std::to_string(gpus) +
-         " CUDA device(s): LibTorch " TORCH_VERSION " sees " +
-         std::to_string(seen) +
-         " (no NVIDIA driver or GPU here, or CUDA_VISIBLE_DEVICES hides them)";
-}
-
-#define SKIP_UNLESS_GPUS(gpus)                                 \
-  if (const std::string why = GpuShortage(gpus); !why.empty()) \
-  GTEST_SKIP() << why
-
-bool OnCpuInstead() {
-  const char* value = std::getenv("HPCAI500_GPU_TESTS_ON_CPU");
-  return value != nullptr && std::string(value) == "1";
-}
+using ::hpcai500::testing::OnCpuInstead;
 
 // The worker's ResNet with cross entropy, channels-last, on `device`.
 class ResNetTask final : public TrainingOnlyTask {
@@ -188,23 +171,23 @@ void ExpectReplaysMatchEagerSteps(const Case& c) {
 
 TEST(CudaGraphStep, SmallResNetReplaysMatchEagerStepsInBf16) {
   if (!OnCpuInstead()) {
-    SKIP_UNLESS_GPUS(1);
+    SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   }
   ExpectReplaysMatchEagerSteps({18, 32, Precision::kBf16});
 }
 
 TEST(CudaGraphStep, SmallResNetReplaysMatchEagerStepsInFp16WithLossScaling) {
-  SKIP_UNLESS_GPUS(1);
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   ExpectReplaysMatchEagerSteps({18, 32, Precision::kFp16});
 }
 
 TEST(CudaGraphStep, ResNet50Batch32Bf16ReplaysMatchEagerSteps) {
-  SKIP_UNLESS_GPUS(1);
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   ExpectReplaysMatchEagerSteps({50, 224, Precision::kBf16});
 }
 
 TEST(CudaGraphStep, ALearningRateSetBetweenReplaysTakesEffect) {
-  SKIP_UNLESS_GPUS(1);
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   const torch::Device device(torch::kCUDA, 0);
   UseCaptureStream(device);
   const Case c{18, 32, Precision::kBf16};
@@ -230,7 +213,7 @@ TEST(CudaGraphNccl, AnAllReduceOfOneRankIsCapturedAndReplayed) {
 #ifndef USE_C10D_NCCL
   GTEST_SKIP() << "LibTorch " TORCH_VERSION " was built without NCCL";
 #else
-  SKIP_UNLESS_GPUS(1);
+  SKIP_UNLESS_GPUS(1, /*cpu_too=*/false);
   const torch::Device device(torch::kCUDA, 0);
   UseCaptureStream(device);
   auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
@@ -260,7 +243,7 @@ TEST(CudaGraphNccl, AnAllReduceOfOneRankIsCapturedAndReplayed) {
 // Two ranks over NCCL, each on its GPU, capture the reducer's bucketed
 // all-reduce with the step: both end with the same parameters.
 TEST(CudaGraphNccl, TwoRanksReplayTheReducersAllReduce) {
-  SKIP_UNLESS_GPUS(2);
+  SKIP_UNLESS_GPUS(2, /*cpu_too=*/false);
   const Case c{18, 32, Precision::kBf16};
   std::vector<torch::Tensor> ends(2);
   testing::RunRanksOnThreads(
