@@ -162,7 +162,9 @@ BundleCheck CheckConvergenceClaim(const BundleReport& report,
       check.detail = absl::StrCat("run ", bundled.run.id(), " not recomputed");
       return check;
     }
-    *recomputed.mutable_score() = score->second;
+    *recomputed.mutable_score() = score->second.score;
+    *recomputed.mutable_epochs() = {score->second.epochs.begin(),
+                                    score->second.epochs.end()};
     epochs.push_back(EpochsToTarget(recomputed));
   }
   *result = CheckConvergence(epochs, GlobalBatchOf(spec, registry),
@@ -193,7 +195,8 @@ BundleCheck CheckSubmissionClaim(const BundleReport& report,
   std::vector<double> values;
   for (const BundledRun& bundled : report.contents->runs) {
     ids.push_back(bundled.run.id());
-    values.push_back(report.recomputed.at(bundled.run.id()).valid_flops());
+    values.push_back(
+        report.recomputed.at(bundled.run.id()).score.valid_flops());
   }
   std::vector<int64_t> claimed_ids(row.run_ids().begin(), row.run_ids().end());
   std::sort(claimed_ids.begin(), claimed_ids.end());
@@ -256,8 +259,8 @@ const BundleCheck* BundleReport::FirstFailure() const {
   return nullptr;
 }
 
-absl::StatusOr<v1::Score> RecomputeScore(const BundledRun& bundled,
-                                         const Registry& registry) {
+absl::StatusOr<RecomputedRun> RecomputeRun(const BundledRun& bundled,
+                                           const Registry& registry) {
   const v1::Run& run = bundled.run;
   const ConfigInfo* config =
       registry.FindConfig(run.spec().workload(), run.spec().config());
@@ -273,8 +276,12 @@ absl::StatusOr<v1::Score> RecomputeScore(const BundledRun& bundled,
   const v1::Attempt* current = &*run.attempts().rbegin();
   ASSIGN_OR_RETURN(std::vector<EventLine> final_lines,
                    AttemptLines(bundled, current->number()));
+  RecomputedRun recomputed;
   if (current->resumed_epoch() <= 0) {
-    return ScoreRun(final_lines, *config, *workload);
+    recomputed.epochs = SummarizeEpochs(final_lines);
+    ASSIGN_OR_RETURN(recomputed.score,
+                     ScoreRun(final_lines, *config, *workload));
+    return recomputed;
   }
   // A resumed run: the chain of attempts whose checkpoints it resumed from,
   // as the coordinator followed it (server/coordinator/run_scoring.cc).
@@ -299,7 +306,33 @@ absl::StatusOr<v1::Score> RecomputeScore(const BundledRun& bundled,
     from = current->resume_from_attempt();
   }
   std::reverse(chain.begin(), chain.end());
-  return ScoreAttempts(chain, *config, *workload);
+  recomputed.resumed = true;
+  recomputed.epochs = SummarizeEpochs(KeptEvents(chain));
+  ASSIGN_OR_RETURN(recomputed.score, ScoreAttempts(chain, *config, *workload));
+  return recomputed;
+}
+
+std::string EpochsDifference(
+    const google::protobuf::RepeatedPtrField<v1::EpochSummary>& claimed,
+    const std::vector<v1::EpochSummary>& recomputed) {
+  if (static_cast<size_t>(claimed.size()) != recomputed.size()) {
+    return absl::StrFormat("%d epochs claimed, %d in the MLLOG", claimed.size(),
+                           recomputed.size());
+  }
+  for (size_t i = 0; i < recomputed.size(); ++i) {
+    const v1::EpochSummary& a = claimed[static_cast<int>(i)];
+    const v1::EpochSummary& b = recomputed[i];
+    if (a.epoch() != b.epoch() || a.samples() != b.samples() ||
+        !Close(a.seconds(), b.seconds()) ||
+        !Close(a.accuracy(), b.accuracy())) {
+      return absl::StrFormat(
+          "epoch %d: claimed %d samples in %g s, accuracy %g; the MLLOG has "
+          "%d samples in %g s, accuracy %g",
+          b.epoch(), a.samples(), a.seconds(), a.accuracy(), b.samples(),
+          b.seconds(), b.accuracy());
+    }
+  }
+  return "";
 }
 
 std::string ScoreDifference(const v1::Score& claimed,
@@ -395,20 +428,31 @@ BundleReport VerifyBundle(absl::string_view bytes, const Registry& registry,
          mllog.ok() ? absl::StrCat(bundled.mllog.size(),
                                    " rank logs keep MLCommons' rules")
                     : std::string(mllog.message())});
-    absl::StatusOr<v1::Score> score = RecomputeScore(bundled, registry);
+    absl::StatusOr<RecomputedRun> recomputed = RecomputeRun(bundled, registry);
     BundleCheck check{absl::StrCat("score run ", id), false, ""};
-    if (!score.ok()) {
-      check.detail = std::string(score.status().message());
+    if (!recomputed.ok()) {
+      check.detail = std::string(recomputed.status().message());
     } else {
-      report.recomputed[bundled.run.id()] = *score;
-      check.detail = ScoreDifference(bundled.run.score(), *score);
+      report.recomputed[bundled.run.id()] = *recomputed;
+      const v1::Score& score = recomputed->score;
+      check.detail = ScoreDifference(bundled.run.score(), score);
+      if (!check.detail.empty()) {
+        check.detail = absl::StrCat("runs/", id, "/score.json: ", check.detail);
+      } else if (!recomputed->resumed) {
+        // A resumed run's claimed epochs also carry those of earlier
+        // attempts its checkpoint did not keep; its score counts the kept
+        // ones only, as recomputed.
+        check.detail =
+            EpochsDifference(bundled.run.epochs(), recomputed->epochs);
+        if (!check.detail.empty()) {
+          check.detail = absl::StrCat("runs/", id, "/run.json: ", check.detail);
+        }
+      }
       check.ok = check.detail.empty();
       if (check.ok) {
         check.detail = absl::StrFormat(
             "FLOPS %.6g, Valid FLOPS %.6g recomputed from the MLLOG",
-            score->flops(), score->valid_flops());
-      } else {
-        check.detail = absl::StrCat("runs/", id, "/score.json: ", check.detail);
+            score.flops(), score.valid_flops());
       }
     }
     report.checks.push_back(std::move(check));

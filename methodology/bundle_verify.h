@@ -12,7 +12,8 @@
 //   mllog run N  each rank's MLLOG of each attempt keeps MLCommons' rules
 //                (methodology/mllog_rules.h), every rank present
 //   score run N  FLOPS and Valid FLOPS (and every other input of the score)
-//                recomputed from the MLLOG lines equal the claimed score
+//                recomputed from the MLLOG lines equal the claimed score,
+//                and so do the claimed per-epoch results
 //   convergence  the reference points are this registry's, and the check
 //                recomputed gives the claimed verdict and factor
 //   submission   the claimed leaderboard row's Valid FLOPS is the
@@ -25,6 +26,7 @@
 #ifndef HPCAI500_METHODOLOGY_BUNDLE_VERIFY_H_
 #define HPCAI500_METHODOLOGY_BUNDLE_VERIFY_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,14 +45,22 @@ struct BundleCheck {
   std::string detail;  // what held, or why not
 };
 
+// What a run's MLLOG lines give, recomputed.
+struct RecomputedRun {
+  v1::Score score;
+  // Per-epoch results (SummarizeEpochs) of the epochs the score counts.
+  std::vector<v1::EpochSummary> epochs;
+  bool resumed = false;  // made of several attempts
+};
+
 struct BundleReport {
   std::vector<BundleCheck> checks;  // in the order above
   // From the manifest, when it could be read.
   std::optional<BundleManifest> manifest;
   // The bundle's contents, when they parse.
   std::optional<BundleContents> contents;
-  // Each run's score as recomputed from its MLLOG, by run id.
-  std::map<int64_t, v1::Score> recomputed;
+  // Each run as recomputed from its MLLOG, by run id.
+  std::map<int64_t, RecomputedRun> recomputed;
 
   // Whether every check held (and there was at least one).
   bool ok() const;
@@ -70,12 +80,19 @@ struct VerifyOptions {
 BundleReport VerifyBundle(absl::string_view bytes, const Registry& registry,
                           const VerifyOptions& options = {});
 
-// The score of `run` recomputed from its MLLOG lines alone (a resumed run
-// over the epochs its attempts kept, as the coordinator scores it).
-// FailedPrecondition as ScoreRun, InvalidArgument naming a line that does
-// not parse, NotFound for a workload or config not in `registry`.
-absl::StatusOr<v1::Score> RecomputeScore(const BundledRun& run,
-                                         const Registry& registry);
+// The score and epochs of `run` recomputed from its MLLOG lines alone (a
+// resumed run over the epochs its attempts kept, as the coordinator scores
+// it). FailedPrecondition as ScoreRun, InvalidArgument naming a line that
+// does not parse, NotFound for a workload or config not in `registry`.
+absl::StatusOr<RecomputedRun> RecomputeRun(const BundledRun& run,
+                                           const Registry& registry);
+
+// "" when the claimed per-epoch results `claimed` are `recomputed` (epoch,
+// samples, seconds and accuracy, within 1e-9 relative), else the first
+// epoch that differs.
+std::string EpochsDifference(
+    const google::protobuf::RepeatedPtrField<v1::EpochSummary>& claimed,
+    const std::vector<v1::EpochSummary>& recomputed);
 
 // "" when `recomputed` equals `claimed` in every input and result (within
 // 1e-9 relative), else the first field that differs, with both values.

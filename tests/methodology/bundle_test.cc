@@ -51,9 +51,13 @@ BundleContents FixtureContents() {
   (*attempt.mutable_inventory())["node-a"] = inventory;
   bundled.mllog[{1, 0}] = FixtureText("events/fmnist_rank0.mllog");
   bundled.mllog[{1, 1}] = FixtureText("events/fmnist_rank1.mllog");
-  absl::StatusOr<v1::Score> score = RecomputeScore(bundled, registry);
-  EXPECT_TRUE(score.ok()) << score.status();
-  if (score.ok()) *run.mutable_score() = *score;
+  absl::StatusOr<RecomputedRun> recomputed = RecomputeRun(bundled, registry);
+  EXPECT_TRUE(recomputed.ok()) << recomputed.status();
+  if (recomputed.ok()) {
+    *run.mutable_score() = recomputed->score;
+    *run.mutable_epochs() = {recomputed->epochs.begin(),
+                             recomputed->epochs.end()};
+  }
   BundleContents contents;
   contents.runs.push_back(bundled);
   contents.references =
@@ -232,6 +236,18 @@ TEST_F(BundleTest, ResignedClaimedScoreIsRefused) {
   const BundleCheck failed = Failure(VerifyBundle(bundle, Registry::Builtin()));
   EXPECT_EQ(failed.name, "score run 7");
   EXPECT_NE(failed.detail.find("valid_flops"), std::string::npos)
+      << failed.detail;
+}
+
+TEST_F(BundleTest, ResignedEpochAccuracyIsRefused) {
+  const std::string bundle = Resealed("runs/7/run.json", [](std::string& run) {
+    const size_t at = run.find("\"accuracy\": 0.77");
+    ASSERT_NE(at, std::string::npos) << run;
+    run.replace(at, 17, "\"accuracy\": 0.99");
+  });
+  const BundleCheck failed = Failure(VerifyBundle(bundle, Registry::Builtin()));
+  EXPECT_EQ(failed.name, "score run 7");
+  EXPECT_NE(failed.detail.find("run.json: epoch 2"), std::string::npos)
       << failed.detail;
 }
 
