@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "methodology/convergence.h"
+#include "methodology/global_batch.h"
 #include "methodology/mllog_rules.h"
 #include "methodology/regress_band.h"
 #include "methodology/scoring.h"
@@ -120,24 +121,6 @@ bool SameReferences(const std::vector<ReferenceConvergence>& a,
   return true;
 }
 
-// The global batch of `spec` as the leaderboard counts it: the per-rank
-// batch (the worker's default when 0) x ranks.
-int64_t GlobalBatchOf(const v1::RunSpec& spec, const Registry& registry) {
-  int64_t per_rank = spec.batch_size();
-  if (per_rank <= 0) {
-    const ConfigInfo* config =
-        registry.FindConfig(spec.workload(), spec.config());
-    const std::optional<Precision> precision =
-        Parse<Precision>(spec.precision());
-    per_rank =
-        config == nullptr
-            ? 0
-            : DefaultBatchSize(*config, precision.value_or(Precision::kFp32));
-  }
-  return per_rank * std::max(1, spec.nodes()) *
-         std::max(1, spec.ranks_per_node());
-}
-
 // The convergence check: the bundle's references against the registry's,
 // and, with a submission row, the verdict and factor recomputed.
 BundleCheck CheckConvergenceClaim(const BundleReport& report,
@@ -167,7 +150,7 @@ BundleCheck CheckConvergenceClaim(const BundleReport& report,
                                     score->second.epochs.end()};
     epochs.push_back(EpochsToTarget(recomputed));
   }
-  *result = CheckConvergence(epochs, GlobalBatchOf(spec, registry),
+  *result = CheckConvergence(epochs, GlobalBatch(spec, registry),
                              contents.references);
   const std::string verdict = ConvergenceVerdictName(result->verdict);
   if (contents.submission.has_value()) {

@@ -13,6 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "methodology/bundle_verify.h"
+#include "methodology/convergence.h"
+#include "methodology/regress_band.h"
 #include "methodology/scoring.h"
 #include "tests/common/test_files.h"
 
@@ -339,6 +341,42 @@ TEST_F(BundleTest, UnlistedFileIsRefused) {
       VerifyBundle(WriteArchive(entries).value_or(""), Registry::Builtin()));
   EXPECT_EQ(failed.name, "digests");
   EXPECT_NE(failed.detail.find("runs/7/extra.txt"), std::string::npos);
+}
+
+// The fixture run as a one-run submission with its claimed leaderboard
+// row: Valid FLOPS divided by the convergence check's factor.
+BundleContents SubmissionContents(double valid_flops_scale) {
+  BundleContents contents = FixtureContents();
+  const v1::Run& run = contents.runs.front().run;
+  const ConvergenceResult check = CheckConvergence(
+      {EpochsToTarget(run)}, /*global_batch=*/128, contents.references);
+  v1::LeaderboardRow row;
+  row.set_submission_id(run.submission_id());
+  row.add_run_ids(run.id());
+  row.set_runs(1);
+  row.set_valid_flops(valid_flops_scale * run.score().valid_flops() /
+                      check.factor);
+  row.mutable_convergence()->set_verdict(ConvergenceVerdictName(check.verdict));
+  row.mutable_convergence()->set_factor(check.factor);
+  contents.submission = row;
+  return contents;
+}
+
+TEST_F(BundleTest, SubmissionRowIsRecomputedFromItsRuns) {
+  for (const double scale : {1.0, 2.0}) {
+    absl::StatusOr<std::vector<ArchiveEntry>> files =
+        BundleFiles(SubmissionContents(scale));
+    ASSERT_TRUE(files.ok()) << files.status();
+    const BundleReport report = VerifyBundle(Seal(*files), Registry::Builtin());
+    ASSERT_FALSE(report.checks.empty());
+    EXPECT_EQ(report.checks.back().name, "submission");
+    EXPECT_EQ(report.ok(), scale == 1.0)
+        << scale << ": " << report.checks.back().detail;
+    if (scale != 1.0) {
+      EXPECT_NE(report.checks.back().detail.find("submission.json claims"),
+                std::string::npos);
+    }
+  }
 }
 
 TEST(BundleArchive, RefusesUnsafePaths) {
