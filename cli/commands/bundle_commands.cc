@@ -38,8 +38,8 @@ absl::Status WriteWholeFile(const std::string& path, const std::string& data) {
   return absl::OkStatus();
 }
 
-// "1.234e+12 (1.234 TFLOPS)"-free: the numbers as %.6g, the ratio replay /
-// bundle, "-" when the bundle's value is 0.
+// One row of replay's table: `what`, the bundle's and the replay's values
+// (%.6g) and their ratio replay / bundle ("-" when the bundle's is 0).
 std::string CompareLine(const char* what, double bundled, double replayed) {
   return absl::StrFormat(
       "%-14s %14.6g %14.6g %8s\n", what, bundled, replayed,

@@ -89,6 +89,22 @@ TEST_F(BundleIntegrationTest, ExportVerifyAndReplayANoopRun) {
   EXPECT_TRUE(report.value("ok", false));
   EXPECT_EQ(report.value("site_key", ""), key);
 
+  // The run's submission, exported as one: the same run, its own subject.
+  CommandResult shown = cluster_.Cli({"show", id, "--json"});
+  const Json run = Json::parse(shown.out, nullptr, false);
+  ASSERT_TRUE(run.is_object()) << shown.out;
+  const std::string submission = run.value("submission_id", "");
+  ASSERT_FALSE(submission.empty()) << shown.out;
+  const std::string whole = cluster_.dir() + "/submission.bundle";
+  CommandResult of_submission =
+      cluster_.Cli({"export", submission, "--submission", "--out", whole});
+  ASSERT_EQ(of_submission.exit_code, 0) << of_submission.err;
+  CommandResult submission_verified = cluster_.Cli({"verify", whole});
+  EXPECT_EQ(submission_verified.exit_code, 0) << submission_verified.out;
+  EXPECT_NE(submission_verified.out.find("verified: submission " + submission),
+            std::string::npos)
+      << submission_verified.out;
+
   // One byte changed in the file: refused, naming the archive.
   std::string bytes = ReadFile(file);
   ASSERT_GT(bytes.size(), 100u);
