@@ -12,6 +12,7 @@
 #include "common/token.h"
 #include "methodology/registry.h"
 #include "server/auth/auth.h"
+#include "server/auth/site_key_command.h"
 #include "server/auth/tls.h"
 
 namespace hpcai500 {
@@ -107,10 +108,13 @@ absl::Status Daemon::Build(const ServerOptions& flags) {
   agent_service_ = std::make_unique<AgentServiceImpl>(
       coordinator_.get(), access,
       /*check_agent_certificates=*/!tls.ca_pem.empty());
+  bundle_service_ = std::make_unique<BundleServiceImpl>(
+      reads_.get(), access, SiteKeyPathFor(flags.db));
   int grpc_port = 0;
   grpc_server_ = StartCoordinatorServer(
       flags.grpc, CoordinatorServerCredentials(tls), client_service_.get(),
-      agent_service_.get(), access, &grpc_port, flags.grpc_idle_timeout_s);
+      agent_service_.get(), access, &grpc_port, flags.grpc_idle_timeout_s,
+      bundle_service_.get());
   if (grpc_server_ == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("--grpc ", flags.grpc, ": cannot listen there"));

@@ -22,6 +22,7 @@
 #include "server/auth/access_control.h"
 #include "server/auth/grpc_log.h"
 #include "server/auth/tls_failures.h"
+#include "server/bundle_service.h"
 #include "server/coordinator/coordinator.h"
 #include "server/coordinator/run_reads.h"
 #include "server/grpc_services.h"
@@ -66,6 +67,7 @@ class Daemon {
   std::optional<GrpcLogRoute> grpc_log_;
   std::unique_ptr<RunReads> reads_;
   std::unique_ptr<ClientServiceImpl> client_service_;
+  std::unique_ptr<BundleServiceImpl> bundle_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<HttpServer> http_;

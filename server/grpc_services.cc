@@ -331,7 +331,7 @@ std::unique_ptr<grpc::Server> StartCoordinatorServer(
     const std::string& address,
     std::shared_ptr<grpc::ServerCredentials> credentials,
     ClientServiceImpl* client, AgentServiceImpl* agents, AccessControl* access,
-    int* port, int idle_timeout_s) {
+    int* port, int idle_timeout_s, grpc::Service* more) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, std::move(credentials), port);
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
@@ -339,6 +339,7 @@ std::unique_ptr<grpc::Server> StartCoordinatorServer(
   SetCoordinatorKeepalive(builder, idle_timeout_s * 1000);
   builder.RegisterService(client);
   if (agents != nullptr) builder.RegisterService(agents);
+  if (more != nullptr) builder.RegisterService(more);
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
       interceptors;

@@ -100,18 +100,19 @@ class ClientServiceImpl final : public v1::ClientService::Service {
 };
 
 // hpcai500d's gRPC server on `address` (HOST:PORT, port 0: any) with
-// `credentials`: `client`, and `agents` unless null, behind the auth
-// interceptor and the one that names a request that is no valid message
-// (INVALID_ARGUMENT rather than gRPC's INTERNAL without a word), with the
-// message cap and the coordinator's keepalive (common/keepalive.h), closing
-// connections idle (no call open) for `idle_timeout_s`. *port gets the
-// port bound. Null when it cannot listen there. The arguments are borrowed
-// for the server's life.
+// `credentials`: `client`, and `agents` and `more` (another service, e.g.
+// BundleService) unless null, behind the auth interceptor and the one that
+// names a request that is no valid message (INVALID_ARGUMENT rather than
+// gRPC's INTERNAL without a word), with the message cap and the
+// coordinator's keepalive (common/keepalive.h), closing connections idle (no
+// call open) for `idle_timeout_s`. *port gets the port bound. Null when it
+// cannot listen there. The arguments are borrowed for the server's life.
 std::unique_ptr<grpc::Server> StartCoordinatorServer(
     const std::string& address,
     std::shared_ptr<grpc::ServerCredentials> credentials,
     ClientServiceImpl* client, AgentServiceImpl* agents, AccessControl* access,
-    int* port, int idle_timeout_s = kDefaultGrpcIdleTimeoutS);
+    int* port, int idle_timeout_s = kDefaultGrpcIdleTimeoutS,
+    grpc::Service* more = nullptr);
 
 }  // namespace hpcai500
 

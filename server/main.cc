@@ -1,8 +1,8 @@
 // hpcai500d: the coordinator. Parses its flags (server/options.h), starts
 // the Daemon (server/daemon.h: the store, the coordinator, access control
 // and the servers), and serves until SIGTERM (unless --ignore-sigterm) or
-// SIGINT. `hpcai500d token` and `hpcai500d backup` are commands of their
-// own.
+// SIGINT. `hpcai500d token`, `hpcai500d site-key` and `hpcai500d backup` are
+// commands of their own.
 #include <pthread.h>
 #include <signal.h>
 
@@ -19,6 +19,7 @@
 #include "common/printable.h"
 #include "common/status_macros.h"
 #include "common/version.h"
+#include "server/auth/site_key_command.h"
 #include "server/auth/token_command.h"
 #include "server/daemon.h"
 #include "server/options.h"
@@ -74,6 +75,10 @@ int main(int argc, char** argv) {
     hpcai500::RealClock clock;
     return hpcai500::RunTokenCommand({args.begin() + 1, args.end()}, clock,
                                      std::cout, std::cerr);
+  }
+  if (!args.empty() && args[0] == "site-key") {
+    return hpcai500::RunSiteKeyCommand({args.begin() + 1, args.end()},
+                                       std::cout, std::cerr);
   }
   absl::StatusOr<hpcai500::ServerOptions> flags =
       hpcai500::ParseServerOptions(args);

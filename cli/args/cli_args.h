@@ -49,6 +49,8 @@ struct CliArgs {
   int64_t maintenance_ms = 0;  // maintenance start: --for
   // submit: --request-id; empty: a new one each invocation.
   std::string request_id;
+  std::string out;          // export: --out
+  bool submission = false;  // export: the ID is a submission's
   RegressOptions regress;
   SweepOptions sweep;  // sweep: its axes, --scaling, --dry-run
   CheckOptions check;  // --timeout, and json as `json`

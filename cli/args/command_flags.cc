@@ -42,6 +42,8 @@ const CommandFlag kCommandFlags[] = {
     {"compression", &RawCliArgs::compression},
     {"scaling", &RawCliArgs::scaling},
     {"dry-run", &RawCliArgs::dry_run},
+    {"out", &RawCliArgs::out, /*required=*/true},
+    {"submission", &RawCliArgs::submission},
 };
 
 // Adds `flag` to `sub`, bound to its field of `raw`.

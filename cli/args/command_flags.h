@@ -31,6 +31,8 @@ struct RawCliArgs {
   bool wait = false;
   bool json = false;
   bool dry_run = false;
+  bool submission = false;  // export
+  std::string out;          // export
   std::string workload, config, name, state, limit, offset, user, queue, since,
       until, reason, timeout, window, baseline, tolerance, min_history, junit,
       markdown, json_file, request_id, for_duration, max_cv, nodes,

@@ -2,7 +2,10 @@
 // each row runs (cli/args/command_table.h).
 #include "cli/args/command_table.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "cli/client/exit_codes.h"
+#include "cli/commands/bundle_commands.h"
 #include "cli/commands/check_command.h"
 #include "cli/commands/commands.h"
 #include "cli/commands/sweep.h"
@@ -109,6 +112,24 @@ int RunHistory(const CommandCall& call) {
 int RunRegress(const CommandCall& call) {
   return RegressCommand(call.context)
       .Run(call.spec_source, call.spec_yaml, call.args.regress, call.args.json);
+}
+int RunExport(const CommandCall& call) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(call.args.positional[0], &id) || id <= 0) {
+    call.context.err << "hpcai500: export: expected a run id (or with "
+                        "--submission a submission id), got '"
+                     << call.args.positional[0] << "'\n";
+    return kExitUsage;
+  }
+  return BundleCommands(call.context)
+      .Export(id, call.args.submission, call.args.out, call.args.tls);
+}
+int RunVerify(const CommandCall& call) {
+  return BundleCommands(call.context)
+      .Verify(call.args.positional[0], call.args.json);
+}
+int RunReplay(const CommandCall& call) {
+  return BundleCommands(call.context).Replay(call.args.positional[0]);
 }
 int RunPromoteBaseline(const CommandCall& call) {
   return Commands(call.context).PromoteBaseline(call.args.run_id);
@@ -262,6 +283,25 @@ const CommandRow kCommandRows[] = {
      "make a succeeded run the regress baseline of\n"
      "its series (your own runs; an admin's any)",
      RunPromoteBaseline},
+    {"export", "ID", "submission out", "export ID [--submission] --out FILE",
+     "the signed result bundle of run ID (of\n"
+     "submission ID with --submission): spec,\n"
+     "MLLOG of every rank, inventories, score\n"
+     "and convergence references, with SHA-256\n"
+     "digests signed by the coordinator's site\n"
+     "key (hpcai500d site-key create)",
+     RunExport},
+    {"verify", "FILE", "json", "verify FILE [--json]",
+     "check a bundle offline, one line per check:\n"
+     "signature, digests, MLCommons' MLLOG rules,\n"
+     "FLOPS and Valid FLOPS recomputed from the\n"
+     "MLLOG, convergence; exit 0 only if all hold",
+     RunVerify},
+    {"replay", "FILE", "", "replay FILE",
+     "submit a verified bundle's spec here, wait,\n"
+     "and print both results side by side with\n"
+     "the ratio",
+     RunReplay},
     {kHelpCommand, "", "", "", "", nullptr},
 };
 

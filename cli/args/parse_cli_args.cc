@@ -106,6 +106,8 @@ void CopyTextFlags(const RawCliArgs& raw, CliArgs& args) {
   args.regress.markdown_path = raw.markdown;
   args.regress.json_path = raw.json_file;
   args.request_id = raw.request_id;
+  args.out = raw.out;
+  args.submission = raw.submission;
 }
 
 // --state and --limit into `args`.

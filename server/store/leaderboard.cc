@@ -11,6 +11,7 @@
 #include "common/run_state.h"
 #include "common/vocabulary.h"
 #include "methodology/convergence.h"
+#include "methodology/global_batch.h"
 #include "methodology/regress_band.h"
 #include "methodology/scoring.h"
 #include "methodology/spec.h"
@@ -92,23 +93,6 @@ bool Complete(const std::vector<const v1::Run*>& members) {
                   [](const v1::Run* run) { return HasValidResult(*run); });
   return all_scored && static_cast<int>(members.size()) >=
                            std::max(1, members.front()->spec().repetitions());
-}
-
-// The global batch a run trained with: its per-rank batch (the worker's
-// default when the spec leaves it 0) x ranks.
-int64_t GlobalBatch(const v1::RunSpec& spec, const Registry& registry) {
-  int64_t per_rank = spec.batch_size();
-  if (per_rank <= 0) {
-    const ConfigInfo* config =
-        registry.FindConfig(spec.workload(), spec.config());
-    std::optional<Precision> precision = Parse<Precision>(spec.precision());
-    per_rank =
-        config == nullptr
-            ? 0
-            : DefaultBatchSize(*config, precision.value_or(Precision::kFp32));
-  }
-  return per_rank * std::max(1, spec.nodes()) *
-         std::max(1, spec.ranks_per_node());
 }
 
 // Repeatability and convergence of the submission `sorted` (by id) on
