@@ -42,6 +42,8 @@ const CommandFlag kCommandFlags[] = {
     {"compression", &RawCliArgs::compression},
     {"scaling", &RawCliArgs::scaling},
     {"dry-run", &RawCliArgs::dry_run},
+    {"series", &RawCliArgs::series},
+    {"regressions-only", &RawCliArgs::regressions_only},
 };
 
 // Adds `flag` to `sub`, bound to its field of `raw`.
