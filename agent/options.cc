@@ -29,6 +29,7 @@
 #include "agent/node/inventory.h"
 #include "agent/node/worker_version.h"
 #include "agent/system/process.h"
+#include "common/checkpoint_manifest.h"
 #include "common/flags.h"
 #include "common/printable.h"
 #include "common/status_macros.h"
@@ -310,7 +311,9 @@ void ReadNodeInventory(const std::string& nvml_flag, AgentOptions& options) {
   options.inventory = ReadInventory(sources, nvml);
 }
 
-// The worker's revision and LibTorch build into the inventory, or why not.
+// The worker's revision and LibTorch build into the inventory, or why not,
+// and the digest of its binary (the first 16 hex digits of its SHA-256:
+// a rebuilt worker of the same revision shows in the runs' fingerprints).
 void ReadWorkerVersions(AgentOptions& options) {
   PosixProcessLauncher launcher;
   absl::StatusOr<std::map<std::string, std::string>> lines =
@@ -320,6 +323,11 @@ void ReadWorkerVersions(AgentOptions& options) {
     return;
   }
   AddWorkerVersions(*lines, &options.inventory);
+  std::string digest, error;
+  if (Sha256OfFile(options.worker_path, &digest, &error)) {
+    (*options.inventory.mutable_versions())["worker_digest"] =
+        digest.substr(0, 16);
+  }
 }
 
 }  // namespace

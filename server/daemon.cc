@@ -70,8 +70,16 @@ absl::Status Daemon::Build(const ServerOptions& flags) {
     ASSIGN_OR_RETURN(token, ReadTokenFile("--token-file", flags.token_file));
   }
   ASSIGN_OR_RETURN(const TlsFiles tls, LoadServerTlsFiles(flags.tls));
-  ASSIGN_OR_RETURN(const CoordinatorOptions options,
-                   CoordinatorOptionsFrom(flags));
+  ASSIGN_OR_RETURN(CoordinatorOptions options, CoordinatorOptionsFrom(flags));
+  if (!flags.change_webhook.empty()) {
+    WebhookOptions webhook;
+    webhook.url = flags.change_webhook;
+    ASSIGN_OR_RETURN(change_webhook_, ChangeWebhook::Create(webhook));
+    ChangeWebhook* notify = change_webhook_.get();
+    options.on_regression = [notify](const v1::ChangePoint& change) {
+      notify->Notify(change);
+    };
+  }
   ASSIGN_OR_RETURN(store_, Store::Open(flags.db));
   ASSIGN_OR_RETURN(coordinator_,
                    Coordinator::Create(store_.get(), &clock_,
@@ -102,7 +110,12 @@ absl::Status Daemon::Build(const ServerOptions& flags) {
           ? RunReads::ReadRule()
           : [access](absl::string_view
                          bearer) { return access->AuthorizeRead(bearer); },
-      [tls_failures] { return tls_failures->MetricsText(); }, flags.spread);
+      [tls_failures, webhook = change_webhook_.get()] {
+        std::string text = tls_failures->MetricsText();
+        if (webhook != nullptr) text += webhook->MetricsText();
+        return text;
+      },
+      flags.spread);
   client_service_ = std::make_unique<ClientServiceImpl>(coordinator_.get(),
                                                         reads_.get(), access);
   agent_service_ = std::make_unique<AgentServiceImpl>(

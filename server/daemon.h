@@ -26,6 +26,7 @@
 #include "server/coordinator/coordinator.h"
 #include "server/coordinator/run_reads.h"
 #include "server/grpc_services.h"
+#include "server/http/change_webhook.h"
 #include "server/http/http_server.h"
 #include "server/options.h"
 #include "server/store/store.h"
@@ -59,6 +60,8 @@ class Daemon {
   // In the order they are built; each borrows those before it, so they go
   // in the reverse order.
   RealClock clock_;
+  // Outlives the coordinator, which queues change points on it.
+  std::unique_ptr<ChangeWebhook> change_webhook_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<AccessControl> access_;

@@ -227,6 +227,14 @@ grpc::Status ClientServiceImpl::GetBaseline(
       [&] { return coordinator_->GetBaseline(request->spec()); }, response);
 }
 
+grpc::Status ClientServiceImpl::ListChanges(
+    grpc::ServerContext* context, const v1::ListChangesRequest* request,
+    v1::ListChangesResponse* response) {
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "list change points",
+      [&] { return reads_->ListChanges(*request); }, response);
+}
+
 grpc::Status ClientServiceImpl::DrainNode(grpc::ServerContext* context,
                                           const v1::DrainNodeRequest* request,
                                           v1::Node* response) {

@@ -92,6 +92,9 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   grpc::Status GetBaseline(grpc::ServerContext* context,
                            const v1::GetBaselineRequest* request,
                            v1::Baseline* response) override;
+  grpc::Status ListChanges(grpc::ServerContext* context,
+                           const v1::ListChangesRequest* request,
+                           v1::ListChangesResponse* response) override;
 
  private:
   Coordinator* const coordinator_;

@@ -27,6 +27,7 @@ const char kServerUsage[] =
     "                 [--max-agent-streams N]\n"
     "                 [--max-throughput-cv PCT] [--max-epochs-cv PCT]\n"
     "                 [--grpc-idle-timeout-s N] [--ignore-sigterm]\n"
+    "                 [--change-webhook http://HOST[:PORT]/PATH]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
     "       hpcai500d --version\n"
@@ -42,6 +43,8 @@ const char kServerUsage[] =
     "--tls-cert/--tls-key (PEM): gRPC and HTTP over TLS only; with\n"
     "--tls-client-ca, agents must present a certificate it signed that names\n"
     "their --name (the CLI needs none)\n"
+    "--change-webhook: POST each new change point in a bad direction there\n"
+    "as JSON, retried with back-off (docs/design.md, \"Change points\")\n"
     "--queues: the queues (partitions) in YAML (docs/design.md, \"Queues\");\n"
     "without it one queue, default, over every node\n"
     "--heartbeat-interval-s: how often agents beat (told to them when they\n"
@@ -114,6 +117,7 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   AddValueFlag(*app, "web-dir", &flags.web_dir);
   AddValueFlag(*app, "token-file", &flags.token_file);
   AddValueFlag(*app, "queues", &flags.queues);
+  AddValueFlag(*app, "change-webhook", &flags.change_webhook);
   AddValueFlag(*app, "node-timeout-s", &node_timeout);
   AddValueFlag(*app, "http-max-connections", &max_connections);
   AddValueFlag(*app, "heartbeat-interval-s", &heartbeat_interval);

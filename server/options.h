@@ -31,6 +31,9 @@ struct ServerOptions {
   std::string web_dir = DefaultWebDir();
   std::string token_file;
   std::string queues;
+  // POSTs each new change point in a bad direction here
+  // (server/http/change_webhook.h); empty: none.
+  std::string change_webhook;
   int node_timeout_s = 60;
   int heartbeat_interval_s = 0;  // 0: HeartbeatIntervalMs's default
   int max_queued_per_user = AccessLimits{}.max_queued_runs_per_user;

@@ -81,10 +81,11 @@ function legend(series) {
 
 // A <figure> with the chart. Either `points` (one series) or `series`
 // ([{name, points}]); points are {x, y, flag?, label?}. `reference` is
-// {value, label} or null; `band` is [{x, lo, hi}] or null. `xLabel` names
-// the x axis ('epoch' unless given).
+// {value, label} or null; `band` is [{x, lo, hi}] or null. `marks` are
+// vertical lines [{x, label, bad}] (change points; bad ones drawn as
+// such) or null. `xLabel` names the x axis ('epoch' unless given).
 export function lineChart(
-    {id, title, yLabel, xLabel, points, series, reference, band}) {
+    {id, title, yLabel, xLabel, points, series, reference, band, marks}) {
   const figure = document.createElement('figure');
   figure.id = id;
   figure.className = 'chart';
@@ -192,6 +193,21 @@ export function lineChart(
     svg.appendChild(text(
         MARGIN.left + plotW - 2, y - 4, reference.label,
         {'text-anchor': 'end', class: 'target-label'}));
+  }
+  for (const mark of marks || []) {
+    const x = sx(mark.x);
+    const line = svgElement('line', {
+      x1: x,
+      x2: x,
+      y1: MARGIN.top,
+      y2: bottom,
+      class: mark.bad ? 'change bad' : 'change',
+      'stroke-dasharray': '3 3',
+    });
+    const tip = svgElement('title');
+    tip.textContent = mark.label;
+    line.appendChild(tip);
+    svg.appendChild(line);
   }
   all.forEach((one, i) => {
     const group = svgElement('g', {class: `series-${i % SERIES_COLOURS}`});

@@ -2,9 +2,11 @@
 // throughput and quality of its scored runs over time, oldest first, with
 // the tolerance band each run was judged against and the runs that fell
 // below it marked as regressions. The coordinator computes the band with
-// the C++ of `hpcai500 regress` (methodology/regress_band.h BandsOverHistory) and
-// serves it with the values (GET /api/v1/history?name=NAME); this page only
-// draws it.
+// the C++ of `hpcai500 regress` (methodology/regress_band.h BandsOverHistory)
+// and serves it with the values (GET /api/v1/history?name=NAME); this page only
+// draws it. The change points the coordinator keeps for the spec's series
+// (GET /api/v1/changes?name=NAME) are drawn as vertical lines where each
+// began, and listed with what changed in the runs' fingerprints.
 
 import {lineChart} from './chart.js';
 import {cell, element, formatFlops, formatQuality, formatScaled, formatTime, getJson, link} from './format.js';
@@ -53,7 +55,28 @@ export function historySeries(runs, key) {
   return {points, band, regressions};
 }
 
-function chart(metric, runs, regressions) {
+// The change points of one metric as chart marks: x is the place (1..) of
+// the change's first run among `runs` (oldest first); changes of runs the
+// page does not show are left out.
+export function changeMarks(changes, runs, key) {
+  const place = new Map((runs || []).map((run, i) => [String(run.id), i + 1]));
+  const marks = [];
+  for (const change of changes || []) {
+    const x = place.get(String(change.run_id));
+    if (change.metric !== key || x === undefined) continue;
+    const pct = Number(change.change_pct) || 0;
+    marks.push({
+      x,
+      bad: Boolean(change.regression),
+      label: `change at run ${change.run_id}: ${pct > 0 ? '+' : ''}${
+          pct.toFixed(1)}% (${change.gradual ? 'drift' : 'step'}); ${
+          change.attribution || ''}`,
+    });
+  }
+  return marks;
+}
+
+function chart(metric, runs, regressions, changes) {
   const series = historySeries(runs, metric.key);
   for (const r of series.regressions) regressions.push({...r, metric});
   const points = series.points.map(
@@ -69,7 +92,48 @@ function chart(metric, runs, regressions) {
     xLabel: 'run (oldest first)',
     points,
     band: series.band,
+    marks: changeMarks(changes, runs, metric.key),
   });
+}
+
+function changeList(changes) {
+  const table = element('table', undefined, 'changes');
+  const head = table.createTHead().insertRow();
+  for (const title
+           of ['Run', 'Finished', 'Metric', 'Change', 'Kind', 'What changed']) {
+    head.appendChild(element('th', title));
+  }
+  const body = table.createTBody();
+  for (const c of changes) {
+    const tr = body.insertRow();
+    cell(tr, link(`#/runs/${encodeURIComponent(c.run_id)}`, String(c.run_id)));
+    cell(tr, formatTime(c.finished_ms));
+    cell(tr, c.metric);
+    const pct = (v) =>
+        `${Number(v) > 0 ? '+' : ''}${(Number(v) || 0).toFixed(1)}%`;
+    cell(
+        tr,
+        `${pct(c.change_pct)} [${pct(c.change_pct_low)}, ${
+            pct(c.change_pct_high)}]`,
+        c.regression ? 'num below-target' : 'num');
+    cell(
+        tr,
+        `${c.regression ? 'regression' : 'improvement'}, ${
+            c.gradual ? 'drift' : 'step'}`);
+    cell(tr, c.attribution || '');
+  }
+  return table;
+}
+
+// The spec's change points; none when the coordinator keeps none.
+async function loadChanges(name) {
+  try {
+    const json =
+        await getJson(`/api/v1/changes?name=${encodeURIComponent(name)}`);
+    return json.changes || [];
+  } catch (error) {
+    return [];
+  }
 }
 
 function regressionList(regressions) {
@@ -106,6 +170,8 @@ export async function load(view, name) {
         await getJson(`/api/v1/history?name=${encodeURIComponent(name)}`);
     if (!view.current()) return false;
     const runs = json.runs || [];
+    const changes = await loadChanges(name);
+    if (!view.current()) return false;
     const parts = [element('h2', `History of ${name}`)];
     if (runs.length === 0) {
       parts.push(element('p', 'No scored run of this spec yet.'));
@@ -114,7 +180,7 @@ export async function load(view, name) {
       const regressions = [];
       const grid = element('div', undefined, 'charts');
       for (const metric of METRICS) {
-        grid.appendChild(chart(metric, runs, regressions));
+        grid.appendChild(chart(metric, runs, regressions, changes));
       }
       parts.push(grid);
       parts.push(element('h3', 'Regressions'));
@@ -124,6 +190,12 @@ export async function load(view, name) {
               regressionList(regressions) :
               element('p', 'None: every run within its band.'));
       parts.push(box);
+      parts.push(element('h3', 'Change points'));
+      const changeBox = element('div', undefined, 'scroll');
+      changeBox.appendChild(
+          changes.length ? changeList(changes) :
+                           element('p', 'None found in this series.'));
+      parts.push(changeBox);
     }
     container.replaceChildren(...parts);
     view.showStatus('');

@@ -4,12 +4,13 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
-import {historySeries} from './history.js';
+import {changeMarks, historySeries} from './history.js';
 import {filterRows, workloadsOf} from './indexes.js';
 import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, precisionText, spreadText} from './leaderboard.js';
 import {historyHref, scalingHref} from './links.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
 import {forecastSeries, specValueText} from './run.js';
+import {runsWhereChangesBegan} from './runs.js';
 import {configurationLabel, configurationSeries, timeShares} from './scaling.js';
 
 // Rows of GET /api/v1/runs/ID/ranks: `speeds[rank]` samples/s every epoch.
@@ -284,4 +285,33 @@ test('specValueText writes the constraints map, not [object Object]', () => {
       specValueText({rack: 'r2', gpu_model: 'H200'}), 'gpu_model=H200, rack=r2');
   assert.equal(specValueText(true), 'yes');
   assert.equal(specValueText(4), '4');
+});
+
+test('changeMarks places each change of the metric at its first run', () => {
+  const runs = [{id: 7}, {id: 9}, {id: 12}];
+  const changes = [
+    {
+      metric: 'throughput',
+      run_id: '9',
+      change_pct: -8.1,
+      regression: true,
+      attribution: 'libtorch 2.11.0 -> 2.12.0 in every run after',
+    },
+    {metric: 'quality', run_id: '12', change_pct: 1.0},
+    {metric: 'throughput', run_id: '99', change_pct: 3},
+  ];
+  const marks = changeMarks(changes, runs, 'throughput');
+  assert.equal(marks.length, 1);
+  assert.equal(marks[0].x, 2);
+  assert.equal(marks[0].bad, true);
+  assert.match(
+      marks[0].label, /-8\.1% \(step\); libtorch 2\.11\.0 -> 2\.12\.0/);
+  assert.equal(changeMarks(changes, runs, 'valid_flops').length, 0);
+});
+
+test('runsWhereChangesBegan keeps the runs a change began at', () => {
+  const runs = [{id: '3'}, {id: '5'}, {id: '8'}];
+  const kept = runsWhereChangesBegan(runs, [{run_id: '5'}, {run_id: '9'}]);
+  assert.deepEqual(kept.map((run) => run.id), ['5']);
+  assert.deepEqual(runsWhereChangesBegan(runs, undefined), []);
 });

@@ -1,5 +1,7 @@
 // The runs page: every run newest first with its state and progress, fed by
-// GET /api/v1/runs.
+// GET /api/v1/runs; with "regressions only" ticked, only the runs where a
+// change point in a metric's bad direction began (GET
+// /api/v1/changes?regressions=1).
 
 import {cell, element, formatFlops, formatQuality, getJson, isFinished, link, stateBadge} from './format.js';
 import {historyHref} from './links.js';
@@ -57,15 +59,31 @@ export function renderRow(run) {
   return tr;
 }
 
+// The runs of `runs` where one of `changes` began.
+export function runsWhereChangesBegan(runs, changes) {
+  const ids = new Set((changes || []).map((c) => String(c.run_id)));
+  return (runs || []).filter((run) => ids.has(String(run.id)));
+}
+
 // Loads the table; returns true while some run is unfinished, so that the
 // page refreshes itself.
 export async function load(view) {
   const body = document.querySelector('#runs tbody');
+  const regressionsOnly = document.getElementById('runs-regressions');
+  if (regressionsOnly && !regressionsOnly.dataset.bound) {
+    regressionsOnly.dataset.bound = 'yes';
+    regressionsOnly.addEventListener('change', () => load(view));
+  }
   try {
     const json = await getJson('/api/v1/runs');
     if (!view.current()) return false;
-    const runs =
+    let runs =
         (json.runs || []).slice().sort((a, b) => Number(b.id) - Number(a.id));
+    if (regressionsOnly && regressionsOnly.checked) {
+      const changes = await getJson('/api/v1/changes?regressions=1');
+      if (!view.current()) return false;
+      runs = runsWhereChangesBegan(runs, changes.changes);
+    }
     body.replaceChildren(...runs.map(renderRow));
     view.showStatus(
         runs.length === 0 ?

@@ -40,13 +40,15 @@ struct CliArgs {
   v1::RunState state = v1::RUN_STATE_UNSPECIFIED;  // list, history; any
   // list, audit, history: 0 means 100; leaderboard: 0 means every row.
   int limit = 0;
-  int offset = 0;              // leaderboard
-  std::string user;            // history
-  std::string queue;           // history
-  int64_t since_ms = 0;        // history: --since as Unix ms; 0: unset
-  int64_t until_ms = 0;        // history: --until as Unix ms; 0: unset
-  std::string reason;          // invalidate, drain, maintenance start
-  int64_t maintenance_ms = 0;  // maintenance start: --for
+  int offset = 0;        // leaderboard
+  std::string user;      // history
+  std::string queue;     // history
+  int64_t since_ms = 0;  // history, changes: --since as Unix ms; 0: unset
+  int64_t until_ms = 0;  // history: --until as Unix ms; 0: unset
+  std::string series;    // changes: a series key
+  bool regressions_only = false;  // changes
+  std::string reason;             // invalidate, drain, maintenance start
+  int64_t maintenance_ms = 0;     // maintenance start: --for
   // submit: --request-id; empty: a new one each invocation.
   std::string request_id;
   std::string out;          // export: --out

@@ -44,6 +44,8 @@ const CommandFlag kCommandFlags[] = {
     {"dry-run", &RawCliArgs::dry_run},
     {"out", &RawCliArgs::out, /*required=*/true},
     {"submission", &RawCliArgs::submission},
+    {"series", &RawCliArgs::series},
+    {"regressions-only", &RawCliArgs::regressions_only},
 };
 
 // Adds `flag` to `sub`, bound to its field of `raw`.

@@ -33,10 +33,11 @@ struct RawCliArgs {
   bool dry_run = false;
   bool submission = false;  // export
   std::string out;          // export
+  bool regressions_only = false;
   std::string workload, config, name, state, limit, offset, user, queue, since,
       until, reason, timeout, window, baseline, tolerance, min_history, junit,
       markdown, json_file, request_id, for_duration, max_cv, nodes,
-      ranks_per_node, precision, compression, scaling;
+      ranks_per_node, precision, compression, scaling, series;
   std::vector<std::string> references, metrics;
 };
 

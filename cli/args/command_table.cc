@@ -6,6 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/client/exit_codes.h"
 #include "cli/commands/bundle_commands.h"
+#include "cli/commands/changes.h"
 #include "cli/commands/check_command.h"
 #include "cli/commands/commands.h"
 #include "cli/commands/sweep.h"
@@ -130,6 +131,14 @@ int RunVerify(const CommandCall& call) {
 }
 int RunReplay(const CommandCall& call) {
   return BundleCommands(call.context).Replay(call.args.positional[0]);
+}
+int RunChanges(const CommandCall& call) {
+  v1::ListChangesRequest request;
+  if (!call.args.positional.empty()) request.set_name(call.args.positional[0]);
+  request.set_series(call.args.series);
+  request.set_since_ms(call.args.since_ms);
+  request.set_regressions_only(call.args.regressions_only);
+  return ListChangesCommand(call.context, request, call.args.json);
 }
 int RunPromoteBaseline(const CommandCall& call) {
   return Commands(call.context).PromoteBaseline(call.args.run_id);
@@ -279,6 +288,18 @@ const CommandRow kCommandRows[] = {
      "on stderr; --junit: JUnit XML; --markdown:\n"
      "a summary for CI",
      RunRegress},
+    {"changes", "[NAME]", "series since regressions-only json",
+     "changes [NAME] [--series S] [--since T] [--regressions-only]\n"
+     "        [--json]",
+     "the change points of every run series (or\n"
+     "of spec NAME, or of series S as --json\n"
+     "prints it) over throughput, valid_flops,\n"
+     "quality, time_to_target and energy, newest\n"
+     "first: where each began, its size with a\n"
+     "95% interval, step or drift, and which\n"
+     "fingerprint fields changed across it (show\n"
+     "RUN shows a run's); T as history takes it",
+     RunChanges},
     {"baseline", "promote RUN", "", "baseline promote RUN",
      "make a succeeded run the regress baseline of\n"
      "its series (your own runs; an admin's any)",

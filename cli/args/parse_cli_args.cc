@@ -102,6 +102,8 @@ void CopyTextFlags(const RawCliArgs& raw, CliArgs& args) {
   args.user = raw.user;
   args.queue = raw.queue;
   args.reason = raw.reason;
+  args.series = raw.series;
+  args.regressions_only = raw.regressions_only;
   args.regress.junit_path = raw.junit;
   args.regress.markdown_path = raw.markdown;
   args.regress.json_path = raw.json_file;

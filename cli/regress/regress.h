@@ -97,8 +97,12 @@ struct MetricComparison {
   std::vector<int64_t> evidence;  // the history runs the band learned from
   RegressVerdict verdict = RegressVerdict::kNoBaseline;
   // Why, for kRegressed and kImproved: the metric, the move, the band and
-  // the evidence.
+  // the evidence (and the change context, below).
   std::string reason;
+  // Beside the series' change points: start of a change, part of an
+  // earlier one, or noise, with what changed (cli/regress/regress_changes.h);
+  // empty when the coordinator keeps none.
+  std::string change_context;
 };
 
 struct RegressReport {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/client/exit_codes.h"
 #include "cli/commands/watch.h"
+#include "cli/regress/regress_changes.h"
 #include "cli/regress/regress_report.h"
 #include "common/run_state.h"
 #include "methodology/suite.h"
@@ -191,8 +192,22 @@ std::optional<RegressReport> RegressCommand::JudgeSubmission(
   std::optional<Baseline> baseline =
       ChooseBaseline(runs.front().spec(), options, named_run, history);
   if (!baseline.has_value()) return std::nullopt;
-  return CompareRegress(runs, baseline->runs, history, baseline->kind, options,
-                        baseline->file_values);
+  RegressReport report =
+      CompareRegress(runs, baseline->runs, history, baseline->kind, options,
+                     baseline->file_values);
+  // The series' change points; a coordinator that keeps none (an older
+  // one) leaves the verdicts as they are.
+  v1::ListChangesRequest request;
+  request.set_series(RegressSeriesKey(runs.front().spec()));
+  v1::ListChangesResponse changes;
+  if (client_
+          .Unary(&v1::ClientService::StubInterface::ListChanges, request,
+                 &changes)
+          .ok()) {
+    AddChangeContexts({changes.changes().begin(), changes.changes().end()},
+                      options.window, report);
+  }
+  return report;
 }
 
 int RegressCommand::Run(const std::string& spec_source,

@@ -76,6 +76,9 @@ nlohmann::ordered_json MetricJson(const MetricComparison& comparison) {
                       {"history_runs", comparison.evidence}};
   }
   if (!comparison.reason.empty()) metric["reason"] = comparison.reason;
+  if (!comparison.change_context.empty()) {
+    metric["change"] = comparison.change_context;
+  }
   return metric;
 }
 

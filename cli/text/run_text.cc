@@ -1,9 +1,12 @@
 // What the CLI prints about runs (cli/text/run_text.h).
 #include "cli/text/run_text.h"
 
+#include <map>
 #include <sstream>
+#include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -101,6 +104,22 @@ std::string ProvenanceLines(const v1::Run& run) {
   return absl::StrCat("\nprovenance\n",
                       FormatTable({"attempt", "node", "inventory"}, rows,
                                   /*right_aligned=*/{0}));
+}
+
+// The fingerprint the run got as it ended (methodology/fingerprint.h), a
+// field a line after a blank line, the spec's fields left out (the lines
+// above show them); empty for a run without one.
+std::string FingerprintLines(const v1::Run& run) {
+  std::vector<std::vector<std::string>> rows;
+  // Sorted by field: the proto map is unordered.
+  const std::map<std::string, std::string> fields(
+      run.fingerprint().fields().begin(), run.fingerprint().fields().end());
+  for (const auto& [field, value] : fields) {
+    if (absl::StartsWith(field, "spec.")) continue;
+    rows.push_back({field, value});
+  }
+  if (rows.empty()) return "";
+  return absl::StrCat("\nfingerprint\n", FormatTable({"field", "value"}, rows));
 }
 
 // The per-epoch table, after a blank line; empty without epochs.
@@ -224,7 +243,8 @@ std::string FormatRunSummary(const v1::Run& run, absl::TimeZone zone) {
       (run.attempts_size() == 1 && !run.attempts(0).error().empty())) {
     absl::StrAppend(&text, "\n", AttemptTable(run, zone));
   }
-  absl::StrAppend(&text, ProvenanceLines(run), EpochTable(run));
+  absl::StrAppend(&text, ProvenanceLines(run), FingerprintLines(run),
+                  EpochTable(run));
   if (run.has_score()) absl::StrAppend(&text, ScoreDetails(run.score()));
   return text;
 }

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/run_state.h"
 #include "server/coordinator/found_checkpoint.h"
+#include "server/coordinator/run_fingerprint.h"
 #include "server/coordinator/run_log.h"
 #include "server/coordinator/run_reads.h"
 
@@ -100,6 +101,7 @@ void Attempts::EndRunLocked(RunRecord& record, v1::RunState state,
   state_.scheduler.Deallocate(record.run.id());
   record.End(state, error, now);
   record.RefreshEpochs(state_.MetricName(record.run.spec()), /*flush=*/true);
+  *record.run.mutable_fingerprint() = RunFingerprint(record.run, state_.nodes);
   state_.PersistLocked(record);  // saved before any agent hears of it
   if (cancel_workers) CancelWorkersLocked(record, error);
   record.tracker.Reset();  // the events are stored; scoring is done

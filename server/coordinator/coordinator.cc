@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
   std::unique_ptr<Coordinator> coordinator(
       new Coordinator(store, clock, registry, std::move(options)));
   RETURN_IF_ERROR(coordinator->Restore());
+  RETURN_IF_ERROR(coordinator->state_.changes.Load(*store));
   return coordinator;
 }
 
@@ -358,6 +359,11 @@ absl::StatusOr<v1::Baseline> Coordinator::GetBaseline(const v1::RunSpec& spec) {
         "no promoted baseline for the series of '", spec.name(), "'"));
   }
   return *std::move(baseline);
+}
+
+absl::StatusOr<v1::ListChangesResponse> Coordinator::ListChanges(
+    const v1::ListChangesRequest& request) {
+  return state_.changes.List(request);
 }
 
 absl::StatusOr<std::optional<v1::RunUpdate>> Coordinator::NextRunUpdate(

@@ -132,6 +132,9 @@ class Coordinator final : public LiveRuns {
       google::protobuf::RepeatedPtrField<v1::Run>& runs) override;
   absl::StatusOr<v1::ListNodesResponse> ListNodes() override;
   std::string MetricsText() override;
+  // The change points of the run series (server/coordinator/series_changes.h).
+  absl::StatusOr<v1::ListChangesResponse> ListChanges(
+      const v1::ListChangesRequest& request) override;
 
   // -------------------------------------------------------------- agents
 

@@ -11,6 +11,7 @@
 #define HPCAI500_SERVER_COORDINATOR_COORDINATOR_STATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "server/coordinator/node_table.h"
 #include "server/coordinator/run_record.h"
 #include "server/coordinator/scheduler.h"
+#include "server/coordinator/series_changes.h"
 #include "server/store/store.h"
 
 namespace hpcai500 {
@@ -48,6 +50,10 @@ struct CoordinatorOptions {
   // leave a NODE-JOBID row otherwise). A node an admin drained stays until
   // it leaves or is resumed. 0: nodes are kept for ever.
   int64_t node_retention_ms = 24 * 3600 * 1000;
+  // Called, with the coordinator's lock held, for each change point in a
+  // metric's bad direction that a run's end reveals (hpcai500d's
+  // --change-webhook queues it); must not block. Null: none.
+  std::function<void(const v1::ChangePoint&)> on_regression;
 };
 
 struct CoordinatorState {
@@ -89,6 +95,9 @@ struct CoordinatorState {
   Clock* const clock;
   const Registry* const registry;
   const CoordinatorOptions options;
+  // The change points of every run series: its own lock, taken after mu
+  // (a run's end) or alone (reads).
+  SeriesChanges changes;
 
   absl::Mutex mu;
   Scheduler scheduler ABSL_GUARDED_BY(mu);

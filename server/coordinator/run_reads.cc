@@ -154,6 +154,11 @@ std::string RunReads::MetricsText() {
   return text;
 }
 
+absl::StatusOr<v1::ListChangesResponse> RunReads::ListChanges(
+    const v1::ListChangesRequest& request) {
+  return live_->ListChanges(request);
+}
+
 absl::Status RunReads::Health() {
   const StoreHealth health = store_->Health();
   if (!health.failing) return absl::OkStatus();

@@ -39,6 +39,13 @@ class LiveRuns {
       google::protobuf::RepeatedPtrField<v1::Run>& runs) = 0;
   virtual absl::StatusOr<v1::ListNodesResponse> ListNodes() = 0;
   virtual std::string MetricsText() = 0;
+  // The change points `request` asks for (SeriesChanges::List); the
+  // default answers Unimplemented.
+  virtual absl::StatusOr<v1::ListChangesResponse> ListChanges(
+      const v1::ListChangesRequest& request) {
+    (void)request;
+    return absl::UnimplementedError("change points are not kept here");
+  }
 };
 
 class RunReads final : public CoordinatorView {
@@ -68,6 +75,8 @@ class RunReads final : public CoordinatorView {
   absl::StatusOr<std::string> RankLogText(int64_t run_id, int32_t attempt,
                                           int32_t rank, RankLog log) override;
   std::string MetricsText() override;
+  absl::StatusOr<v1::ListChangesResponse> ListChanges(
+      const v1::ListChangesRequest& request) override;
   // Unavailable while the store's writes fail, since when and why.
   absl::Status Health() override;
   absl::Status AuthorizeRead(absl::string_view bearer) override;

@@ -72,6 +72,15 @@ void RunScoring::MaybeFinishLocked(RunRecord& record, bool force) {
   *record.run.mutable_score() = *score;
   attempts_.EndRunLocked(record, v1::RUN_STATE_SUCCEEDED, "",
                          /*cancel_workers=*/false);
+  for (const v1::ChangePoint& change : state_.changes.Add(record.run)) {
+    LogInfo(
+        absl::StrFormat("run %d: a change point in %s of '%s': %+.1f%% (%s)",
+                        record.run.id(), change.metric(), change.name(),
+                        change.change_pct(), change.attribution()));
+    if (change.regression() && state_.options.on_regression) {
+      state_.options.on_regression(change);
+    }
+  }
 }
 
 void RunScoring::ForecastLocked(RunRecord& record) {

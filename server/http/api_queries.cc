@@ -201,4 +201,33 @@ absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
   return request;
 }
 
+absl::StatusOr<v1::ListChangesRequest> ParseListChangesQuery(
+    const QueryParams& params) {
+  v1::ListChangesRequest request;
+  for (const auto& [key, value] : params) {
+    if (key == "name") request.set_name(value);
+    if (key == "series") request.set_series(value);
+    if (key == "since") {
+      int64_t ms = 0;
+      if (!absl::SimpleAtoi(value, &ms) || ms < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "query parameter 'since': must be a time in Unix milliseconds, "
+            "got '",
+            value, "'"));
+      }
+      request.set_since_ms(ms);
+    }
+    if (key == "regressions") {
+      if (value != "1" && value != "true" && value != "0" && value != "false") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "query parameter 'regressions': must be 1, true, 0 or false, "
+            "got '",
+            value, "'"));
+      }
+      request.set_regressions_only(value == "1" || value == "true");
+    }
+  }
+  return request;
+}
+
 }  // namespace hpcai500

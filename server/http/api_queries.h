@@ -53,6 +53,12 @@ absl::StatusOr<v1::ListRunsRequest> ParseListRunsQuery(
 absl::StatusOr<v1::LeaderboardRequest> ParseLeaderboardQuery(
     const QueryParams& params);
 
+// GET /api/v1/changes's query as a ListChangesRequest: name, series, since
+// (Unix ms, >= 0) and regressions (1 or true: regressions only; 0 or
+// false). InvalidArgument naming a parameter with a bad value.
+absl::StatusOr<v1::ListChangesRequest> ParseListChangesQuery(
+    const QueryParams& params);
+
 }  // namespace hpcai500
 
 #endif  // HPCAI500_SERVER_HTTP_API_QUERIES_H_

@@ -58,6 +58,14 @@ class CoordinatorView {
     (void)run_id, (void)attempt, (void)rank, (void)log;
     return absl::UnimplementedError("rank logs are not served here");
   }
+  // The change points of the run series that `request` asks for, newest
+  // first (server/coordinator/series_changes.h); InvalidArgument naming
+  // the field for a bad filter. The default answers Unimplemented.
+  virtual absl::StatusOr<v1::ListChangesResponse> ListChanges(
+      const v1::ListChangesRequest& request) {
+    (void)request;
+    return absl::UnimplementedError("change points are not served here");
+  }
   // Prometheus text exposition format (version 0.0.4) of the coordinator's
   // gauges and counters.
   virtual std::string MetricsText() = 0;

@@ -86,6 +86,7 @@ const HttpRouter::Route* HttpRouter::FindRoute(absl::string_view target) {
       {Match::kPath, "/api/v1/index/systems", kReader, &HttpRouter::ServeIndex},
       {Match::kPath, "/api/v1/index/series", kReader, &HttpRouter::ServeIndex},
       {Match::kPath, "/api/v1/nodes", kReader, &HttpRouter::ServeNodes},
+      {Match::kPath, "/api/v1/changes", kReader, &HttpRouter::ServeChanges},
       {Match::kPrefix, "/api/v1/runs/", kReader, &HttpRouter::ServeRun},
       {Match::kPrefix, "/api/v1/", kReader, &HttpRouter::NoSuchApiRoute},
       {Match::kPrefix, "/", kReader, &HttpRouter::ServeFile},
@@ -246,6 +247,16 @@ HttpResponse HttpRouter::ServeIndex(const Call& call) const {
   return JsonBody(call.path == "/api/v1/index/systems" ? SystemsIndexJson(*runs)
                                                        : SeriesIndexJson(*runs),
                   call.version);
+}
+
+HttpResponse HttpRouter::ServeChanges(const Call& call) const {
+  auto params =
+      ParseQuery(call.query, {"name", "series", "since", "regressions"});
+  if (!params.ok()) return JsonErrorFor(params.status(), call.version);
+  absl::StatusOr<v1::ListChangesRequest> request =
+      ParseListChangesQuery(*params);
+  if (!request.ok()) return JsonErrorFor(request.status(), call.version);
+  return JsonOf(view_->ListChanges(*request), call.version);
 }
 
 HttpResponse HttpRouter::ServeNodes(const Call& call) const {

@@ -70,6 +70,9 @@ class HttpRouter {
   HttpResponse ServeHistory(const Call& call) const;
   // GET /api/v1/scaling (server/http/run_scaling.h).
   HttpResponse ServeScaling(const Call& call) const;
+  // GET /api/v1/changes?name=&series=&since=MS&regressions=1: the change
+  // points of the run series (CoordinatorView::ListChanges).
+  HttpResponse ServeChanges(const Call& call) const;
   // GET /api/v1/index/systems and /api/v1/index/series.
   HttpResponse ServeIndex(const Call& call) const;
   HttpResponse ServeNodes(const Call& call) const;

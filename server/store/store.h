@@ -194,8 +194,8 @@ class Store {
   absl::StatusOr<std::optional<std::string>> OtherSweepOwner(
       const std::string& sweep, const std::string& user);
 
-  // Writes the run's state, times, error, epochs and forecast (one blob, in
-  // the epochs column: no migration), queue, priority and hold
+  // Writes the run's state, times, error, epochs, forecast and fingerprint
+  // (one blob, in the epochs column: no migration), queue, priority and hold
   // (not its spec, attempts or score); a run that succeeded updates its
   // submission's leaderboard row. NotFound when there is no such run.
   absl::Status UpdateRun(const v1::Run& run);

@@ -108,10 +108,14 @@ absl::StatusOr<v1::SubmitResponse> Store::InsertSubmissionLocked(
 
 absl::Status Store::UpdateRun(const v1::Run& run) {
   absl::MutexLock lock(&mu_);
-  // The run's progress, its epochs and latest forecast, in one blob.
+  // The run's progress, its epochs and latest forecast, in one blob, and
+  // the fingerprint it got as it ended.
   v1::Run epochs_only;
   *epochs_only.mutable_epochs() = run.epochs();
   if (run.has_forecast()) *epochs_only.mutable_forecast() = run.forecast();
+  if (run.has_fingerprint()) {
+    *epochs_only.mutable_fingerprint() = run.fingerprint();
+  }
   return InTransaction([&]() -> absl::Status {
     RETURN_IF_ERROR(Write(
         "UPDATE runs SET state = ?, started_ms = ?, "
@@ -183,6 +187,10 @@ absl::StatusOr<std::vector<v1::Run>> Store::QueryRuns(sqlite3* db,
         *run.mutable_epochs() = std::move(*epochs_only.mutable_epochs());
         if (epochs_only.has_forecast()) {
           *run.mutable_forecast() = std::move(*epochs_only.mutable_forecast());
+        }
+        if (epochs_only.has_fingerprint()) {
+          *run.mutable_fingerprint() =
+              std::move(*epochs_only.mutable_fingerprint());
         }
       }
       run.set_user(query.Text(10));

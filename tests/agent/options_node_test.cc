@@ -3,6 +3,7 @@
 #include <string>
 
 #include "agent/options.h"
+#include "common/checkpoint_manifest.h"
 #include "gtest/gtest.h"
 #include "tests/agent/test_util.h"
 
@@ -41,6 +42,10 @@ TEST(WorkerVersion, TheAgentPutsItsWorkersVersionsInTheInventory) {
   EXPECT_EQ(options->inventory.versions().at("worker"),
             "0.1.0 (git 1a2b3c4d5e6f)");
   EXPECT_EQ(options->inventory.versions().at("libtorch"), "1.13.0 (CPU)");
+  std::string digest, error;
+  ASSERT_TRUE(Sha256OfFile(dir.path() + "/worker", &digest, &error)) << error;
+  EXPECT_EQ(options->inventory.versions().at("worker_digest"),
+            digest.substr(0, 16));
 
   options = ParseAgentArgs({"--coordinator", "h:1", "--name", "n", "--workdir",
                             dir.path() + "/w", "--worker",

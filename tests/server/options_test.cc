@@ -67,8 +67,11 @@ TEST(ParseServerOptions, ReadsEveryFlag) {
                           "--insecure",
                           "--ignore-sigterm",
                           "--grpc-idle-timeout-s",
-                          "7"});
+                          "7",
+                          "--change-webhook",
+                          "http://ci:8080/hook"});
   ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->change_webhook, "http://ci:8080/hook");
   EXPECT_EQ(options->grpc, "0.0.0.0:1");
   EXPECT_EQ(options->http, "0.0.0.0:2");
   EXPECT_EQ(options->db, "/d/x.db");

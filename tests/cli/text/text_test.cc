@@ -59,6 +59,20 @@ TEST(RunText, SummaryShowsEpochsAndScoreOnlyWhenThereAreAny) {
   EXPECT_THAT(running, Not(HasSubstr("\nscore\n")));
 }
 
+TEST(RunText, SummaryShowsTheFingerprintButTheSpecFields) {
+  v1::Run run = ScoredRun();
+  EXPECT_THAT(FormatRunSummary(run, absl::UTCTimeZone()),
+              Not(HasSubstr("fingerprint")));
+  auto& fields = *run.mutable_fingerprint()->mutable_fields();
+  fields["libtorch"] = "2.12.0";
+  fields["nodes"] = "a,b";
+  fields["spec.precision"] = "bf16";
+  const std::string shown = FormatRunSummary(run, absl::UTCTimeZone());
+  EXPECT_THAT(shown, HasSubstr("\nfingerprint\nfield     value\nlibtorch  "
+                               "2.12.0\nnodes     a,b\n"));
+  EXPECT_THAT(shown, Not(HasSubstr("spec.precision")));
+}
+
 TEST(RunText, SummaryNamesTheFastPathsOnlyWhenAnyIsOn) {
   v1::Run run = ScoredRun();
   EXPECT_THAT(FormatRunSummary(run, absl::UTCTimeZone()),

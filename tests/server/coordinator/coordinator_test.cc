@@ -1359,6 +1359,68 @@ TEST_F(CoordinatorTest, JsonApiListsRunsByUserQueueAndTime) {
   EXPECT_THAT(bad.body(), HasSubstr("'since'"));
 }
 
+// A history of finished runs of one series stored as hpcai500d stores them,
+// the worker's binary digest changed half-way and every run after it 10%
+// slower; a restarted coordinator finds the change and names the digest.
+TEST_F(CoordinatorTest, ChangesOfAStoredHistoryAreFoundAndAttributed) {
+  v1::RunSpec spec;
+  spec.set_name("nightly");
+  spec.set_workload("image_classification");
+  spec.set_config("fashion_mnist_smoke");
+  const double noise[] = {0.02, -0.03, 0.01, 0.0, -0.01, 0.03, -0.02};
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 24; ++i) {
+    const int64_t id =
+        CreateSubmission(*store_, "name: nightly", {spec}, i)->run_ids(0);
+    ids.push_back(id);
+    v1::Run run = *store_->GetRun(id);
+    run.set_state(v1::RUN_STATE_SUCCEEDED);
+    run.set_finished_ms(1'000'000 + i);
+    auto& fields = *run.mutable_fingerprint()->mutable_fields();
+    fields["worker_digest"] = i < 12 ? "aaa111" : "bbb222";
+    fields["nodes"] = "a";
+    ASSERT_TRUE(store_->UpdateRun(run).ok());
+    v1::Score score;
+    score.set_samples(1000);
+    score.set_train_seconds((i < 12 ? 10 : 11) + noise[i % 7]);
+    score.set_valid_flops(1e9 / score.train_seconds());
+    score.set_quality(0.9);
+    ASSERT_TRUE(store_->SaveResult(id, score).ok());
+  }
+  OpenCoordinator();
+  v1::ListChangesRequest request;
+  request.set_name("nightly");
+  request.set_regressions_only(true);
+  const v1::ListChangesResponse changes = *reads_->ListChanges(request);
+  ASSERT_EQ(changes.changes_size(), 2) << changes.DebugString();
+  for (const v1::ChangePoint& change : changes.changes()) {
+    EXPECT_EQ(change.run_id(), ids[12]);
+    EXPECT_TRUE(change.regression());
+    EXPECT_EQ(change.attribution(),
+              "worker_digest aaa111 -> bbb222 in every run after; node set "
+              "unchanged");
+  }
+  request.set_name("other");
+  EXPECT_EQ(reads_->ListChanges(request)->changes_size(), 0);
+
+  HttpRouter router(reads_.get(), "/nonexistent");
+  auto get = [&](const std::string& target) {
+    return router.Handle(
+        HttpRequest(boost::beast::http::verb::get, target, 11));
+  };
+  HttpResponse listed = get("/api/v1/changes?name=nightly&regressions=1");
+  ASSERT_EQ(listed.result(), boost::beast::http::status::ok) << listed.body();
+  const nlohmann::json json = nlohmann::json::parse(listed.body());
+  ASSERT_EQ(json["changes"].size(), 2u) << listed.body();
+  EXPECT_EQ(json["changes"][0]["changed_fields"][0], "worker_digest");
+  HttpResponse later = get("/api/v1/changes?since=2000000");
+  ASSERT_EQ(later.result(), boost::beast::http::status::ok) << later.body();
+  EXPECT_EQ(nlohmann::json::parse(later.body())["changes"].size(), 0u);
+  HttpResponse bad = get("/api/v1/changes?regressions=maybe");
+  EXPECT_EQ(bad.result(), boost::beast::http::status::bad_request);
+  EXPECT_THAT(bad.body(), HasSubstr("'regressions'"));
+}
+
 TEST_F(CoordinatorTest, AttemptPastItsTimeLimitFailsTheRun) {
   session_a_ = Register("a", &agent_a_);
   v1::SubmitResponse submitted =
@@ -1430,6 +1492,22 @@ class LeaderboardTest : public CoordinatorTest {
     return submitted;
   }
 };
+
+TEST_F(LeaderboardTest, ARunEndsWithItsFingerprintStored) {
+  session_a_ = RegisterNode("a", &agent_a_, /*gpus=*/0, {{"rack", "r7"}});
+  const int64_t run_id = SucceedSubmission(SpecYaml(1)).run_ids(0);
+  const v1::Run stored = *store_->GetRun(run_id);
+  const auto& fields = stored.fingerprint().fields();
+  EXPECT_EQ(fields.at("nodes"), "a");
+  EXPECT_EQ(fields.at("cpu"), "Test CPU");
+  EXPECT_EQ(fields.at("gpu"), "none");
+  EXPECT_EQ(fields.at("label.rack"), "r7");
+  EXPECT_EQ(fields.at("spec.workload"), stored.spec().workload());
+  EXPECT_THAT(fields.at("coordinator"), HasSubstr("hpcai500d "));
+  // The read side serves it too.
+  EXPECT_EQ(reads_->GetRun(run_id)->fingerprint().fields().at("label.rack"),
+            "r7");
+}
 
 TEST_F(LeaderboardTest, RanksSubmissionsByValidFlopsWithUnrankedLast) {
   // Three single-run submissions with the same events: equal scores except
