@@ -3,8 +3,8 @@
 // 0.6745 x (value - median) / MAD, passes the threshold on the bad side AND
 // it differs from the median by at least a minimum share of it. The MAD is
 // floored at a share of the median, so that a sample of near-equal values
-// (MAD 0) does not flag a 1% wobble, and the relative minimum keeps a very
-// tight sample from flagging what no operator would call slow. Used for
+// (MAD 0) does not flag a small wobble, and the relative minimum keeps a
+// very tight sample from flagging what no operator would call slow. Used for
 // pre-flight figures (against the node's own history and the latest figures
 // of its inventory class) and for stragglers (a rank's own time against its
 // peers' in each epoch of a run). Pure: no clock, no I/O.
@@ -30,10 +30,12 @@ enum class BadSide {
 struct OutlierRule {
   // |robust z| beyond this on the bad side (Iglewicz and Hoaglin's 3.5).
   double z_threshold = 3.5;
-  // And at least this share of the median away from it (0.10: 10%).
-  double min_relative_change = 0.10;
-  // The MAD is taken as at least this share of |median|.
-  double mad_floor = 0.01;
+  // And at least this share of the median away from it (0.20: 20%).
+  double min_relative_change = 0.20;
+  // The MAD is taken as at least this share of |median|: about what one
+  // measurement repeats within (bench/RESULTS.md), so that peers that
+  // happen to agree closely do not make their own noise an outlier.
+  double mad_floor = 0.05;
   // A sample smaller than this gives no verdict (with 2 values the z-score
   // is the same for both whatever they are).
   size_t min_sample = 3;

@@ -102,6 +102,7 @@ void Attempts::EndRunLocked(RunRecord& record, v1::RunState state,
   record.RefreshEpochs(state_.MetricName(record.run.spec()), /*flush=*/true);
   state_.PersistLocked(record);  // saved before any agent hears of it
   if (cancel_workers) CancelWorkersLocked(record, error);
+  health_.RecordStragglersLocked(record);
   record.tracker.Reset();  // the events are stored; scoring is done
   const std::string line =
       FinalLine(record.run, state_.MetricName(record.run.spec()));

@@ -23,6 +23,7 @@
 #include "proto/hpcai500.pb.h"
 #include "server/coordinator/event_intake.h"
 #include "server/coordinator/maintenance.h"
+#include "server/coordinator/node_health_options.h"
 #include "server/coordinator/node_table.h"
 #include "server/coordinator/run_record.h"
 #include "server/coordinator/scheduler.h"
@@ -48,6 +49,8 @@ struct CoordinatorOptions {
   // leave a NODE-JOBID row otherwise). A node an admin drained stays until
   // it leaves or is resumed. 0: nodes are kept for ever.
   int64_t node_retention_ms = 24 * 3600 * 1000;
+  // Pre-flights, stragglers and flags (server/coordinator/node_health.h).
+  NodeHealthOptions node_health;
 };
 
 struct CoordinatorState {

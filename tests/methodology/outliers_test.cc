@@ -23,12 +23,12 @@ TEST(Outliers, SlowNodeAmongPeersIsAnOutlierOnTheLowSide) {
 }
 
 TEST(Outliers, EqualPeersDoNotFlagASmallWobble) {
-  // MAD 0: the floor (1% of the median) keeps z finite, and a 3% drop is
-  // below the 10% minimum change.
+  // MAD 0: the floor (5% of the median) keeps z finite and small for a 3%
+  // drop, which is below the 20% minimum change too.
   const std::vector<double> sample = {50, 50, 50, 48.5};
   const std::optional<Deviation> d = Deviate(48.5, sample, OutlierRule{});
   ASSERT_TRUE(d.has_value());
-  EXPECT_DOUBLE_EQ(d->mad, 0.5);
+  EXPECT_DOUBLE_EQ(d->mad, 2.5);
   EXPECT_FALSE(IsOutlier(*d, BadSide::kLow, OutlierRule{}));
   // Half the rate of identical peers is flagged.
   EXPECT_TRUE(IsOutlier(*Deviate(25, {50, 50, 25}, OutlierRule{}),
@@ -51,12 +51,13 @@ TEST(Outliers, TooSmallOrZeroSampleGivesNoVerdict) {
 }
 
 TEST(Outliers, ThresholdIsTheOperators) {
-  // Median 9.9, MAD 0.35: z -2.7, 14% below.
+  // Median 9.9, MAD 0.35 floored at 0.495: z -1.9, 14% below.
   const std::vector<double> sample = {10, 10.5, 9.5, 10.2, 9.8, 8.5};
   const Deviation d = *Deviate(8.5, sample, OutlierRule{});
-  EXPECT_NEAR(d.z, -2.698, 1e-3);
+  EXPECT_NEAR(d.z, -1.908, 1e-3);
   OutlierRule strict;
-  strict.z_threshold = 2;
+  strict.z_threshold = 1.5;
+  strict.min_relative_change = 0.10;
   EXPECT_FALSE(IsOutlier(d, BadSide::kLow, OutlierRule{}));
   EXPECT_TRUE(IsOutlier(d, BadSide::kLow, strict));
 }
@@ -64,7 +65,7 @@ TEST(Outliers, ThresholdIsTheOperators) {
 TEST(Outliers, DeviationTextNamesChangeZAndMedian) {
   const Deviation d = *Deviate(25, {50, 50, 25}, OutlierRule{});
   EXPECT_EQ(DeviationText(d, "GFLOP/s"),
-            "-50% (z -33.7) against the median 50 GFLOP/s of 3");
+            "-50% (z -6.7) against the median 50 GFLOP/s of 3");
 }
 
 std::vector<RankEpochTime> Times(const std::vector<std::vector<double>>& e) {
