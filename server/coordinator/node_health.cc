@@ -290,8 +290,8 @@ void NodeHealth::FinishLocked(std::vector<v1::PreflightResult>& results) {
   std::map<std::string, std::vector<v1::PreflightResult>> recent;
   if (auto latest = state_.store->LatestPreflights(); latest.ok()) {
     for (const v1::PreflightResult& r : *latest) {
-      auto h = state_.store->PreflightHistory(
-          r.node(), static_cast<int>(kClassHistory));
+      auto h = state_.store->PreflightHistory(r.node(),
+                                              static_cast<int>(kClassHistory));
       if (h.ok()) recent[r.node()] = std::move(*h);
     }
   } else {
