@@ -140,6 +140,10 @@ Agent::Agent(AgentOptions options, ProcessLauncher* processes, Clock* clock)
       clock_(clock),
       leases_(options_.workdir),
       supervisor_(MakeSupervisorOptions(options_, &leases_), processes, clock),
+      preflight_(options_.worker_path,
+                 WorkerBaseEnv(CurrentEnvironment(), options_.worker_env_names,
+                               options_.iface),
+                 /*cuda=*/options_.gpus > 0, options_.workdir, processes),
       fence_timeout_ms_(kDefaultFenceTimeoutMs) {}
 
 absl::Status Agent::Run(const std::atomic<int>* stop) {
@@ -426,6 +430,12 @@ void Agent::HandleMessage(const v1::CoordinatorMessage& message,
     case v1::CoordinatorMessage::kAcks:
       supervisor_.HandleAcks(message.acks());
       break;
+    case v1::CoordinatorMessage::kPreflight:
+      if (std::optional<v1::AgentMessage> refused =
+              preflight_.Start(message.preflight())) {
+        session.Send(*refused);
+      }
+      break;
     default:
       LogWarning("unknown message from the coordinator ignored");
   }
@@ -450,6 +460,9 @@ void Agent::HandleRegistered(const v1::Registered& registered,
 
 void Agent::Tick(Session& session) {
   session.SendAll(supervisor_.Poll());
+  if (std::optional<v1::AgentMessage> done = preflight_.Poll()) {
+    session.Send(*done);
+  }
   if (session.registered) session.SendAll(supervisor_.ResendOverdue());
   // Workers taken up from an earlier agent keep running only once the
   // coordinator has answered this one.

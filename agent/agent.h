@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "agent/attempts/worker_leases.h"
+#include "agent/node/preflight_runner.h"
 #include "agent/options.h"
 #include "agent/supervisor/supervisor.h"
 #include "agent/system/process.h"
@@ -107,6 +108,7 @@ class Agent {
   // Only touched by the Run thread.
   WorkerLeases leases_;  // before supervisor_, which borrows it
   Supervisor supervisor_;
+  PreflightRunner preflight_;         // the coordinator's pre-flight orders
   int64_t last_heard_ms_ = 0;         // the last message from the coordinator
   int64_t fence_timeout_ms_;          // the last Registered.node_timeout_ms
   int64_t maintenance_until_ms_ = 0;  // the window's end; 0: none

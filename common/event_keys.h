@@ -40,6 +40,9 @@ inline constexpr char kEpochStats[] = "hpcai500_epoch_stats";
 inline constexpr char kEvalAp50[] = "hpcai500_eval_ap50";
 inline constexpr char kParamChecksum[] = "hpcai500_param_checksum";
 inline constexpr char kCheckpoint[] = "hpcai500_checkpoint";
+// `hpcai500-worker preflight`'s one line (worker/preflight.h): its value is
+// an object of the figures below that were measured.
+inline constexpr char kPreflight[] = "hpcai500_preflight";
 
 // Metadata keys.
 inline constexpr char kMetaSeq[] = "seq";
@@ -63,6 +66,16 @@ inline constexpr char kStatsEnergyJoules[] = "energy_joules";
 inline constexpr char kStatsComputeSeconds[] = "compute_seconds";
 inline constexpr char kStatsInputWaitSeconds[] = "input_wait_seconds";
 inline constexpr char kStatsCommWaitSeconds[] = "comm_wait_seconds";
+
+// Members of hpcai500_preflight's value: the figures (each a rate, higher
+// is better) and the seconds the measurement took.
+inline constexpr char kPreflightGemmGflops[] = "gemm_gflops";
+inline constexpr char kPreflightMemoryGbps[] = "memory_gbps";
+inline constexpr char kPreflightHostToDeviceGbps[] = "h2d_gbps";
+inline constexpr char kPreflightAllReduceGbps[] = "allreduce_busbw_gbps";
+inline constexpr char kPreflightSeconds[] = "seconds";
+// hpcai500_preflight's metadata: the device measured ("cpu", "cuda:0").
+inline constexpr char kMetaDevice[] = "device";
 
 }  // namespace hpcai500::event_keys
 

@@ -1,5 +1,6 @@
 #include "server/grpc_services.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -257,6 +258,32 @@ grpc::Status ClientServiceImpl::ResumeNode(grpc::ServerContext* context,
         return coordinator_->ResumeNode(request->name());
       },
       "", response);
+}
+
+grpc::Status ClientServiceImpl::Preflight(grpc::ServerContext* context,
+                                          const v1::PreflightRequest* request,
+                                          v1::PreflightResponse* response) {
+  return AuthorizedChange(
+      *access_, *context, Action::kManageNodes, "preflight",
+      request->nodes().empty()
+          ? absl::StrCat("queue ",
+                         request->queue().empty() ? "(all)" : request->queue())
+          : absl::StrCat("nodes ", absl::StrJoin(request->nodes(), ",")),
+      [&](const Principal&) { return coordinator_->Preflight(*request); }, "",
+      response);
+}
+
+grpc::Status ClientServiceImpl::NodeHealth(grpc::ServerContext* context,
+                                           const v1::NodeHealthRequest* request,
+                                           v1::NodeHealthResponse* response) {
+  return AuthorizedAnswer(
+      *access_, *context, Action::kRead, "read node health",
+      [&] {
+        return coordinator_->NodeHealthOf(
+            request->name(),
+            request->limit() > 0 ? std::min(request->limit(), 1000) : 20);
+      },
+      response);
 }
 
 grpc::Status ClientServiceImpl::SetMaintenance(

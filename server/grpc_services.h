@@ -80,6 +80,12 @@ class ClientServiceImpl final : public v1::ClientService::Service {
   grpc::Status ResumeNode(grpc::ServerContext* context,
                           const v1::ResumeNodeRequest* request,
                           v1::Node* response) override;
+  grpc::Status Preflight(grpc::ServerContext* context,
+                         const v1::PreflightRequest* request,
+                         v1::PreflightResponse* response) override;
+  grpc::Status NodeHealth(grpc::ServerContext* context,
+                          const v1::NodeHealthRequest* request,
+                          v1::NodeHealthResponse* response) override;
   grpc::Status SetMaintenance(grpc::ServerContext* context,
                               const v1::SetMaintenanceRequest* request,
                               v1::MaintenanceWindow* response) override;

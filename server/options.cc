@@ -28,6 +28,9 @@ const char kServerUsage[] =
     "                 [--max-throughput-cv PCT] [--max-epochs-cv PCT]\n"
     "                 [--grpc-idle-timeout-s N] [--ignore-sigterm]\n"
     "                 [--change-webhook http://HOST[:PORT]/PATH]\n"
+    "                 [--outlier-z Z] [--outlier-min-change PCT] "
+    "[--drain-on-flag]\n"
+    "                 [--preflight-budget-ms N] [--preflight-timeout-s N]\n"
     "       hpcai500d token create|list|revoke ... (hpcai500d token --help)\n"
     "       hpcai500d backup --db FILE --out FILE (while it runs, too)\n"
     "       hpcai500d --version\n"
@@ -67,6 +70,14 @@ const char kServerUsage[] =
     "--ignore-sigterm: only SIGINT stops it (in a Slurm batch step, where\n"
     "scancel and the time limit send SIGTERM to every process of the job\n"
     "at once, the job script records the cancel first, then stops it)\n"
+    "--outlier-z, --outlier-min-change: node health's outlier rule: a\n"
+    "pre-flight figure or a rank's time flags its node when its robust\n"
+    "z-score (median and MAD) passes Z on the bad side and it is at least\n"
+    "PCT percent off the median (defaults 3.5 and 20); --drain-on-flag also\n"
+    "drains a flagged node, the evidence its reason\n"
+    "--preflight-budget-ms: the measuring time of one node's pre-flight\n"
+    "(default 4000); --preflight-timeout-s: its agent kills it after this\n"
+    "(default 20)\n"
     "exit codes: 0 stopped by SIGTERM or SIGINT, 1 it could not start or\n"
     "serve (the database in use or unreadable, a port taken, a --queues or\n"
     "TLS file refused), 2 a bad command line\n";
@@ -102,6 +113,35 @@ absl::Status ParsePercent(absl::string_view flag, const std::string& text,
   return absl::OkStatus();
 }
 
+// Node health's flags into *o (those given; the rest keep their defaults).
+absl::Status ParseNodeHealth(const std::string& z, const std::string& change,
+                             const std::string& budget,
+                             const std::string& timeout, NodeHealthOptions* o) {
+  if (!z.empty() &&
+      (!absl::SimpleAtod(z, &o->rule.z_threshold) ||
+       !(o->rule.z_threshold >= 1 && o->rule.z_threshold <= 100))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flag --outlier-z: must be a number from 1 to 100, got '", z, "'"));
+  }
+  RETURN_IF_ERROR(ParsePercent("--outlier-min-change", change,
+                               &o->rule.min_relative_change));
+  int budget_ms = static_cast<int>(o->preflight_budget_ms);
+  int timeout_s = static_cast<int>(o->preflight_timeout_ms / 1000);
+  RETURN_IF_ERROR(ParseBoundedInt("--preflight-budget-ms", budget, 100, 60'000,
+                                  "100..60000 ms", &budget_ms));
+  RETURN_IF_ERROR(ParseBoundedInt("--preflight-timeout-s", timeout, 1, 120,
+                                  "1..120 seconds", &timeout_s));
+  if (int64_t{timeout_s} * 1000 <= budget_ms) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag --preflight-timeout-s: ", timeout_s,
+                     " s leaves no time beyond --preflight-budget-ms ",
+                     budget_ms, " for the worker to start"));
+  }
+  o->preflight_budget_ms = budget_ms;
+  o->preflight_timeout_ms = int64_t{timeout_s} * 1000;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ServerOptions> ParseServerOptions(
@@ -109,7 +149,8 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   ServerOptions flags;
   std::string node_timeout, max_connections, heartbeat_interval, max_queued,
       node_retention, max_agent_streams, max_per_client, max_throughput_cv,
-      max_epochs_cv, grpc_idle_timeout;
+      max_epochs_cv, grpc_idle_timeout, outlier_z, outlier_min_change,
+      preflight_budget, preflight_timeout;
   std::unique_ptr<CLI::App> app = NewFlagApp("hpcai500d");
   AddValueFlag(*app, "grpc", &flags.grpc);
   AddValueFlag(*app, "http", &flags.http);
@@ -128,6 +169,11 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
   AddValueFlag(*app, "max-throughput-cv", &max_throughput_cv);
   AddValueFlag(*app, "max-epochs-cv", &max_epochs_cv);
   AddValueFlag(*app, "grpc-idle-timeout-s", &grpc_idle_timeout);
+  AddValueFlag(*app, "outlier-z", &outlier_z);
+  AddValueFlag(*app, "outlier-min-change", &outlier_min_change);
+  AddValueFlag(*app, "preflight-budget-ms", &preflight_budget);
+  AddValueFlag(*app, "preflight-timeout-s", &preflight_timeout);
+  AddSwitch(*app, "drain-on-flag", &flags.node_health.drain_on_flag);
   AddSwitch(*app, "http-public", &flags.http_public);
   AddSwitch(*app, "insecure", &flags.insecure);
   AddSwitch(*app, "ignore-sigterm", &flags.ignore_sigterm);
@@ -171,6 +217,9 @@ absl::StatusOr<ServerOptions> ParseServerOptions(
                                &flags.spread.throughput_cv));
   RETURN_IF_ERROR(ParsePercent("--max-epochs-cv", max_epochs_cv,
                                &flags.spread.epochs_to_target_cv));
+  RETURN_IF_ERROR(ParseNodeHealth(outlier_z, outlier_min_change,
+                                  preflight_budget, preflight_timeout,
+                                  &flags.node_health));
   // Refused here, before anything is opened, with the usage text.
   RETURN_IF_ERROR(
       HeartbeatIntervalMs(int64_t{flags.node_timeout_s} * 1000,
@@ -184,6 +233,7 @@ absl::StatusOr<CoordinatorOptions> CoordinatorOptionsFrom(
   CoordinatorOptions options;
   options.node_timeout_ms = int64_t{flags.node_timeout_s} * 1000;
   options.node_retention_ms = int64_t{flags.node_retention_hours} * 3600 * 1000;
+  options.node_health = flags.node_health;
   ASSIGN_OR_RETURN(
       options.heartbeat_interval_ms,
       HeartbeatIntervalMs(options.node_timeout_ms,

@@ -48,6 +48,9 @@ struct ServerOptions {
   // The leaderboard's repeatability marks (--max-throughput-cv,
   // --max-epochs-cv, in percent on the command line).
   SpreadLimits spread;
+  // --outlier-z, --outlier-min-change, --drain-on-flag,
+  // --preflight-budget-ms, --preflight-timeout-s (node health).
+  NodeHealthOptions node_health;
   bool http_public = false;
   bool insecure = false;
   bool ignore_sigterm = false;

@@ -2,6 +2,7 @@
 // GET /api/v1/nodes.
 
 import {cell, element, formatTime, getJson} from './format.js';
+import {healthText, preflightText} from './health.js';
 import {nodeState, summarizeDevices} from './inventory.js';
 
 function formatLabels(labels) {
@@ -22,6 +23,8 @@ function renderRow(node) {
   cell(tr, (node.inventory || {}).driver_version || '-');
   cell(tr, formatLabels(node.labels));
   cell(tr, nodeState(node));
+  cell(tr, healthText(node));
+  cell(tr, preflightText(node.last_preflight));
   cell(
       tr,
       element(

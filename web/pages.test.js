@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import {test} from 'node:test';
 
+import {healthText, incidentLines, preflightText} from './health.js';
 import {changeMarks, historySeries} from './history.js';
 import {filterRows, workloadsOf} from './indexes.js';
 import {convergenceText, formatDuration, leaderboardPath, PAGE_SIZE, precisionText, spreadText} from './leaderboard.js';
@@ -314,4 +315,29 @@ test('runsWhereChangesBegan keeps the runs a change began at', () => {
   const kept = runsWhereChangesBegan(runs, [{run_id: '5'}, {run_id: '9'}]);
   assert.deepEqual(kept.map((run) => run.id), ['5']);
   assert.deepEqual(runsWhereChangesBegan(runs, undefined), []);
+});
+
+test('healthText shows a flag with its evidence and counts incidents', () => {
+  assert.equal(
+      healthText({flag: 'preflight: gemm_gflops 25 GFLOP/s: -74%',
+                  incidents: 2}),
+      'flagged: preflight: gemm_gflops 25 GFLOP/s: -74% (2 incidents)');
+  assert.equal(healthText({incidents: 1}), '1 incident');
+  assert.equal(healthText({}), '-');
+});
+
+test('preflightText gives the figures measured, or the error', () => {
+  assert.equal(
+      preflightText({node: 'a', seconds: 3.66, flagged: true,
+                     figures: {gemm_gflops: 241.7, memory_gbps: 8.5}}),
+      'gemm 242 GFLOP/s, memory 8.50 GB/s in 3.7 s (flagged)');
+  assert.equal(preflightText({node: 'a', error: 'killed'}), 'failed: killed');
+  assert.equal(preflightText(undefined), '-');
+});
+
+test('incidentLines names node, attempt and rank of each straggler', () => {
+  assert.deepEqual(
+      incidentLines([{node: 'c', attempt: 1, rank: 2, detail: 'slow'}]),
+      ['c (attempt 1, rank 2): slow']);
+  assert.deepEqual(incidentLines(undefined), []);
 });

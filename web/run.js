@@ -3,6 +3,7 @@
 
 import {lineChart} from './chart.js';
 import {cell, definitionList, element, formatFlops, formatQuality, formatScaled, formatSeconds, formatTime, getJson, isFinished, link, stateBadge, worthRetrying} from './format.js';
+import {incidentLines} from './health.js';
 import {formatVersions, provenanceRows} from './inventory.js';
 import {historyHref, scalingHref} from './links.js';
 import {energyByEpoch, findStraggler, throughputByRank, timeSplit} from './ranks.js';
@@ -130,6 +131,9 @@ function overview(run) {
                              []),
     ['Epochs', `${(run.epochs || []).length} / ${spec.epochs}`],
     ...(run.forecast ? [['Forecast', run.forecast.summary || '']] : []),
+    ...(run.incidents && run.incidents.length ?
+            [['Stragglers', incidentLines(run.incidents).join('\n')]] :
+            []),
     ['Created', formatTime(run.created_ms)],
     ['Started', formatTime(run.started_ms)],
     ['Finished', formatTime(run.finished_ms)],

@@ -1,7 +1,8 @@
 // hpcai500-worker: trains one rank of a benchmark run (worker/train/run.h),
 // or, as `hpcai500-worker make-ewa ...`, writes a synthetic Extreme Weather
 // file in the dataset's layout (worker/data/make_ewa.h), or, as
-// `hpcai500-worker --version`, prints what it is (worker/version.h).
+// `hpcai500-worker --version`, prints what it is (worker/version.h), or, as
+// `hpcai500-worker preflight ...`, measures the node (worker/preflight.h).
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "worker/data/make_ewa.h"
 #include "worker/events/event_log.h"
 #include "worker/flags.h"
+#include "worker/preflight.h"
 #include "worker/train/run.h"
 #include "worker/version.h"
 
@@ -62,6 +64,9 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::strcmp(argv[1], "make-ewa") == 0) {
     return hpcai500::worker::MakeEwaMain(argc - 1, argv + 1);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "preflight") == 0) {
+    return hpcai500::worker::PreflightMain(argc - 1, argv + 1);
   }
   return hpcai500::worker::WorkerMain(argc, argv);
 }

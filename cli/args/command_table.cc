@@ -9,6 +9,7 @@
 #include "cli/commands/changes.h"
 #include "cli/commands/check_command.h"
 #include "cli/commands/commands.h"
+#include "cli/commands/preflight_command.h"
 #include "cli/commands/sweep.h"
 #include "cli/commands/watch.h"
 #include "cli/regress/regress_command.h"
@@ -96,6 +97,10 @@ int RunQueues(const CommandCall& call) {
 int RunCheck(const CommandCall& call) {
   return CheckCommand(call.context)
       .Run(call.args.positional[0], call.args.check);
+}
+int RunPreflightCommand(const CommandCall& call) {
+  return RunPreflight(call.context, call.args.positional, call.args.queue,
+                      call.args.json);
 }
 int RunInvalidate(const CommandCall& call) {
   return Commands(call.context).Invalidate(call.args.run_id, call.args.reason);
@@ -232,6 +237,12 @@ const CommandRow kCommandRows[] = {
      "phase with its time; T: seconds or 90s, 5m\n"
      "(default 2m; then the run is cancelled)",
      RunCheck},
+    {"preflight", "[NODE...]", "queue json",
+     "preflight [NODE...] [--queue Q] [--json]",
+     "measure nodes now (GEMM, memory, host to\n"
+     "device, all-reduce) and flag outliers\n"
+     "against their history and class (admin)",
+     RunPreflightCommand},
     {"invalidate", "RUN", "reason", "invalidate RUN --reason TEXT",
      "take a succeeded run's result (and its\n"
      "submission) off the leaderboard; the run\n"

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -242,14 +243,17 @@ absl::Status ConvertPositional(const CliCommand& command, CliArgs& args) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", command.name, "' needs ", absl::StrJoin(expected, " ")));
   }
-  if (args.positional.size() > expected.size()) {
+  // A last argument spelled "[NAME...]" takes any number of words.
+  const bool variadic =
+      !expected.empty() && absl::EndsWith(expected.back(), "...]");
+  if (!variadic && args.positional.size() > expected.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unexpected argument '", args.positional[expected.size()],
                      "' after '", command.name, "'"));
   }
   for (size_t i = 0; i < args.positional.size(); ++i) {
     const std::string& given = args.positional[i];
-    absl::string_view spelled = expected[i];
+    absl::string_view spelled = expected[std::min(i, expected.size() - 1)];
     absl::ConsumePrefix(&spelled, "[");
     absl::ConsumeSuffix(&spelled, "]");
     if (spelled == kRunArg) {

@@ -65,6 +65,14 @@ std::string FormatNodes(const v1::ListNodesResponse& nodes,
       "state", "devices", "driver", "last seen", "labels"};
   if (any_reason) header.push_back("reason");
   std::string text = FormatTable(header, rows, /*right_aligned=*/{2, 3, 4});
+  // Node health: each flagged node with the evidence that flagged it.
+  for (const v1::Node& node : nodes.nodes()) {
+    if (node.flag().empty()) continue;
+    absl::StrAppend(&text, "flagged ", EscapeLine(node.name()), " (",
+                    node.incidents(), " incident(s)) since ",
+                    FormatTimeMs(node.flagged_ms(), zone), ": ",
+                    EscapeLine(node.flag()), "\n");
+  }
   if (nodes.maintenance().until_ms() > 0) {
     absl::StrAppend(&text, FormatMaintenance(nodes.maintenance(), zone));
   }

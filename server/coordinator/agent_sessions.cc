@@ -149,6 +149,8 @@ absl::Status AgentSessions::HandleMessageLocked(
     case v1::AgentMessage::kLeaving:
       HandleLeavingLocked(node, message.leaving());
       break;
+    case v1::AgentMessage::kPreflightDone:
+      break;  // node health's (Coordinator::HandleAgentMessage)
     case v1::AgentMessage::kRegister:
       return absl::InvalidArgumentError(
           "register: only the first message of a stream may register");

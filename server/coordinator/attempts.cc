@@ -104,6 +104,7 @@ void Attempts::EndRunLocked(RunRecord& record, v1::RunState state,
   *record.run.mutable_fingerprint() = RunFingerprint(record.run, state_.nodes);
   state_.PersistLocked(record);  // saved before any agent hears of it
   if (cancel_workers) CancelWorkersLocked(record, error);
+  health_.RecordStragglersLocked(record);
   record.tracker.Reset();  // the events are stored; scoring is done
   const std::string line =
       FinalLine(record.run, state_.MetricName(record.run.spec()));

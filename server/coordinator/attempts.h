@@ -19,14 +19,17 @@
 #include "common/histogram.h"
 #include "proto/hpcai500.pb.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/node_health.h"
 #include "server/coordinator/run_record.h"
 
 namespace hpcai500 {
 
 class Attempts {
  public:
-  // `state` is borrowed and must outlive this.
-  explicit Attempts(CoordinatorState* state) : state_(*state) {}
+  // `state` and `health` are borrowed and must outlive this; a run's end
+  // is shown to `health` (stragglers).
+  Attempts(CoordinatorState* state, NodeHealth* health)
+      : state_(*state), health_(*health) {}
 
   Attempts(const Attempts&) = delete;
   Attempts& operator=(const Attempts&) = delete;
@@ -94,6 +97,7 @@ class Attempts {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
   CoordinatorState& state_;
+  NodeHealth& health_;
   Histogram scheduler_pass_{{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                              0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}};
 };

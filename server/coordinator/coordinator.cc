@@ -2,6 +2,7 @@
 // AgentSessions, and the time-driven work. See coordinator.h.
 #include "server/coordinator/coordinator.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -50,6 +51,7 @@ absl::Status Coordinator::Restore() {
     state_.nodes.Restore(std::move(info), now);
     state_.scheduler.SetDraining(name, state_.nodes.nodes()[name].draining);
   }
+  RETURN_IF_ERROR(node_health_.RestoreLocked());
   ASSIGN_OR_RETURN(std::vector<v1::Run> runs,
                    state_.store->ListRunsInStates({v1::RUN_STATE_QUEUED,
                                                    v1::RUN_STATE_STARTING,
@@ -270,6 +272,7 @@ absl::StatusOr<v1::Node> Coordinator::SetDraining(const std::string& name,
   NodeTable::Node& node = it->second;
   node.draining = draining;
   node.drain_reason = reason;
+  if (!draining) node_health_.ClearFlagLocked(name);
   state_.scheduler.SetDraining(name, draining);
   state_.SaveNodeLocked(node);
   LogInfo(absl::StrCat("node ", name, ": ",
@@ -402,6 +405,7 @@ absl::StatusOr<v1::ListNodesResponse> Coordinator::ListNodes() {
   for (const auto& [name, node] : state_.nodes.nodes()) {
     *response.add_nodes() = state_.NodeViewLocked(node);
   }
+  node_health_.DecorateLocked(*response.mutable_nodes());
   *response.mutable_maintenance() =
       state_.maintenance.Shown(state_.clock->NowMs());
   return response;
@@ -428,6 +432,7 @@ std::string Coordinator::MetricsText() {
 void Coordinator::Tick() {
   absl::MutexLock lock(&state_.mu);
   const int64_t now = state_.clock->NowMs();
+  state_.scheduler.AgePreflights(now);
   for (auto& [name, node] : state_.nodes.nodes()) {
     if (now < SilenceDeadlineMs(node.info.last_seen_ms(),
                                 state_.maintenance.until_ms(),
@@ -470,12 +475,76 @@ absl::StatusOr<int64_t> Coordinator::Connect(const v1::Register& request,
 absl::Status Coordinator::HandleAgentMessage(int64_t session,
                                              const v1::AgentMessage& message) {
   absl::MutexLock lock(&state_.mu);
+  if (message.has_preflight_done()) {
+    NodeTable::Node* node = state_.nodes.FindSession(session);
+    if (node == nullptr) {
+      return absl::FailedPreconditionError(
+          "agent session unknown or replaced by a newer registration");
+    }
+    node_health_.HandleDoneLocked(node->info.name(), message.preflight_done());
+    return absl::OkStatus();
+  }
   return sessions_.HandleMessageLocked(session, message);
 }
 
 void Coordinator::Disconnect(int64_t session) {
   absl::MutexLock lock(&state_.mu);
   sessions_.DisconnectLocked(session);
+}
+
+absl::StatusOr<v1::PreflightResponse> Coordinator::Preflight(
+    const v1::PreflightRequest& request) {
+  absl::MutexLock lock(&state_.mu);
+  std::vector<std::string> names(request.nodes().begin(),
+                                 request.nodes().end());
+  if (names.empty()) {
+    if (!request.queue().empty() &&
+        state_.scheduler.FindQueue(request.queue()) == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no queue ", request.queue()));
+    }
+    for (const auto& [name, node] : state_.nodes.nodes()) {
+      if (node.session == 0) continue;
+      const std::vector<std::string> queues = state_.scheduler.QueuesOf(name);
+      if (request.queue().empty() ||
+          std::find(queues.begin(), queues.end(), request.queue()) !=
+              queues.end()) {
+        names.push_back(name);
+      }
+    }
+    if (names.empty()) {
+      return absl::FailedPreconditionError(
+          request.queue().empty()
+              ? std::string("no node is connected")
+              : absl::StrCat("no node of queue ", request.queue(),
+                             " is connected"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<v1::PreflightResult> results,
+                   node_health_.RunLocked(names));
+  v1::PreflightResponse response;
+  for (v1::PreflightResult& r : results) *response.add_results() = std::move(r);
+  // A drained or flagged node changes what may be placed.
+  attempts_.ScheduleLocked();
+  return response;
+}
+
+absl::StatusOr<v1::NodeHealthResponse> Coordinator::NodeHealthOf(
+    const std::string& name, int limit) {
+  absl::MutexLock lock(&state_.mu);
+  if (state_.nodes.nodes().count(name) == 0) {
+    return absl::NotFoundError(absl::StrCat("no node ", name));
+  }
+  v1::NodeHealthResponse response;
+  ASSIGN_OR_RETURN(std::vector<v1::PreflightResult> preflights,
+                   state_.store->PreflightHistory(name, limit));
+  for (v1::PreflightResult& r : preflights) {
+    *response.add_preflights() = std::move(r);
+  }
+  ASSIGN_OR_RETURN(std::vector<v1::NodeIncident> incidents,
+                   state_.store->ListIncidents(name, /*run_id=*/0, limit));
+  for (v1::NodeIncident& i : incidents)
+    *response.add_incidents() = std::move(i);
+  return response;
 }
 
 absl::StatusOr<v1::MaintenanceWindow> Coordinator::SetMaintenance(

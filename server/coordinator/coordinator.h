@@ -29,6 +29,7 @@
 #include "server/coordinator/agent_sessions.h"
 #include "server/coordinator/attempts.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/node_health.h"
 #include "server/coordinator/node_table.h"
 #include "server/coordinator/run_reads.h"
 #include "server/coordinator/run_record.h"
@@ -106,6 +107,17 @@ class Coordinator final : public LiveRuns {
                                      const std::string& reason);
   absl::StatusOr<v1::Node> ResumeNode(const std::string& name);
 
+  // Node health (server/coordinator/node_health.h). Preflight measures the
+  // named nodes (`queue`: every node of that queue; neither: every
+  // connected node) and waits for their results, judged and stored; errors
+  // as NodeHealth::RunLocked, NotFound for an unknown queue. NodeHealth
+  // gives a node's pre-flights and incidents, newest first (at most
+  // `limit`); NotFound for an unknown node. ResumeNode also clears a flag.
+  absl::StatusOr<v1::PreflightResponse> Preflight(
+      const v1::PreflightRequest& request);
+  absl::StatusOr<v1::NodeHealthResponse> NodeHealthOf(const std::string& name,
+                                                      int limit);
+
   // Starts (`duration_ms` > 0, from now), replaces or ends (0) the
   // maintenance window (server/coordinator/maintenance.h), recording
   // `reason` and `by`, and tells every connected agent; returns the window
@@ -178,7 +190,8 @@ class Coordinator final : public LiveRuns {
 
   CoordinatorState state_;
   // The parts, each borrowing those above it.
-  Attempts attempts_{&state_};
+  NodeHealth node_health_{&state_};
+  Attempts attempts_{&state_, &node_health_};
   RunScoring scoring_{&state_, &attempts_};
   AgentSessions sessions_{&state_, &attempts_, &scoring_};
 };

@@ -78,6 +78,9 @@ Scheduler::Request CoordinatorState::RequestFor(const v1::Run& run) {
                              spec.constraints().end());
   request.time_limit_ms = spec.time_limit_s() * 1000;
   request.held = !run.held_by().empty();
+  request.ranked = spec.ranked();
+  request.avoid_flagged =
+      spec.ranked() && spec.constraints().count(kNodeLabel) == 0;
   return request;
 }
 

@@ -24,6 +24,7 @@
 #include "proto/hpcai500.pb.h"
 #include "server/coordinator/event_intake.h"
 #include "server/coordinator/maintenance.h"
+#include "server/coordinator/node_health_options.h"
 #include "server/coordinator/node_table.h"
 #include "server/coordinator/run_record.h"
 #include "server/coordinator/scheduler.h"
@@ -54,6 +55,8 @@ struct CoordinatorOptions {
   // metric's bad direction that a run's end reveals (hpcai500d's
   // --change-webhook queues it); must not block. Null: none.
   std::function<void(const v1::ChangePoint&)> on_regression;
+  // Pre-flights, stragglers and flags (server/coordinator/node_health.h).
+  NodeHealthOptions node_health;
 };
 
 struct CoordinatorState {

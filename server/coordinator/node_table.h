@@ -42,6 +42,10 @@ class NodeTable {
     // store.
     bool draining = false;
     std::string drain_reason;
+    // Flagged by node health (server/coordinator/node_health.h) with the
+    // evidence, and when; kept in the store. "" when not flagged.
+    std::string flag;
+    int64_t flagged_ms = 0;
     // Its agent said it is leaving for good (v1::Leaving), with the reason;
     // cleared when the node registers again. Kept in the store as the
     // state "down" with a reason of kLeftReasonPrefix + leave_reason.

@@ -87,26 +87,26 @@ absl::StatusOr<Scheduler::Queue> ParseQueue(const YAML::Node& node,
     } else if (key == "max_priority") {
       ASSIGN_OR_RETURN(queue.max_priority,
                        Priority(value, index, queue.name, "max_priority"));
-    } else if (key == "max_time_limit") {
+    } else if (key == "max_time_limit" || key == "preflight_max_age") {
       if (!value.IsScalar()) {
         return QueueError(index, queue.name,
-                          "max_time_limit: must be a duration");
+                          absl::StrCat(key, ": must be a duration"));
       }
-      absl::StatusOr<int64_t> seconds =
-          DurationSeconds(value.Scalar(), "max_time_limit");
+      absl::StatusOr<int64_t> seconds = DurationSeconds(value.Scalar(), key);
       if (!seconds.ok() || *seconds < 0) {
         return QueueError(index, queue.name,
                           seconds.ok()
-                              ? "max_time_limit: must not be negative"
+                              ? absl::StrCat(key, ": must not be negative")
                               : std::string(seconds.status().message()));
       }
-      queue.max_time_limit_s = *seconds;
+      (key == "max_time_limit" ? queue.max_time_limit_s
+                               : queue.preflight_max_age_s) = *seconds;
     } else {
       return QueueError(
           index, queue.name,
           absl::StrCat("unknown key '", key.substr(0, 64),
                        "'; known: name, default, nodes, priority, "
-                       "max_priority, max_time_limit"));
+                       "max_priority, max_time_limit, preflight_max_age"));
     }
   }
   if (queue.priority > queue.max_priority) {
@@ -203,6 +203,7 @@ v1::Queue QueueToProto(const Scheduler::Queue& queue) {
   proto.set_priority(queue.priority);
   proto.set_max_priority(queue.max_priority);
   proto.set_max_time_limit_s(queue.max_time_limit_s);
+  proto.set_preflight_max_age_s(queue.preflight_max_age_s);
   return proto;
 }
 

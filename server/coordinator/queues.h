@@ -8,6 +8,8 @@
 //       priority: 100          # a run's default priority
 //       max_priority: 1000     # the most a spec may ask for
 //       max_time_limit: 24h    # 0 or absent: none
+//       preflight_max_age: 1h  # a multi-node ranked run starts only on
+//                              # nodes with a pre-flight this fresh
 //     - name: gpu
 //       nodes: {accelerator: h200}
 //

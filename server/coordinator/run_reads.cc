@@ -14,6 +14,13 @@
 #include "server/store/leaderboard.h"
 
 namespace hpcai500 {
+namespace {
+
+// A run shows at most this many incidents (one per straggling rank and
+// attempt).
+constexpr int kRunIncidentsShown = 100;
+
+}  // namespace
 
 RunReads::RunReads(Store* store, const Registry* registry, LiveRuns* live,
                    ReadRule may_read, MoreMetrics more_metrics,
@@ -35,7 +42,14 @@ absl::StatusOr<v1::Run> CurrentRun(LiveRuns& live, Store& store,
 }
 
 absl::StatusOr<v1::Run> RunReads::GetRun(int64_t run_id) {
-  return CurrentRun(*live_, *store_, run_id);
+  ASSIGN_OR_RETURN(v1::Run run, CurrentRun(*live_, *store_, run_id));
+  // Node health's incidents of the run (stragglers), oldest first.
+  ASSIGN_OR_RETURN(std::vector<v1::NodeIncident> incidents,
+                   store_->ListIncidents("", run_id, kRunIncidentsShown));
+  for (auto it = incidents.rbegin(); it != incidents.rend(); ++it) {
+    *run.add_incidents() = std::move(*it);
+  }
+  return run;
 }
 
 absl::StatusOr<v1::ListRunsResponse> RunReads::ListRuns(

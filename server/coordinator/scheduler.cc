@@ -90,6 +90,44 @@ void Scheduler::SetDraining(const std::string& name, bool draining) {
   NodesChanged();
 }
 
+void Scheduler::SetFlagged(const std::string& name, bool flagged) {
+  NodeState& node = nodes_[name];
+  if (node.flagged == flagged) return;
+  node.flagged = flagged;
+  NodesChanged();
+}
+
+void Scheduler::SetPreflightMs(const std::string& name, int64_t measured_ms) {
+  NodeState& node = nodes_[name];
+  if (node.preflight_ms == measured_ms) return;
+  node.preflight_ms = measured_ms;
+  NodesChanged();
+}
+
+bool Scheduler::NeedsFreshPreflight(const Request& request,
+                                    const Queue& queue) {
+  return queue.preflight_max_age_s > 0 && request.ranked && request.nodes > 1;
+}
+
+bool Scheduler::PreflightFresh(const NodeState& node, const Queue& queue,
+                               int64_t now_ms) {
+  return node.preflight_ms > 0 &&
+         now_ms - node.preflight_ms <= queue.preflight_max_age_s * 1000;
+}
+
+void Scheduler::AgePreflights(int64_t now_ms) {
+  bool changed = false;
+  for (const Queue& queue : queues_) {
+    if (queue.preflight_max_age_s == 0) continue;
+    for (const auto& [name, node] : nodes_) {
+      changed = changed || PreflightFresh(node, queue, preflight_now_ms_) !=
+                               PreflightFresh(node, queue, now_ms);
+    }
+  }
+  preflight_now_ms_ = now_ms;
+  if (changed) NodesChanged();
+}
+
 bool Scheduler::IsDraining(const std::string& name) const {
   auto it = nodes_.find(name);
   return it != nodes_.end() && it->second.draining;
@@ -105,7 +143,8 @@ int Scheduler::ShapeOf(const Request& request) {
       QueueOf(request).name, "|",
       absl::StrJoin(request.constraints, ",", absl::PairFormatter("=")), "|",
       request.ranks_per_node, "|", request.gpus_per_node, "|",
-      request.time_limit_ms);
+      request.time_limit_ms, "|", request.avoid_flagged, "|",
+      NeedsFreshPreflight(request, QueueOf(request)));
   return shapes_.emplace(key, static_cast<int>(shapes_.size())).first->second;
 }
 
@@ -153,6 +192,9 @@ std::vector<int64_t> Scheduler::QueuedRunIds() const {
 bool Scheduler::Eligible(const NodeState& node, const Request& request) const {
   return node.offer.slots >= request.ranks_per_node &&
          node.offer.gpus >= request.gpus_per_node &&
+         !(request.avoid_flagged && node.flagged) &&
+         (!NeedsFreshPreflight(request, QueueOf(request)) ||
+          PreflightFresh(node, QueueOf(request), preflight_now_ms_)) &&
          Carries(node.offer.labels, QueueOf(request).node_labels) &&
          Carries(node.offer.labels, request.constraints);
 }
@@ -178,6 +220,11 @@ std::string Scheduler::Needs(const Request& request, bool free) const {
   if (request.gpus_per_node > 0) {
     absl::StrAppend(&needs, " and ", request.gpus_per_node, " ", free_word,
                     "GPU(s)");
+  }
+  if (NeedsFreshPreflight(request, QueueOf(request))) {
+    absl::StrAppend(&needs, " with a pre-flight at most ",
+                    QueueOf(request).preflight_max_age_s,
+                    " s old (hpcai500 preflight)");
   }
   if (!request.constraints.empty()) {
     absl::StrAppend(

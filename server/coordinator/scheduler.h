@@ -49,6 +49,9 @@ class Scheduler {
     int32_t max_priority = 1000;
     int64_t max_time_limit_s = 0;  // 0: none
     bool is_default = false;
+    // > 0: a ranked run of several nodes starts only on nodes whose last
+    // good pre-flight (node health) is at most this old.
+    int64_t preflight_max_age_s = 0;
   };
   // What a node offers.
   struct NodeOffer {
@@ -67,6 +70,12 @@ class Scheduler {
     Labels constraints;
     int64_t time_limit_ms = 0;  // 0: none (it may run forever)
     bool held = false;
+    // A ranked run not pinned to a node: flagged nodes are not for it
+    // (server/coordinator/node_health.h).
+    bool avoid_flagged = false;
+    // A ranked run: its queue's preflight_max_age applies when it spans
+    // several nodes.
+    bool ranked = false;
   };
   struct Placement {
     int64_t run_id = 0;
@@ -103,6 +112,15 @@ class Scheduler {
   // A draining node gets no new run; what it runs goes on.
   void SetDraining(const std::string& name, bool draining);
   bool IsDraining(const std::string& name) const;
+  // A flagged node (node health) gets no run that avoids flagged nodes.
+  void SetFlagged(const std::string& name, bool flagged);
+  // When the node's last good pre-flight was measured (Unix ms; 0: never).
+  void SetPreflightMs(const std::string& name, int64_t measured_ms);
+  // The pre-flights' ages are judged at `now_ms` from now on (call it from
+  // the clock's tick): a node whose pre-flight grew too old for a queue's
+  // preflight_max_age stops being eligible for that queue's multi-node
+  // ranked runs.
+  void AgePreflights(int64_t now_ms);
   bool IsSchedulable(const std::string& name) const;
 
   // Adds a run to the queue. A run already queued or placed is ignored.
@@ -161,6 +179,8 @@ class Scheduler {
     NodeOffer offer;
     bool schedulable = false;
     bool draining = false;
+    bool flagged = false;
+    int64_t preflight_ms = 0;
     int used_slots = 0;
     int used_gpus = 0;
     std::vector<int64_t> runs;  // the allocations holding some of it
@@ -188,6 +208,11 @@ class Scheduler {
   const Queue& QueueOf(const Request& request) const;
   // Whether `node` could ever host one node's share of `request`.
   bool Eligible(const NodeState& node, const Request& request) const;
+  // Whether `request` needs a fresh pre-flight of its queue's nodes, and
+  // whether `node`'s is fresh enough for `queue` at `now_ms`.
+  static bool NeedsFreshPreflight(const Request& request, const Queue& queue);
+  static bool PreflightFresh(const NodeState& node, const Queue& queue,
+                             int64_t now_ms);
   bool Up(const NodeState& node) const {
     return node.schedulable && !node.draining;
   }
@@ -226,6 +251,8 @@ class Scheduler {
   // told again once a second went by.
   int64_t last_pass_ms_ = 0;
   bool counts_down_ = false;
+  // The time pre-flight ages are judged at (AgePreflights).
+  int64_t preflight_now_ms_ = 0;
 };
 
 }  // namespace hpcai500

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -315,6 +316,29 @@ class Store {
   absl::StatusOr<std::vector<v1::Node>> ListNodes();
   // Deletes node `name`'s row; OK when there is none.
   absl::Status DeleteNode(const std::string& name);
+
+  // Node health (store_node_health.cc). AddIncident stores one (its id and
+  // time assigned when 0) and returns its id; ListIncidents gives the
+  // newest first of node `node` (or, with run_id > 0, of that run), at most
+  // `limit`; CountIncidents counts each node's.
+  absl::StatusOr<int64_t> AddIncident(const v1::NodeIncident& incident);
+  absl::StatusOr<std::vector<v1::NodeIncident>> ListIncidents(
+      const std::string& node, int64_t run_id, int limit);
+  absl::StatusOr<std::map<std::string, int>> CountIncidents();
+  // Stores one pre-flight; PreflightHistory gives node `node`'s newest
+  // first, at most `limit`; LatestPreflights the newest of every node.
+  absl::Status SavePreflight(const v1::PreflightResult& result);
+  absl::StatusOr<std::vector<v1::PreflightResult>> PreflightHistory(
+      const std::string& node, int limit);
+  absl::StatusOr<std::vector<v1::PreflightResult>> LatestPreflights();
+  // The nodes flagged now: SaveFlag sets (or replaces) one, ClearFlag
+  // removes it (OK when none), ListFlags gives node -> (flagged_ms,
+  // evidence).
+  absl::Status SaveFlag(const std::string& node, int64_t flagged_ms,
+                        const std::string& evidence);
+  absl::Status ClearFlag(const std::string& node);
+  absl::StatusOr<std::map<std::string, std::pair<int64_t, std::string>>>
+  ListFlags();
 
  private:
   Store(std::string path, sqlite3* db, int lock_fd, int file_lock_fd);

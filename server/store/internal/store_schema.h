@@ -226,6 +226,36 @@ CREATE TABLE store_facts (
   value TEXT NOT NULL
 );
 )sql",
+    // 13: node health (docs/design.md "Node health"): what was recorded
+    // against each node (stragglers, flagged pre-flights), every pre-flight
+    // measured (a serialized PreflightResult, judged), and the nodes flagged
+    // now with the evidence.
+    R"sql(
+CREATE TABLE node_incidents (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  node TEXT NOT NULL,
+  time_ms INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  run_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  rank INTEGER NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX node_incidents_by_node ON node_incidents(node, id);
+CREATE INDEX node_incidents_by_run ON node_incidents(run_id);
+CREATE TABLE node_preflights (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  node TEXT NOT NULL,
+  time_ms INTEGER NOT NULL,
+  result BLOB NOT NULL
+);
+CREATE INDEX node_preflights_by_node ON node_preflights(node, id);
+CREATE TABLE node_flags (
+  node TEXT PRIMARY KEY,
+  flagged_ms INTEGER NOT NULL,
+  evidence TEXT NOT NULL
+);
+)sql",
 };
 // The migration after which the runs written before it get their spec
 // columns (SQL cannot read the serialized spec).

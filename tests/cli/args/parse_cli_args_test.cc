@@ -1,6 +1,7 @@
 #include "cli/args/parse_cli_args.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -30,6 +31,19 @@ TEST(ParseCliArgs, CheckTakesATimeoutAsSecondsOrADuration) {
     EXPECT_THAT(parsed.status().message(), HasSubstr("--timeout")) << bad;
   }
   EXPECT_FALSE(ParseCliArgs({"check"}, {}).ok()) << "NODE is required";
+}
+
+TEST(ParseCliArgs, PreflightTakesAnyNumberOfNodesOrAQueue) {
+  auto parsed = ParseCliArgs({"preflight", "a", "b", "c", "--json"}, {});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->positional, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(parsed->json);
+  parsed = ParseCliArgs({"preflight", "--queue", "gpu"}, {});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->positional.empty());
+  EXPECT_EQ(parsed->queue, "gpu");
+  // Other commands still refuse an extra word.
+  EXPECT_FALSE(ParseCliArgs({"drain", "a", "b", "--reason", "x"}, {}).ok());
 }
 
 TEST(ParseCliArgs, RegressFlagsRepeatAndFillTheOptions) {

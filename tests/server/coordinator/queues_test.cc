@@ -42,6 +42,7 @@ TEST(Queues, TheDeployExampleParses) {
   ASSERT_TRUE(queues.ok()) << queues.status();
   EXPECT_EQ(queues->size(), 2u);
   EXPECT_EQ((*queues)[0].max_time_limit_s, 24 * 3600);
+  EXPECT_EQ((*queues)[1].preflight_max_age_s, 3600);
 }
 
 TEST(Queues, RefusesABadFileNamingTheQueueAndTheField) {

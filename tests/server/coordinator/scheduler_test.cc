@@ -266,6 +266,56 @@ TEST(Scheduler, DrainingNodeGetsNothingNewAndKeepsWhatItRuns) {
   EXPECT_THAT(Ids(scheduler.Schedule(0)), ElementsAre(2));
 }
 
+TEST(Scheduler, FlaggedNodeGetsNoRunThatAvoidsFlaggedNodes) {
+  Scheduler scheduler;
+  Up(scheduler, "a", 1);
+  Up(scheduler, "b", 1);
+  Up(scheduler, "c", 1);
+  scheduler.SetFlagged("b", true);
+  Scheduler::Request ranked = Job(1, /*nodes=*/2);
+  ranked.avoid_flagged = true;
+  scheduler.Enqueue(ranked);
+  std::vector<Scheduler::Placement> placed = scheduler.Schedule(0);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_THAT(placed[0].nodes, ElementsAre("a", "c"));
+  // A run that does not avoid them (unranked, or pinned) may use it.
+  scheduler.Enqueue(Job(2));
+  EXPECT_THAT(Ids(scheduler.Schedule(0)), ElementsAre(2));
+  EXPECT_EQ(scheduler.used_slots("b"), 1);
+}
+
+TEST(Scheduler, QueueWithPreflightMaxAgeWaitsForFreshPreflights) {
+  Scheduler::Queue queue;
+  queue.name = "fresh";
+  queue.is_default = true;
+  queue.preflight_max_age_s = 60;
+  Scheduler scheduler({queue});
+  Up(scheduler, "a", 1);
+  Up(scheduler, "b", 1);
+  scheduler.SetPreflightMs("a", 1'000);
+  scheduler.AgePreflights(30'000);
+  Scheduler::Request ranked = Job(1, /*nodes=*/2);
+  ranked.queue = "fresh";
+  ranked.ranked = true;
+  scheduler.Enqueue(ranked);
+  EXPECT_THAT(scheduler.Schedule(30'000), IsEmpty());
+  EXPECT_THAT(scheduler.Reason(1), HasSubstr("with a pre-flight at most 60 s"));
+  // An unranked run, or one of one node, needs none.
+  Scheduler::Request single = Job(2);
+  single.queue = "fresh";
+  single.ranked = true;
+  scheduler.Enqueue(single);
+  EXPECT_THAT(Ids(scheduler.Schedule(30'000)), ElementsAre(2));
+  scheduler.Deallocate(2);
+  scheduler.SetPreflightMs("b", 29'000);
+  EXPECT_THAT(Ids(scheduler.Schedule(30'000)), ElementsAre(1));
+  scheduler.Deallocate(1);
+  // A minute later a's is too old again.
+  scheduler.AgePreflights(62'000);
+  scheduler.Enqueue(ranked);
+  EXPECT_THAT(scheduler.Schedule(62'000), IsEmpty());
+}
+
 TEST(Scheduler, RunLargerThanTheNodesUpWaitsWithoutBlocking) {
   Scheduler scheduler;
   Up(scheduler, "a", 1);

@@ -22,6 +22,11 @@
 namespace hpcai500 {
 namespace {
 
+// Undoes migration 13 (node health); every older file below starts with
+// it, as later migrations are undone first.
+constexpr char kUndoNodeHealth[] =
+    "DROP TABLE node_flags; DROP TABLE node_preflights; "
+    "DROP TABLE node_incidents; ";
 // Turns a file of the current schema back into version 2: undoes
 // migrations 3 (spec columns), 4 (exits, resume points), 5 (users,
 // invalidation, tokens, audit), 6 (queues, holds, node states, inventory),
@@ -525,7 +530,7 @@ TEST_F(StoreTest, VersionOneFileMigratesKeepingItsResults) {
   }
   // Turn the file back into version 1.
   RewriteFile(
-      kUndoVersions3To12 +
+      kUndoNodeHealth + std::string(kUndoVersions3To12) +
       std::string("ALTER TABLE results DROP COLUMN energy_joules; "
                   "ALTER TABLE results DROP COLUMN valid_flops_per_watt; "
                   "PRAGMA user_version = 1;"));
@@ -679,7 +684,8 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
     AddRun(*store, "other", "smoke", v1::RUN_STATE_SUCCEEDED);
   }
   // Turn the file back into version 2: no spec columns.
-  RewriteFile(kUndoVersions3To12 + std::string("PRAGMA user_version = 2;"));
+  RewriteFile(kUndoNodeHealth + std::string(kUndoVersions3To12) +
+              "PRAGMA user_version = 2;");
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -688,6 +694,44 @@ TEST_F(StoreTest, VersionTwoFileMigratesAndListsItsRunsByName) {
   filter.set_workload("image_classification");
   filter.set_config("smoke");
   EXPECT_EQ(Ids(store->ListRuns(filter)), (std::vector<int64_t>{run}));
+}
+
+TEST_F(StoreTest, NodeHealthKeepsIncidentsPreflightsAndFlags) {
+  auto store = *Store::Open(path_);
+  v1::NodeIncident incident;
+  incident.set_node("c");
+  incident.set_time_ms(5);
+  incident.set_kind("straggler");
+  incident.set_run_id(7);
+  incident.set_rank(2);
+  incident.set_detail("rank 2 slower");
+  const int64_t first = *store->AddIncident(incident);
+  incident.set_run_id(0);
+  incident.set_kind("preflight");
+  EXPECT_EQ(*store->AddIncident(incident), first + 1);
+  EXPECT_EQ(store->ListIncidents("c", 0, 10)->size(), 2u);
+  ASSERT_EQ(store->ListIncidents("", 7, 10)->size(), 1u);
+  EXPECT_EQ((*store->ListIncidents("", 7, 10))[0].detail(), "rank 2 slower");
+  EXPECT_EQ(store->CountIncidents()->at("c"), 2);
+  for (int64_t t : {1, 2}) {
+    for (const char* node : {"a", "b"}) {
+      v1::PreflightResult r;
+      r.set_node(node);
+      r.set_time_ms(t);
+      (*r.mutable_figures())["gemm_gflops"] = 10.0 * t;
+      ASSERT_TRUE(store->SavePreflight(r).ok());
+    }
+  }
+  ASSERT_EQ(store->PreflightHistory("a", 10)->size(), 2u);
+  EXPECT_EQ((*store->PreflightHistory("a", 10))[0].time_ms(), 2);  // newest
+  const std::vector<v1::PreflightResult> latest = *store->LatestPreflights();
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[1].node(), "b");
+  EXPECT_EQ(latest[1].figures().at("gemm_gflops"), 20);
+  ASSERT_TRUE(store->SaveFlag("c", 5, "straggler: rank 2 slower").ok());
+  EXPECT_EQ(store->ListFlags()->at("c").second, "straggler: rank 2 slower");
+  ASSERT_TRUE(store->ClearFlag("c").ok());
+  EXPECT_TRUE(store->ListFlags()->empty());
 }
 
 TEST_F(StoreTest, CorruptFileIsAnErrorNamingIt) {
@@ -982,11 +1026,11 @@ TEST_F(StoreTest, VersionSixFileGetsItsLeaderboardFilled) {
     AddSubmission(*store, "image_classification", "cfg-a", true, 2,
                   {ok(1), PlannedRun{v1::RUN_STATE_FAILED, 0}});
   }
-  RewriteFile(
-      "DROP TABLE store_facts; DROP TABLE maintenance; "
-      "DROP TABLE submit_requests; "
-      "DROP TABLE regress_baselines; "
-      "DROP TABLE leaderboard; PRAGMA user_version = 6;");
+  RewriteFile(kUndoNodeHealth +
+              std::string("DROP TABLE store_facts; DROP TABLE maintenance; "
+                          "DROP TABLE submit_requests; "
+                          "DROP TABLE regress_baselines; "
+                          "DROP TABLE leaderboard; PRAGMA user_version = 6;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
@@ -1005,12 +1049,14 @@ TEST_F(StoreTest, VersionSevenFileGetsItsLeaderboardRowsRewritten) {
     AddSubmission(*store, "image_classification", "cfg-a", true, 1, {ok(5)});
   }
   RewriteFile(
-      "DROP TABLE store_facts; DROP TABLE maintenance; "
-      "DROP TABLE submit_requests; "
-      "DROP TABLE regress_baselines; "
-      "DROP INDEX leaderboard_level_order; "
-      "ALTER TABLE leaderboard DROP COLUMN level; "
-      "UPDATE leaderboard SET row = x''; PRAGMA user_version = 7;");
+      kUndoNodeHealth +
+      std::string(
+          "DROP TABLE store_facts; DROP TABLE maintenance; "
+          "DROP TABLE submit_requests; "
+          "DROP TABLE regress_baselines; "
+          "DROP INDEX leaderboard_level_order; "
+          "ALTER TABLE leaderboard DROP COLUMN level; "
+          "UPDATE leaderboard SET row = x''; PRAGMA user_version = 7;"));
   if (HasFatalFailure()) return;
   auto store = *Store::Open(path_);
   EXPECT_EQ(*store->UserVersion(), Store::SchemaVersion());
