@@ -274,4 +274,18 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& argv,
   return ParseOutcome::kRun;
 }
 
+bool TakeFlagAndValue(int argc, char** argv, int* i, std::string* flag,
+                      std::string* value) {
+  *flag = argv[*i];
+  const size_t eq = flag->find('=');
+  if (eq != std::string::npos) {
+    *value = flag->substr(eq + 1);
+    flag->resize(eq);
+    return true;
+  }
+  if (*i + 1 >= argc) return false;
+  *value = argv[++*i];
+  return true;
+}
+
 }  // namespace hpcai500::worker

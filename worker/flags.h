@@ -76,6 +76,13 @@ ParseOutcome ParseWorkerFlags(const std::vector<std::string>& args,
 
 std::string WorkerUsage();
 
+// The flag at argv[*i] of a subcommand (make-ewa, preflight) and its value,
+// as `--flag=value` or `--flag value`: *flag and *value set and *i moved
+// past what they took. False when the flag is the last word and has no
+// value (the caller says "needs a value").
+bool TakeFlagAndValue(int argc, char** argv, int* i, std::string* flag,
+                      std::string* value);
+
 }  // namespace hpcai500::worker
 
 #endif  // HPCAI500_WORKER_FLAGS_H_

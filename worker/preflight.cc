@@ -229,13 +229,7 @@ std::optional<int> ParsePreflightFlags(int argc, char** argv,
       std::cout << kUsage << "\n";
       return 0;
     }
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
+    if (!TakeFlagAndValue(argc, argv, &i, &arg, &value)) {
       std::cerr << "preflight: " << arg << " needs a value\n" << kUsage << "\n";
       return 2;
     }

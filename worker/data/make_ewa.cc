@@ -5,6 +5,7 @@
 #include <string>
 
 #include "worker/data/ewa_generator.h"
+#include "worker/flags.h"
 
 namespace hpcai500::worker {
 
@@ -21,13 +22,7 @@ int MakeEwaMain(int argc, char** argv) {
       std::cout << usage << "\n";
       return 0;
     }
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
+    if (!TakeFlagAndValue(argc, argv, &i, &arg, &value)) {
       std::cerr << "make-ewa: " << arg << " needs a value\n" << usage << "\n";
       return 2;
     }
